@@ -1,0 +1,119 @@
+"""Kubernetes-style field errors (the shape of apimachinery's field.Error).
+
+Every message names the field path and the bad value, so that a user can fix
+a manifest from the error alone, and errors are collected, never raised one by
+one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from leaderworkerset.api.constants import GROUP
+
+
+class ErrorType(Enum):
+    INVALID = "Invalid value"
+    REQUIRED = "Required value"
+    NOT_SUPPORTED = "Unsupported value"
+    FORBIDDEN = "Forbidden"
+    DUPLICATE = "Duplicate value"
+    TOO_LONG = "Too long"
+    TYPE = "Invalid type"
+
+    @property
+    def reason(self) -> str:
+        """The `FieldValueXxx` cause type the API server reports in Status.details."""
+        return {
+            ErrorType.INVALID: "FieldValueInvalid",
+            ErrorType.REQUIRED: "FieldValueRequired",
+            ErrorType.NOT_SUPPORTED: "FieldValueNotSupported",
+            ErrorType.FORBIDDEN: "FieldValueForbidden",
+            ErrorType.DUPLICATE: "FieldValueDuplicate",
+            ErrorType.TOO_LONG: "FieldValueTooLong",
+            ErrorType.TYPE: "FieldValueTypeInvalid",
+        }[self]
+
+
+_OMITTED = object()
+
+
+def format_value(value: Any) -> str:
+    """Render a bad value the way `kubectl` users are used to: strings quoted, rest as JSON."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return str(value)
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    type: ErrorType
+    field: str
+    bad_value: Any
+    detail: str = ""
+
+    def __str__(self) -> str:
+        head = f"{self.field}: {self.type.value}"
+        if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG):
+            if self.bad_value is not _OMITTED and self.bad_value is not None:
+                head += f": {format_value(self.bad_value)}"
+        else:
+            head += f": {format_value(self.bad_value)}"
+        return f"{head}: {self.detail}" if self.detail else head
+
+
+def invalid(field: str, value: Any, detail: str) -> FieldError:
+    return FieldError(ErrorType.INVALID, field, value, detail)
+
+
+def required(field: str, detail: str = "") -> FieldError:
+    return FieldError(ErrorType.REQUIRED, field, _OMITTED, detail)
+
+
+def not_supported(field: str, value: Any, supported: tuple[str, ...]) -> FieldError:
+    detail = "supported values: " + ", ".join(json.dumps(s) for s in supported)
+    return FieldError(ErrorType.NOT_SUPPORTED, field, value, detail)
+
+
+def forbidden(field: str, detail: str, value: Any = _OMITTED) -> FieldError:
+    return FieldError(ErrorType.FORBIDDEN, field, value, detail)
+
+
+def type_error(field: str, value: Any, expected: str) -> FieldError:
+    return FieldError(ErrorType.TYPE, field, value, f"must be {expected}")
+
+
+def too_long(field: str, value: Any, limit: int) -> FieldError:
+    return FieldError(ErrorType.TOO_LONG, field, value, f"must have at most {limit} bytes")
+
+
+def immutable(field: str, value: Any) -> FieldError:
+    return invalid(field, value, "field is immutable")
+
+
+class InvalidObjectError(ValueError):
+    """All field errors of one object, in the API server's `is invalid` wording."""
+
+    def __init__(self, kind: str, name: str, errors: list[FieldError]) -> None:
+        self.kind = kind
+        self.name = name
+        self.errors = list(errors)
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        joined = ", ".join(str(e) for e in self.errors)
+        body = joined if len(self.errors) == 1 else f"[{joined}]"
+        return f"{self.kind}.{GROUP} {json.dumps(self.name)} is invalid: {body}"

@@ -1,0 +1,178 @@
+"""Object-metadata rules of the API server (names, label and annotation syntax).
+
+The messages are the standard apimachinery ones, so users see the same text
+as from any other Kubernetes object.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from leaderworkerset.api.errors import FieldError, invalid, required, too_long, type_error
+
+DNS1035_LABEL_MAX = 63
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+LABEL_VALUE_MAX = 63
+QUALIFIED_NAME_MAX = 63
+TOTAL_ANNOTATION_SIZE_MAX = 256 * 1024
+
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+DNS1035_LABEL_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    "regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+QUALIFIED_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+    "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    msgs: list[str] = []
+    if len(value) > DNS1035_LABEL_MAX:
+        msgs.append(f"must be no more than {DNS1035_LABEL_MAX} characters")
+    if not _DNS1035_LABEL.match(value):
+        msgs.append(DNS1035_LABEL_MSG)
+    return msgs
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    msgs: list[str] = []
+    if len(value) > DNS1123_LABEL_MAX:
+        msgs.append(f"must be no more than {DNS1123_LABEL_MAX} characters")
+    if not _DNS1123_LABEL.match(value):
+        msgs.append(DNS1123_LABEL_MSG)
+    return msgs
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """Label and annotation keys: an optional DNS-1123 subdomain prefix, '/', a name."""
+    msgs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            msgs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > DNS1123_SUBDOMAIN_MAX:
+                msgs.append(f"prefix part must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
+            if not _DNS1123_SUBDOMAIN.match(prefix):
+                msgs.append("prefix part " + DNS1123_SUBDOMAIN_MSG)
+    else:
+        return [
+            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
+            "must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name', "
+            " or '123-abc', regex used for validation is "
+            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+            "and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        msgs.append("name part must be non-empty")
+    elif len(name) > QUALIFIED_NAME_MAX:
+        msgs.append(f"name part must be no more than {QUALIFIED_NAME_MAX} characters")
+    if name and not _QUALIFIED_NAME.match(name):
+        msgs.append(QUALIFIED_NAME_MSG)
+    return msgs
+
+
+def label_value_errors(value: str) -> list[str]:
+    msgs: list[str] = []
+    if len(value) > LABEL_VALUE_MAX:
+        msgs.append(f"must be no more than {LABEL_VALUE_MAX} characters")
+    if not _LABEL_VALUE.match(value):
+        msgs.append(LABEL_VALUE_MSG)
+    return msgs
+
+
+def validate_object_meta(meta: Any, path: str = "metadata") -> list[FieldError]:
+    """Name (a DNS-1035 label: it becomes a Service name), namespace, labels, annotations."""
+    if meta is None:
+        return [required(f"{path}.name", "name or generateName is required")]
+    if not isinstance(meta, dict):
+        return [type_error(path, meta, "an object")]
+    errs: list[FieldError] = []
+    name = meta.get("name")
+    generate_name = meta.get("generateName")
+    if not name and not generate_name:
+        errs.append(required(f"{path}.name", "name or generateName is required"))
+    if isinstance(name, str) and name:
+        errs.extend(invalid(f"{path}.name", name, m) for m in dns1035_label_errors(name))
+    elif name is not None and not isinstance(name, str):
+        errs.append(type_error(f"{path}.name", name, "a string"))
+    if isinstance(generate_name, str) and generate_name:
+        # The server appends 5 random characters, so the prefix may end in '-'.
+        prefix = generate_name.rstrip("-") or generate_name
+        errs.extend(
+            invalid(f"{path}.generateName", generate_name, m) for m in dns1035_label_errors(prefix)
+        )
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        errs.extend(
+            invalid(f"{path}.namespace", namespace, m) for m in dns1123_label_errors(namespace)
+        )
+    errs.extend(_validate_labels(meta.get("labels"), f"{path}.labels"))
+    errs.extend(_validate_annotations(meta.get("annotations"), f"{path}.annotations"))
+    return errs
+
+
+def _validate_labels(labels: Any, path: str) -> list[FieldError]:
+    if labels is None:
+        return []
+    if not isinstance(labels, dict):
+        return [type_error(path, labels, "an object of strings")]
+    errs: list[FieldError] = []
+    for key, value in labels.items():
+        errs.extend(invalid(path, key, m) for m in qualified_name_errors(key))
+        if not isinstance(value, str):
+            errs.append(type_error(f"{path}[{key}]", value, "a string"))
+            continue
+        errs.extend(invalid(path, value, m) for m in label_value_errors(value))
+    return errs
+
+
+def _validate_annotations(annotations: Any, path: str) -> list[FieldError]:
+    if annotations is None:
+        return []
+    if not isinstance(annotations, dict):
+        return [type_error(path, annotations, "an object of strings")]
+    errs: list[FieldError] = []
+    total = 0
+    for key, value in annotations.items():
+        errs.extend(invalid(path, key, m) for m in qualified_name_errors(key.lower()))
+        if not isinstance(value, str):
+            errs.append(type_error(f"{path}[{key}]", value, "a string"))
+            continue
+        total += len(key) + len(value)
+    if total > TOTAL_ANNOTATION_SIZE_MAX:
+        errs.append(too_long(path, "", TOTAL_ANNOTATION_SIZE_MAX))
+    return errs

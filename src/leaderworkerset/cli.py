@@ -1,0 +1,127 @@
+"""`lws`: the command line of the project."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from leaderworkerset import __version__
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.crd import CRD_FILE, render_crd_yaml
+from leaderworkerset.api.defaults import default_leaderworkerset
+from leaderworkerset.api.errors import FieldError
+from leaderworkerset.api.types import LeaderWorkerSet
+from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
+
+
+@click.group()
+@click.version_option(__version__, prog_name="lws")
+def main() -> None:
+    """LeaderWorkerSet controller, tools and local cluster."""
+
+
+@main.command()
+@click.argument("manifest", type=click.File("r"))
+@click.option(
+    "--old",
+    "old_manifest",
+    type=click.File("r"),
+    help="The object as currently stored: validate MANIFEST as an update of it.",
+)
+@click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml")
+def validate(manifest: Any, old_manifest: Any, output: str) -> None:
+    """Default and validate the LeaderWorkerSets in MANIFEST ('-' for stdin).
+
+    Prints each defaulted object, or every error with its field path; exits 1
+    when any object is invalid. Documents of other kinds are skipped.
+    """
+    old_by_name: dict[str, LeaderWorkerSet] = {}
+    if old_manifest is not None:
+        for doc in _leaderworkersets(old_manifest):
+            stored, _ = LeaderWorkerSet.from_json(doc)
+            old_by_name[stored.name] = default_leaderworkerset(stored)
+    failed = False
+    found = 0
+    for doc in _leaderworkersets(manifest):
+        found += 1
+        lws, errs = LeaderWorkerSet.from_json(doc)
+        defaulted = default_leaderworkerset(lws)
+        previous = old_by_name.get(lws.name)
+        if previous is None:
+            errs += validate_create(defaulted)
+        else:
+            errs += validate_update(defaulted, previous)
+        for warning in warnings_for(defaulted):
+            click.echo(f"Warning: {warning}", err=True)
+        if errs:
+            failed = True
+            _print_errors(lws.name, errs)
+            continue
+        click.echo(_render(defaulted.to_json(), output), nl=False)
+    if found == 0:
+        raise click.ClickException(f"no {c.KIND} ({c.API_VERSION}) found in the manifest")
+    if failed:
+        sys.exit(1)
+
+
+@main.group()
+def crd() -> None:
+    """The LeaderWorkerSet CustomResourceDefinition."""
+
+
+@crd.command("generate")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"Write to this file (e.g. {CRD_FILE}) instead of stdout.",
+)
+@click.option("--check", is_flag=True, help="Exit 1 if --output differs from the generated CRD.")
+def crd_generate(output: Path | None, check: bool) -> None:
+    """Generate the CRD from the API code."""
+    rendered = render_crd_yaml()
+    if output is None:
+        click.echo(rendered, nl=False)
+        return
+    if check:
+        current = output.read_text() if output.exists() else ""
+        if current != rendered:
+            raise click.ClickException(
+                f"{output} is stale: run `lws crd generate --output {output}`"
+            )
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(rendered)
+    click.echo(f"wrote {output}")
+
+
+def _leaderworkersets(stream: Any) -> list[dict[str, Any]]:
+    try:
+        docs = [d for d in yaml.safe_load_all(stream) if d is not None]
+    except yaml.YAMLError as exc:
+        raise click.ClickException(f"cannot parse the manifest: {exc}") from exc
+    return [
+        d
+        for d in docs
+        if isinstance(d, dict) and d.get("kind") == c.KIND and _group_of(d) == c.GROUP
+    ]
+
+
+def _group_of(doc: dict[str, Any]) -> str:
+    return str(doc.get("apiVersion", "")).partition("/")[0]
+
+
+def _print_errors(name: str, errors: list[FieldError]) -> None:
+    click.echo(f"{c.KIND}.{c.GROUP} {json.dumps(name)} is invalid:", err=True)
+    for error in errors:
+        click.echo(f"  * {error}", err=True)
+
+
+def _render(obj: dict[str, Any], output: str) -> str:
+    if output == "json":
+        return json.dumps(obj, indent=2) + "\n"
+    return "---\n" + yaml.safe_dump(obj, sort_keys=False)
