@@ -1,0 +1,80 @@
+"""`lws validate` and `lws crd generate` as a user runs them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from leaderworkerset.cli import main
+
+SAMPLES = Path(__file__).resolve().parents[2] / "config" / "samples"
+
+INVALID = """
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: 2cube
+spec:
+  replicas: -1
+  groupReplacementPolicy: Immediate
+  leaderWorkerTemplate:
+    size: 0
+    workerTemplate:
+      spec:
+        containers: [{name: c, image: i}]
+"""
+
+
+def test_validate_prints_the_defaulted_object() -> None:
+    result = CliRunner().invoke(main, ["validate", str(SAMPLES / "worker-template-only.yaml")])
+    assert result.exit_code == 0, result.output
+    obj = yaml.safe_load(result.stdout)
+    assert obj["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]["maxUnavailable"] == 1
+    assert obj["spec"]["groupIdentity"] == "Ordinal"
+
+
+def test_validate_lists_every_error_and_fails() -> None:
+    result = CliRunner().invoke(main, ["validate", "-"], input=INVALID)
+    assert result.exit_code == 1
+    for fragment in (
+        'LeaderWorkerSet.leaderworkerset.x-k8s.io "2cube" is invalid',
+        'metadata.name: Invalid value: "2cube"',
+        "spec.replicas: Invalid value: -1",
+        "spec.leaderWorkerTemplate.size: Invalid value: 0",
+        'spec.groupReplacementPolicy: Invalid value: "Immediate"',
+    ):
+        assert fragment in result.stderr
+
+
+def test_validate_update_against_stored_object(tmp_path: Path) -> None:
+    stored = tmp_path / "old.yaml"
+    stored.write_text((SAMPLES / "worker-template-only.yaml").read_text())
+    changed = (
+        (SAMPLES / "worker-template-only.yaml")
+        .read_text()
+        .replace("replicas: 3", "replicas: 3\n  groupIdentity: Hash")
+    )
+    result = CliRunner().invoke(main, ["validate", "--old", str(stored), "-"], input=changed)
+    assert result.exit_code == 1
+    assert 'spec.groupIdentity: Invalid value: "Hash": field is immutable' in result.stderr
+
+
+def test_validate_without_any_leaderworkerset() -> None:
+    result = CliRunner().invoke(main, ["validate", "-"], input="kind: ConfigMap\n")
+    assert result.exit_code != 0
+    assert "no LeaderWorkerSet" in result.output
+
+
+def test_crd_generate_check(tmp_path: Path) -> None:
+    target = tmp_path / "crd.yaml"
+    runner = CliRunner()
+    assert runner.invoke(main, ["crd", "generate", "--output", str(target)]).exit_code == 0
+    assert (
+        runner.invoke(main, ["crd", "generate", "--output", str(target), "--check"]).exit_code == 0
+    )
+    target.write_text("stale")
+    stale = runner.invoke(main, ["crd", "generate", "--output", str(target), "--check"])
+    assert stale.exit_code == 1
+    assert "stale" in stale.output
