@@ -1,0 +1,71 @@
+"""How LeaderWorkerSet objects are named and keyed.
+
+Pure functions shared by the webhooks and the controllers, so that the names a
+webhook writes at admission and the names a controller looks up are computed by
+the same code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+
+from leaderworkerset.api import constants as c
+
+_ORDINAL_SUFFIX = re.compile(r"^(.*)-([0-9]+)$")
+_INT32_MAX = 2**31 - 1
+# Hash-mode hostnames are the first characters of the group key (design page).
+HASH_HOSTNAME_LENGTH = 8
+
+
+def sha1_hex(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def parse_ordinal(pod_name: str) -> tuple[str, int]:
+    """("web-3-2") -> ("web-3", 2); ("web") -> ("", -1). Out-of-int32 ordinals are -1."""
+    match = _ORDINAL_SUFFIX.match(pod_name)
+    if match is None:
+        return "", -1
+    ordinal = int(match.group(2))
+    if ordinal > _INT32_MAX:
+        return "", -1
+    return match.group(1), ordinal
+
+
+def ordinal_group_key(namespace: str, leader_pod_name: str) -> str:
+    """Ordinal mode: a function of the leader's name, so a recreated leader keeps it."""
+    return sha1_hex(f"{namespace}/{leader_pod_name}")
+
+
+def random_group_key(namespace: str) -> str:
+    """Hash mode: drawn once per leader at admission and never reused."""
+    return sha1_hex(f"{namespace}/{secrets.token_hex(8)}")
+
+
+def subgroup_key(leader_pod_name: str, subgroup_index: str | int) -> str:
+    return sha1_hex(f"{leader_pod_name}/{subgroup_index}")
+
+
+def leader_pod_name(lws_name: str, group_index: int) -> str:
+    return f"{lws_name}-{group_index}"
+
+
+def hash_hostname(group_key: str) -> str:
+    return group_key[:HASH_HOSTNAME_LENGTH]
+
+
+def leader_address(hostname: str, subdomain: str, namespace: str) -> str:
+    """LWS_LEADER_ADDRESS: no cluster-domain suffix, as upstream."""
+    return f"{hostname}.{subdomain}.{namespace}"
+
+
+def hpa_pod_selector(lws_name: str) -> str:
+    return f"{c.LABEL_SET_NAME}={lws_name},{c.LABEL_WORKER_INDEX}=0"
+
+
+def revision_name(lws_name: str, hash_string: str, revision: int) -> str:
+    """ControllerRevision names: the owner's name is cut to 220 bytes as upstream."""
+    prefix = lws_name.encode("utf-8")[:220].decode("utf-8", "ignore")
+    return f"{prefix}-{hash_string}-{revision}"
