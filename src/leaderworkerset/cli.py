@@ -49,24 +49,30 @@ def validate(manifest: Any, old_manifest: Any, output: str) -> None:
     found = 0
     for doc in _leaderworkersets(manifest):
         found += 1
-        lws, errs = LeaderWorkerSet.from_json(doc)
-        defaulted = default_leaderworkerset(lws)
-        previous = old_by_name.get(lws.name)
-        if previous is None:
-            errs += validate_create(defaulted)
-        else:
-            errs += validate_update(defaulted, previous)
-        for warning in warnings_for(defaulted):
-            click.echo(f"Warning: {warning}", err=True)
-        if errs:
-            failed = True
-            _print_errors(lws.name, errs)
-            continue
-        click.echo(_render(defaulted.to_json(), output), nl=False)
+        failed |= not _check_and_print(doc, output, old_by_name)
     if found == 0:
         raise click.ClickException(f"no {c.KIND} ({c.API_VERSION}) found in the manifest")
     if failed:
         sys.exit(1)
+
+
+@main.command()
+@click.option(
+    "--samples",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("config/samples"),
+    show_default=True,
+)
+def demo(samples: Path) -> None:
+    """Default and validate every sample manifest and print the results."""
+    failed = []
+    for path in sorted(samples.glob("*.yaml")):
+        click.echo(f"# {path}")
+        with path.open() as stream:
+            if not all([_check_and_print(doc, "yaml", {}) for doc in _leaderworkersets(stream)]):
+                failed.append(path.name)
+    if failed:
+        raise click.ClickException(f"invalid samples: {', '.join(failed)}")
 
 
 @main.group()
@@ -97,6 +103,25 @@ def crd_generate(output: Path | None, check: bool) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(rendered)
     click.echo(f"wrote {output}")
+
+
+def _check_and_print(doc: dict[str, Any], output: str, stored: dict[str, LeaderWorkerSet]) -> bool:
+    """Default and validate one object (as an update when it is in `stored`); print
+    the defaulted object or its errors. True when valid."""
+    lws, errs = LeaderWorkerSet.from_json(doc)
+    defaulted = default_leaderworkerset(lws)
+    previous = stored.get(lws.name)
+    if previous is None:
+        errs += validate_create(defaulted)
+    else:
+        errs += validate_update(defaulted, previous)
+    for warning in warnings_for(defaulted):
+        click.echo(f"Warning: {warning}", err=True)
+    if errs:
+        _print_errors(lws.name, errs)
+        return False
+    click.echo(_render(defaulted.to_json(), output), nl=False)
+    return True
 
 
 def _leaderworkersets(stream: Any) -> list[dict[str, Any]]:
