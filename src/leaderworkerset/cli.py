@@ -17,12 +17,16 @@ from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
+from leaderworkerset.localcluster.cli import dev
 
 
 @click.group()
 @click.version_option(__version__, prog_name="lws")
 def main() -> None:
     """LeaderWorkerSet controller, tools and local cluster."""
+
+
+main.add_command(dev)
 
 
 @main.command()
