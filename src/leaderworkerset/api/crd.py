@@ -254,7 +254,7 @@ def _kubernetes_schema(ref: str) -> dict[str, Any]:
     return _structural(kubernetes_schemas()[ref])
 
 
-def _structural(node: dict[str, Any]) -> dict[str, Any]:
+def _structural(node: dict[str, Any], *, is_map_key: bool = False) -> dict[str, Any]:
     if "$ref" in node:
         return _kubernetes_schema(node["$ref"][len(_REF_PREFIX) :])
     out: dict[str, Any] = {}
@@ -271,11 +271,27 @@ def _structural(node: dict[str, Any]) -> dict[str, Any]:
         elif key == "additionalProperties" and isinstance(value, dict):
             out["additionalProperties"] = _structural(value)
         elif key == "default":
-            if _meaningful_default(value):
+            # The API server requires a list-map key to be required or defaulted.
+            if is_map_key or _meaningful_default(value):
                 out["default"] = copy.deepcopy(value)
         elif key in _KEPT_KEYWORDS:
             out[key] = copy.deepcopy(value)
+    _keep_map_key_defaults(node, out)
     return out
+
+
+def _keep_map_key_defaults(node: dict[str, Any], out: dict[str, Any]) -> None:
+    keys = node.get("x-kubernetes-list-map-keys")
+    items = node.get("items")
+    if not keys or not isinstance(items, dict):
+        return
+    source = items
+    if "$ref" in source:
+        source = kubernetes_schemas()[source["$ref"][len(_REF_PREFIX) :]]
+    properties = source.get("properties", {})
+    for key in keys:
+        if key in properties and key not in source.get("required", ()):
+            out["items"]["properties"][key] = _structural(properties[key], is_map_key=True)
 
 
 def _meaningful_default(value: Any) -> bool:
