@@ -1,0 +1,95 @@
+"""What the node simulator needs on top of the project's raw JSON :class:`ApiClient`:
+paginated lists, deletes that tolerate a vanished object, and Kubernetes time formats."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
+
+JsonObj = dict[str, Any]
+
+
+def simulator_client(kubeconfig: Path | str) -> ApiClient:
+    # No client-side QPS limit: the simulator bounds its concurrent writes itself, and a
+    # token bucket would cap how fast thousands of pods can start.
+    return ApiClient.from_kubeconfig(kubeconfig, qps=0, user_agent="lws-nodesim")
+
+
+async def list_all(
+    api: ApiClient,
+    resource: Resource,
+    namespace: str | None = None,
+    *,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    page_size: int = 500,
+) -> tuple[list[JsonObj], str]:
+    """Every item of a collection, page by page, and the list's resourceVersion."""
+    items: list[JsonObj] = []
+    token: str | None = None
+    while True:
+        page = await api.list(
+            resource,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=page_size,
+            continue_token=token,
+        )
+        items.extend(page.get("items") or [])
+        meta = page.get("metadata") or {}
+        token = meta.get("continue")
+        if not token:
+            return items, str(meta.get("resourceVersion", ""))
+
+
+async def delete_if_present(
+    api: ApiClient,
+    resource: Resource,
+    name: str,
+    namespace: str | None = None,
+    *,
+    uid: str | None = None,
+    grace_period_seconds: int | None = None,
+) -> bool:
+    """Delete; False if the object is gone or (with ``uid``) the name holds a newer one."""
+    try:
+        await api.delete(
+            resource,
+            name,
+            namespace,
+            grace_period_seconds=grace_period_seconds,
+            preconditions={"uid": uid} if uid else None,
+        )
+    except ApiError as err:
+        # A failed UID precondition is a 409 Conflict.
+        if err.not_found or (uid is not None and err.status == 409):
+            return False
+        raise
+    return True
+
+
+def rfc3339(ts: float | None = None) -> str:
+    """metav1.Time: second precision, UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
+
+
+def micro_time(ts: float | None = None) -> str:
+    """metav1.MicroTime, as Lease.spec.renewTime requires."""
+    now = time.time() if ts is None else ts
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+
+
+def resource_version_newer(candidate: str | None, current: str | None) -> bool:
+    """Whether ``candidate`` is newer; resourceVersions are etcd revisions on a real server."""
+    if not current:
+        return True
+    if not candidate:
+        return False
+    with contextlib.suppress(ValueError):
+        return int(candidate) > int(current)
+    return candidate != current

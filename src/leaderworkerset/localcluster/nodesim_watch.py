@@ -1,0 +1,89 @@
+"""One LIST + WATCH of bound pods across all namespaces, resumed after errors."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+
+import httpx2
+import orjson
+
+from leaderworkerset.localcluster.nodesim_api import JsonObj, list_all
+from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
+
+log = logging.getLogger(__name__)
+
+# Unscheduled pods are of no interest to a kubelet; the API server filters them out.
+BOUND_PODS = "spec.nodeName!="
+MAX_BACKOFF = 30.0
+
+
+class PodWatch:
+    """Feeds ``on_event(type, pod)`` for every change and ``on_relist(pods)`` after each
+    full LIST (initially and whenever the watch's resourceVersion has expired)."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        on_event: Callable[[str, JsonObj], None],
+        on_relist: Callable[[list[JsonObj]], None],
+        field_selector: str = BOUND_PODS,
+    ) -> None:
+        self._api = api
+        self._on_event = on_event
+        self._on_relist = on_relist
+        self._field_selector = field_selector
+        self.synced = asyncio.Event()
+        self.relists = 0
+
+    async def run(self) -> None:
+        resource_version: str | None = None
+        backoff = 0.5
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            try:
+                if resource_version is None:
+                    items, resource_version = await list_all(
+                        self._api, PODS, field_selector=self._field_selector
+                    )
+                    self.relists += 1
+                    self._on_relist(items)
+                    self.synced.set()
+                # Jittered so several simulators do not reconnect in lockstep.
+                timeout = random.randint(240, 360)
+                async for event in self._api.watch(
+                    PODS,
+                    resource_version=resource_version,
+                    field_selector=self._field_selector,
+                    timeout_seconds=timeout,
+                ):
+                    kind = str(event.get("type"))
+                    obj = event.get("object") or {}
+                    if kind == "ERROR":
+                        raise ApiError(int(obj.get("code") or 500), obj, "WATCH", "pods")
+                    resource_version = (obj.get("metadata") or {}).get(
+                        "resourceVersion", resource_version
+                    )
+                    if kind != "BOOKMARK":
+                        self._on_event(kind, obj)
+            except ApiError as err:
+                if err.gone:
+                    log.info("pod watch expired at %s, relisting", resource_version)
+                    resource_version = None
+                    continue
+                failure: Exception | None = err
+            except (httpx2.HTTPError, OSError, orjson.JSONDecodeError) as err:
+                failure = err
+            else:
+                failure = None
+            if loop.time() - started > 5:
+                backoff = 0.5
+                if failure is None:
+                    continue  # the server ended a healthy watch; resume at once
+            # Failing fast, or a watch that keeps ending early: back off either way.
+            log.warning("pod watch interrupted, retrying in %.1fs: %s", backoff, failure)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF)
