@@ -145,3 +145,7 @@ MUTATING_WEBHOOK_CONFIGURATION: Final = "lws-mutating-webhook-configuration"
 VALIDATING_WEBHOOK_CONFIGURATION: Final = "lws-validating-webhook-configuration"
 WEBHOOK_SERVICE_NAME: Final = "lws-webhook-service"
 WEBHOOK_SECRET_NAME: Final = "lws-webhook-server-cert"
+
+# --- Pod roles -------------------------------------------------------------------------
+# worker-index label value that marks a leader pod (§5.2).
+LEADER_WORKER_INDEX: Final = "0"

@@ -1,0 +1,229 @@
+"""The pod admission mutation (spec §5.3, plus Group Identity's Hash mode) as a
+pure function: no API calls, so the webhook server, the tests and any
+simulated cluster all compute the same labels, names and env vars.
+
+Hash mode, in brief (design page; details on each helper):
+  * leader: a random group key, which also fills `group-index` (there is no
+    ordinal); hostname = first 8 key characters; subdomain = the LWS's shared
+    Service, or `hash_group_service_name` under UniquePerReplica; readiness
+    gate `group-ready` when size > 1; scheduling gate `group-replacement`
+    under PostTermination.
+  * worker: hostname `<8 key characters>-<ordinal>` (`hash_worker_hostname`),
+    so that every group member's DNS name is known when the leader is admitted.
+  * subgroup keys hash the group key instead of the (unknown) leader pod name.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api import naming
+from leaderworkerset.webhooks.affinity import add_exclusive_affinity
+from leaderworkerset.webhooks.env import (
+    Denied,
+    Pod,
+    add_lws_env,
+    atoi,
+    child_map,
+    display_name,
+    go_div,
+    go_mod,
+)
+from leaderworkerset.webhooks.tpu import add_tpu_env, pod_requests_tpus
+
+__all__ = [
+    "DEFAULT_CONTEXT",
+    "Denied",
+    "PodAdmissionContext",
+    "hash_group_service_name",
+    "hash_subgroup_key",
+    "hash_worker_hostname",
+    "mutate_pod",
+    "subgroup_index",
+]
+
+
+@dataclass(frozen=True)
+class PodAdmissionContext:
+    """What the webhook knows about a pod besides the pod: its owning LWS and the config."""
+
+    group_identity: str = c.GROUP_IDENTITY_ORDINAL
+    group_replacement_policy: str = c.GROUP_REPLACEMENT_POST_TERMINATION
+    gang_scheduling: bool = False
+    # Injectable so that tests can pin Hash-mode keys.
+    new_group_key: Callable[[str], str] = naming.random_group_key
+
+    @property
+    def hash_mode(self) -> bool:
+        return self.group_identity == c.GROUP_IDENTITY_HASH
+
+
+DEFAULT_CONTEXT = PodAdmissionContext()
+
+
+def hash_group_service_name(lws_name: str, group_key: str) -> str:
+    """Per-group headless Service of a Hash-mode group under UniquePerReplica.
+
+    Derived from the key, not the leader's name, because the name does not
+    exist yet when the leader is admitted; the controller must create the
+    Service and set the worker StatefulSet's serviceName with this function.
+    """
+    return f"{lws_name}-{naming.hash_hostname(group_key)}"
+
+
+def hash_worker_hostname(group_key: str, worker_index: int) -> str:
+    """Hash-mode worker hostname; the leader's TPU host list is built from it."""
+    return f"{naming.hash_hostname(group_key)}-{worker_index}"
+
+
+def hash_subgroup_key(group_key: str, subgroup: str | int) -> str:
+    """Hash-mode subgroup key: leader and workers both know the group key at admission."""
+    return naming.subgroup_key(group_key, subgroup)
+
+
+def subgroup_index(size: int, subgroup_size: int, worker_index: int) -> str:
+    """§5.6: when size-1 (and not size) divides evenly, the leader is subgroup 0's extra member."""
+    if go_mod(size - 1, subgroup_size) == 0 and go_mod(size, subgroup_size) != 0:
+        return str(go_div(worker_index - 1, subgroup_size))
+    return str(go_div(worker_index, subgroup_size))
+
+
+def mutate_pod(pod: Pod, ctx: PodAdmissionContext = DEFAULT_CONTEXT) -> Pod:
+    """Return a mutated deep copy of `pod`; raise Denied to refuse its creation."""
+    out = copy.deepcopy(pod)
+    if c.LABEL_SET_NAME not in ((pod.get("metadata") or {}).get("labels") or {}):
+        return out
+    meta = child_map(out, "metadata")
+    labels: dict[str, str] = child_map(meta, "labels")
+    annotations: dict[str, str] = meta.get("annotations") or {}
+    if c.ANNOTATION_SIZE not in annotations:
+        raise Denied(f"size annotation is unexpectedly missing for pod {display_name(out)}")
+    size = atoi(annotations[c.ANNOTATION_SIZE])
+
+    if labels.get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX:
+        if ctx.hash_mode:
+            _admit_hash_leader(out, labels, annotations, size, ctx)
+        else:
+            _admit_ordinal_leader(out, labels, annotations)
+        _place_leader(out, labels, annotations, ctx.hash_mode)
+    else:
+        _admit_worker(out, labels, annotations, size, ctx.hash_mode)
+
+    if ctx.gang_scheduling:
+        _set_pod_group_name(meta, labels)
+    if pod_requests_tpus(out):
+        leader_host = naming.hash_hostname(labels.get(c.LABEL_GROUP_KEY, ""))
+        add_tpu_env(out, size, leader_host=leader_host if ctx.hash_mode else None)
+    add_lws_env(out, hash_mode=ctx.hash_mode)
+    return out
+
+
+def _parse_ordinal(pod: Pod) -> int:
+    _, ordinal = naming.parse_ordinal(display_name(pod))
+    if ordinal == -1:
+        raise Denied(f"parsing pod ordinal for pod {display_name(pod)}")
+    return ordinal
+
+
+def _admit_ordinal_leader(pod: Pod, labels: dict[str, str], annotations: dict[str, str]) -> None:
+    name = display_name(pod)
+    if c.LABEL_GROUP_INDEX not in labels:
+        labels[c.LABEL_GROUP_INDEX] = str(_parse_ordinal(pod))
+    if annotations.get(c.ANNOTATION_SUBDOMAIN_POLICY) == c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA:
+        child_map(pod, "spec")["subdomain"] = name
+    if c.LABEL_GROUP_KEY not in labels:
+        namespace = (pod.get("metadata") or {}).get("namespace") or ""
+        labels[c.LABEL_GROUP_KEY] = naming.ordinal_group_key(namespace, name)
+
+
+def _admit_hash_leader(
+    pod: Pod,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    size: int,
+    ctx: PodAdmissionContext,
+) -> None:
+    if not labels.get(c.LABEL_GROUP_KEY):
+        namespace = (pod.get("metadata") or {}).get("namespace") or ""
+        labels[c.LABEL_GROUP_KEY] = ctx.new_group_key(namespace)
+    group_key = labels[c.LABEL_GROUP_KEY]
+    # No ordinal exists; upstream tools read group-index, so it carries the key (design page).
+    labels.setdefault(c.LABEL_GROUP_INDEX, group_key)
+    spec = child_map(pod, "spec")
+    spec["hostname"] = naming.hash_hostname(group_key)
+    lws_name = labels[c.LABEL_SET_NAME]
+    if annotations.get(c.ANNOTATION_SUBDOMAIN_POLICY) == c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA:
+        spec["subdomain"] = hash_group_service_name(lws_name, group_key)
+    else:
+        spec["subdomain"] = lws_name
+    if size > 1:
+        _add_once(spec, "readinessGates", {"conditionType": c.CONDITION_GROUP_READY})
+    if ctx.group_replacement_policy == c.GROUP_REPLACEMENT_POST_TERMINATION:
+        _add_once(spec, "schedulingGates", {"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT})
+
+
+def _add_once(spec: dict[str, Any], key: str, item: dict[str, str]) -> None:
+    """Append a gate unless one with the same identifying field is there already."""
+    (field, value), *_ = item.items()
+    gates: list[dict[str, Any]] = spec.get(key) or []
+    if not any(gate.get(field) == value for gate in gates):
+        gates.append(item)
+    spec[key] = gates
+
+
+def _place_leader(
+    pod: Pod, labels: dict[str, str], annotations: dict[str, str], hash_mode: bool
+) -> None:
+    """Exclusive placement and subgroup 0 membership, the same for both modes."""
+    group_key = labels[c.LABEL_GROUP_KEY]
+    if c.ANNOTATION_EXCLUSIVE_TOPOLOGY in annotations:
+        topology = annotations[c.ANNOTATION_EXCLUSIVE_TOPOLOGY]
+        add_exclusive_affinity(pod, group_key, topology, c.LABEL_GROUP_KEY)
+    if (
+        c.ANNOTATION_SUBGROUP_SIZE in annotations
+        and not labels.get(c.LABEL_SUBGROUP_INDEX)
+        and annotations.get(c.ANNOTATION_SUBGROUP_POLICY_TYPE) != c.SUBGROUP_POLICY_LEADER_EXCLUDED
+    ):
+        owner = group_key if hash_mode else display_name(pod)
+        _join_subgroup(pod, labels, annotations, "0", owner)
+
+
+def _admit_worker(
+    pod: Pod, labels: dict[str, str], annotations: dict[str, str], size: int, hash_mode: bool
+) -> None:
+    ordinal = _parse_ordinal(pod)
+    labels[c.LABEL_WORKER_INDEX] = str(ordinal)
+    group_key = labels.get(c.LABEL_GROUP_KEY, "")
+    if hash_mode and group_key:
+        child_map(pod, "spec")["hostname"] = hash_worker_hostname(group_key, ordinal)
+    if c.ANNOTATION_SUBGROUP_SIZE in annotations and not labels.get(c.LABEL_SUBGROUP_INDEX):
+        subgroup_size = atoi(annotations[c.ANNOTATION_SUBGROUP_SIZE])
+        if subgroup_size < 1:
+            # Upstream divides by it and panics; a denial says what is wrong.
+            raise Denied(f"subgroup size must be a positive integer for pod {display_name(pod)}")
+        index = subgroup_index(size, subgroup_size, ordinal)
+        owner = group_key if hash_mode else annotations.get(c.ANNOTATION_LEADER_NAME, "")
+        _join_subgroup(pod, labels, annotations, index, owner)
+
+
+def _join_subgroup(
+    pod: Pod, labels: dict[str, str], annotations: dict[str, str], index: str, owner: str
+) -> None:
+    """`owner` is the leader pod name (Ordinal) or the group key (Hash)."""
+    labels[c.LABEL_SUBGROUP_INDEX] = index
+    key = naming.subgroup_key(owner, index)
+    labels[c.LABEL_SUBGROUP_KEY] = key
+    if c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY in annotations:
+        topology = annotations[c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY]
+        add_exclusive_affinity(pod, key, topology, c.LABEL_SUBGROUP_KEY)
+
+
+def _set_pod_group_name(meta: dict[str, Any], labels: dict[str, str]) -> None:
+    """§5.7 volcano PodGroup name; in Hash mode the group-index segment is the group key."""
+    parts = (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX, c.LABEL_TEMPLATE_REVISION_HASH)
+    name = "-".join(labels.get(label, "") for label in parts)
+    child_map(meta, "annotations")[c.ANNOTATION_POD_GROUP_NAME] = name
