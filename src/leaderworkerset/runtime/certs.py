@@ -1,0 +1,632 @@
+"""Serving certificates: TLS settings, a self-managed CA in a Secret, and CA-bundle injection.
+
+`CertRotator` does what the cert-controller rotator does for Go managers: every replica
+keeps a Secret holding a self-signed CA and a serving certificate valid, writes the
+files the webhook server reads, and injects the CA into the webhook configurations (and
+CRD conversion webhooks) that point at the server, so no cert-manager is needed.
+Replicas race through optimistic concurrency on the Secret: the loser re-reads and
+adopts the winner's certificates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import datetime
+import errno
+import ipaddress
+import logging
+import os
+import ssl
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from leaderworkerset.runtime.client import (
+    CRDS,
+    JSON,
+    MUTATING_WEBHOOKS,
+    SECRETS,
+    VALIDATING_WEBHOOKS,
+    ApiClient,
+    ApiError,
+    Resource,
+)
+
+log = logging.getLogger("cert-rotation")
+
+CA_CERT = "ca.crt"
+CA_KEY = "ca.key"
+TLS_CERT = "tls.crt"
+TLS_KEY = "tls.key"
+
+# Go's crypto/tls version names, as the configuration file spells them.
+TLS_VERSIONS = {
+    "VersionTLS10": ssl.TLSVersion.TLSv1,
+    "VersionTLS11": ssl.TLSVersion.TLSv1_1,
+    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
+    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
+}
+
+# IANA/Go cipher-suite names that OpenSSL can serve, with OpenSSL's name for each.
+# TLS 1.3 suites are not configurable (as in Go), so they map to None and are skipped.
+CIPHER_SUITES: dict[str, str | None] = {
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA": "ECDHE-ECDSA-AES256-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA": "ECDHE-RSA-AES256-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256": "ECDHE-ECDSA-AES128-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
+    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
+    "TLS_RSA_WITH_AES_256_CBC_SHA": "AES256-SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA256": "AES128-SHA256",
+    "TLS_AES_128_GCM_SHA256": None,
+    "TLS_AES_256_GCM_SHA384": None,
+    "TLS_CHACHA20_POLY1305_SHA256": None,
+}
+
+_BACKDATE = datetime.timedelta(hours=1)  # tolerate clock skew between us and API servers
+YEAR = datetime.timedelta(days=365)
+
+
+@dataclass(frozen=True)
+class TLSOptions:
+    """The configuration file's `tls` block, in Go's names."""
+
+    min_version: str = ""
+    cipher_suites: tuple[str, ...] = ()
+
+
+def server_ssl_context(options: TLSOptions | None = None) -> ssl.SSLContext:
+    """A server context speaking only HTTP/1.1 over ALPN (no HTTP/2 rapid-reset exposure).
+
+    Without a configured minimum this is TLS 1.2, the default of Go's servers.
+    """
+    options = options or TLSOptions()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    if options.min_version:
+        if options.min_version not in TLS_VERSIONS:
+            raise ValueError(f"unknown TLS version {options.min_version!r}")
+        ctx.minimum_version = TLS_VERSIONS[options.min_version]
+    else:
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if options.cipher_suites:
+        names = []
+        for suite in options.cipher_suites:
+            if suite not in CIPHER_SUITES:
+                raise ValueError(f"cipher suite {suite} not supported or doesn't exist")
+            openssl = CIPHER_SUITES[suite]
+            if openssl:
+                names.append(openssl)
+        if names:
+            ctx.set_ciphers(":".join(names))
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def load_key_pair(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """Load PEM bytes into `ctx` (which only reads files) through a private temp dir."""
+    with tempfile.TemporaryDirectory(prefix="tls-") as tmp:
+        cert_path, key_path = Path(tmp, TLS_CERT), Path(tmp, TLS_KEY)
+        cert_path.write_bytes(cert_pem)
+        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(key_pem)
+        ctx.load_cert_chain(cert_path, key_path)
+
+
+# --- Generation and validation ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyPairs:
+    """A CA and the serving certificate it signed, all PEM."""
+
+    ca_cert: bytes
+    ca_key: bytes
+    cert: bytes
+    key: bytes
+
+    def secret_data(self) -> dict[str, str]:
+        files = {CA_CERT: self.ca_cert, CA_KEY: self.ca_key, TLS_CERT: self.cert, TLS_KEY: self.key}
+        return {name: base64.b64encode(data).decode() for name, data in files.items()}
+
+    @classmethod
+    def from_secret_data(cls, data: dict[str, str] | None) -> KeyPairs | None:
+        data = data or {}
+        try:
+            raw = {
+                name: base64.b64decode(data[name]) for name in (CA_CERT, CA_KEY, TLS_CERT, TLS_KEY)
+            }
+        except (KeyError, ValueError):
+            return None
+        if not all(raw.values()):
+            return None
+        return cls(raw[CA_CERT], raw[CA_KEY], raw[TLS_CERT], raw[TLS_KEY])
+
+
+def _key_pem(key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+
+
+def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=not cert_sign,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def _sans(dns_names: Iterable[str], ip_addresses: Iterable[str]) -> list[x509.GeneralName]:
+    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+    return sans
+
+
+def generate_key_pairs(
+    *,
+    ca_name: str,
+    ca_organization: str,
+    dns_names: Iterable[str],
+    ip_addresses: Iterable[str] = (),
+    now: datetime.datetime | None = None,
+    ca_validity: datetime.timedelta = 10 * YEAR,
+    cert_validity: datetime.timedelta = YEAR,
+) -> KeyPairs:
+    """A fresh RSA-2048 CA and a server-auth certificate for `dns_names` signed by it."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    dns = list(dns_names)
+    if not dns:
+        raise ValueError("a serving certificate needs at least one DNS name")
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, ca_name),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, ca_organization),
+        ]
+    )
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_subject)
+        .issuer_name(ca_subject)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + ca_validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    cert = (
+        x509.CertificateBuilder()
+        # X.509 caps a CN at 64 characters; clients match the SANs, so a cut CN is harmless.
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns[0][:64])]))
+        .issuer_name(ca_subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + cert_validity)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .add_extension(x509.SubjectAlternativeName(_sans(dns, ip_addresses)), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return KeyPairs(
+        ca_cert=ca.public_bytes(serialization.Encoding.PEM),
+        ca_key=_key_pem(ca_key),
+        cert=cert.public_bytes(serialization.Encoding.PEM),
+        key=_key_pem(key),
+    )
+
+
+def self_signed_cert(
+    host: str = "localhost", ip_addresses: Iterable[str] = ("127.0.0.1",)
+) -> tuple[bytes, bytes]:
+    """A throwaway (cert, key) for a server nobody verifies by CA, like the metrics server."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{int(now.timestamp())}")])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + YEAR)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(_sans([host], ip_addresses)), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def _same_public_key(cert: x509.Certificate, key_pem: bytes) -> bool:
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    der = serialization.Encoding.DER
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    return bool(
+        key.public_key().public_bytes(der, spki) == cert.public_key().public_bytes(der, spki)
+    )
+
+
+def check_key_pairs(
+    pairs: KeyPairs,
+    *,
+    dns_names: Iterable[str],
+    ip_addresses: Iterable[str] = (),
+    now: datetime.datetime | None = None,
+    lookahead: datetime.timedelta = datetime.timedelta(days=90),
+) -> str | None:
+    """Why `pairs` must be regenerated, or None when they are good past `now + lookahead`."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    horizon = now + lookahead
+    try:
+        ca = x509.load_pem_x509_certificate(pairs.ca_cert)
+        cert = x509.load_pem_x509_certificate(pairs.cert)
+        if not _same_public_key(ca, pairs.ca_key):
+            return "the CA key does not match the CA certificate"
+        if not _same_public_key(cert, pairs.key):
+            return "the serving key does not match the serving certificate"
+        cert.verify_directly_issued_by(ca)
+        constraints = ca.extensions.get_extension_for_class(x509.BasicConstraints).value
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (ValueError, TypeError, InvalidSignature, x509.ExtensionNotFound) as exc:
+        return f"the certificates are invalid: {exc}"
+    if not constraints.ca:
+        return "the CA certificate is not a CA"
+    for label, c in (("CA", ca), ("serving", cert)):
+        if c.not_valid_before_utc > now:
+            return f"the {label} certificate is not valid yet"
+        if c.not_valid_after_utc < horizon:
+            return f"the {label} certificate expires at {c.not_valid_after_utc.isoformat()}"
+    have_dns = set(sans.get_values_for_type(x509.DNSName))
+    missing = [d for d in dns_names if d not in have_dns]
+    have_ips = {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
+    missing += [ip for ip in ip_addresses if str(ipaddress.ip_address(ip)) not in have_ips]
+    if missing:
+        return f"the serving certificate lacks the names {', '.join(missing)}"
+    return None
+
+
+# --- The rotator -----------------------------------------------------------------
+
+
+class CertsNotReadyError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class CertRotatorOptions:
+    namespace: str
+    secret_name: str
+    service_name: str
+    cert_dir: Path
+    ca_name: str
+    ca_organization: str
+    mutating_webhook_configurations: tuple[str, ...] = ()
+    validating_webhook_configurations: tuple[str, ...] = ()
+    conversion_crds: tuple[str, ...] = ()
+    extra_dns_names: tuple[str, ...] = ()
+    extra_ip_addresses: tuple[str, ...] = ()
+    ca_validity: datetime.timedelta = 10 * YEAR
+    cert_validity: datetime.timedelta = YEAR
+    lookahead: datetime.timedelta = datetime.timedelta(days=90)
+    check_interval: float = 12 * 3600.0
+    watch: bool = True
+
+    @property
+    def dns_names(self) -> tuple[str, ...]:
+        svc = f"{self.service_name}.{self.namespace}.svc"
+        return (svc, f"{svc}.cluster.local", *self.extra_dns_names)
+
+
+class CertRotator:
+    """Keeps the serving certificate valid and its CA injected; runs on every replica."""
+
+    needs_leader_election = False
+
+    def __init__(
+        self,
+        client: ApiClient,
+        options: CertRotatorOptions,
+        on_written: Callable[[], object] | None = None,
+    ) -> None:
+        self.client = client
+        self.options = options
+        self.on_written = on_written
+        self.current: KeyPairs | None = None
+        self._injected_bundle: str | None = None
+        self._dirty = asyncio.Event()
+        self._force = False
+        self._sync_lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._cert_dir_writable = True
+
+    # -- runnable
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self._loop(), name="cert-rotator"))
+        if self.options.watch:
+            for resource, namespace, name in self._watched():
+                task = asyncio.create_task(
+                    self._watch(resource, namespace, name), name=f"cert-rotator-watch-{name}"
+                )
+                self._tasks.append(task)
+
+    async def stop(self, deadline: float) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=max(0.0, deadline))
+        self._tasks.clear()
+
+    # -- readiness
+
+    def files_current(self) -> bool:
+        """The webhook server's files hold the certificate the Secret holds."""
+        if self.current is None:
+            return False
+        try:
+            return Path(self.options.cert_dir, TLS_CERT).read_bytes() == self.current.cert
+        except OSError:
+            return False
+
+    def ca_injected(self) -> bool:
+        return self.current is not None and self._injected_bundle == _bundle(self.current)
+
+    def is_ready(self) -> bool:
+        return self.files_current() and self.ca_injected()
+
+    async def wait_ready(self, *, first: float = 1.0, factor: float = 2.0, steps: int = 10) -> None:
+        """Poll readiness with cert-controller's backoff; CertsNotReadyError when it runs out."""
+        delay = first
+        for _ in range(steps):
+            if self.is_ready():
+                return
+            await asyncio.sleep(delay)
+            delay *= factor
+        if not self.is_ready():
+            what = "the CA was not injected" if self.files_current() else "no certificate files"
+            raise CertsNotReadyError(f"certificates not ready: {what} in {self.options.cert_dir}")
+
+    # -- work
+
+    def trigger(self) -> None:
+        self._dirty.set()
+
+    async def rotate(self) -> KeyPairs:
+        """Replace the CA and serving certificate now, whatever their state."""
+        self._force = True
+        await self.sync()
+        assert self.current is not None
+        return self.current
+
+    async def sync(self) -> None:
+        """One pass: a valid Secret, current files, the CA in every target."""
+        async with self._sync_lock:
+            pairs = await self._ensure_secret()
+            self.current = pairs
+            await self._write_files(pairs)
+            await self._inject(_bundle(pairs))
+
+    async def _loop(self) -> None:
+        retry = 1.0
+        while True:
+            self._dirty.clear()
+            wait = self.options.check_interval
+            try:
+                await self.sync()
+                retry = 1.0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.error("certificate sync failed: %s", exc)
+                wait, retry = retry, min(retry * 2, 60.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._dirty.wait(), wait)
+
+    async def _ensure_secret(self) -> KeyPairs:
+        opts = self.options
+        for _ in range(10):
+            secret = await self.client.get_or_none(SECRETS, opts.secret_name, opts.namespace)
+            pairs = KeyPairs.from_secret_data(secret.get("data")) if secret else None
+            if self._force:
+                reason: str | None = "rotation requested"
+            elif pairs is None:
+                reason = "no certificates in the secret"
+            else:
+                reason = check_key_pairs(
+                    pairs,
+                    dns_names=opts.dns_names,
+                    ip_addresses=opts.extra_ip_addresses,
+                    lookahead=opts.lookahead,
+                )
+            if reason is None and pairs is not None:
+                return pairs
+            log.info(
+                "refreshing certificates", extra={"reason": reason, "secret": opts.secret_name}
+            )
+            fresh = await asyncio.to_thread(
+                generate_key_pairs,
+                ca_name=opts.ca_name,
+                ca_organization=opts.ca_organization,
+                dns_names=opts.dns_names,
+                ip_addresses=opts.extra_ip_addresses,
+                ca_validity=opts.ca_validity,
+                cert_validity=opts.cert_validity,
+            )
+            try:
+                if secret is None:
+                    await self.client.create(SECRETS, _new_secret(opts, fresh), opts.namespace)
+                else:
+                    secret["data"] = {**(secret.get("data") or {}), **fresh.secret_data()}
+                    await self.client.replace(SECRETS, secret)
+            except ApiError as exc:
+                if exc.conflict or exc.already_exists:
+                    # Another replica wrote first: adopt its certificates if they are good.
+                    self._force = False
+                    continue
+                raise
+            self._force = False
+            return fresh
+        raise RuntimeError(f"secret {opts.namespace}/{opts.secret_name} keeps changing")
+
+    async def _write_files(self, pairs: KeyPairs) -> None:
+        if self.files_current():
+            return
+        directory = Path(self.options.cert_dir)
+        if self._cert_dir_writable:
+            try:
+                await asyncio.to_thread(_write_cert_dir, directory, pairs)
+            except OSError as exc:
+                if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                    raise
+                # A Secret volume: the kubelet syncs the files within its sync period.
+                self._cert_dir_writable = False
+                log.info(
+                    "certificate directory is read-only; waiting for the kubelet to sync it",
+                    extra={"certDir": str(directory)},
+                )
+        if self.on_written is not None and self.files_current():
+            self.on_written()
+
+    async def _inject(self, bundle: str) -> None:
+        opts = self.options
+        for resource, names in (
+            (MUTATING_WEBHOOKS, opts.mutating_webhook_configurations),
+            (VALIDATING_WEBHOOKS, opts.validating_webhook_configurations),
+            (CRDS, opts.conversion_crds),
+        ):
+            for name in names:
+                await self._inject_one(resource, name, bundle)
+        self._injected_bundle = bundle
+
+    async def _inject_one(self, resource: Resource, name: str, bundle: str) -> None:
+        for _ in range(10):
+            obj = await self.client.get_or_none(resource, name)
+            if obj is None:
+                raise CertsNotReadyError(f"{resource.kind} {name} not found for CA injection")
+            if not _set_ca_bundle(obj, bundle):
+                return
+            try:
+                await self.client.replace(resource, obj)
+            except ApiError as exc:
+                if exc.conflict:
+                    continue
+                raise
+            log.info("injected CA bundle", extra={"kind": resource.kind, "name": name})
+            return
+        raise RuntimeError(f"{resource.kind} {name} keeps changing")
+
+    def _watched(self) -> list[tuple[Resource, str | None, str]]:
+        opts = self.options
+        targets: list[tuple[Resource, str | None, str]] = [
+            (SECRETS, opts.namespace, opts.secret_name)
+        ]
+        targets += [(MUTATING_WEBHOOKS, None, n) for n in opts.mutating_webhook_configurations]
+        targets += [(VALIDATING_WEBHOOKS, None, n) for n in opts.validating_webhook_configurations]
+        targets += [(CRDS, None, n) for n in opts.conversion_crds]
+        return targets
+
+    async def _watch(self, resource: Resource, namespace: str | None, name: str) -> None:
+        retry = 1.0
+        while True:
+            try:
+                async for event in self.client.watch(
+                    resource, namespace, field_selector=f"metadata.name={name}", bookmarks=False
+                ):
+                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        self.trigger()
+                    retry = 1.0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("watch ended", extra={"kind": resource.kind, "error": str(exc)})
+                await asyncio.sleep(retry)
+                retry = min(retry * 2, 30.0)
+
+
+def _bundle(pairs: KeyPairs) -> str:
+    return base64.b64encode(pairs.ca_cert).decode()
+
+
+def _new_secret(opts: CertRotatorOptions, pairs: KeyPairs) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": opts.secret_name, "namespace": opts.namespace},
+        "type": "Opaque",
+        "data": pairs.secret_data(),
+    }
+
+
+def _set_ca_bundle(obj: JSON, bundle: str) -> bool:
+    """Put `bundle` into every client config of a webhook configuration or CRD."""
+    configs: list[dict[str, Any]] = []
+    if obj.get("kind") == "CustomResourceDefinition":
+        conversion = obj.get("spec", {}).get("conversion") or {}
+        if conversion.get("strategy") == "Webhook":
+            webhook = conversion.setdefault("webhook", {})
+            configs.append(webhook.setdefault("clientConfig", {}))
+    else:
+        configs += [hook.setdefault("clientConfig", {}) for hook in obj.get("webhooks") or []]
+    changed = False
+    for config in configs:
+        if config.get("caBundle") != bundle:
+            config["caBundle"] = bundle
+            changed = True
+    return changed
+
+
+def _write_cert_dir(directory: Path, pairs: KeyPairs) -> None:
+    """Replace each file atomically; readers tell a half-rotated pair by the key mismatch."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = ((CA_CERT, pairs.ca_cert, 0o644), (TLS_KEY, pairs.key, 0o600))
+    for name, data, mode in (*files, (TLS_CERT, pairs.cert, 0o644)):
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.chmod(tmp, mode)
+            os.replace(tmp, directory / name)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise

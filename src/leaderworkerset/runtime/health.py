@@ -1,0 +1,384 @@
+"""Probe and metrics endpoints, and the listening-socket helpers every server shares.
+
+`/healthz` and `/readyz` answer in the apiserver's healthz format (`ok`, or one
+`[+]name ok` / `[-]name failed` line a check with `?verbose`). Metrics are served like
+controller-runtime's secure metrics server: HTTPS with a self-generated certificate,
+callers authenticated by TokenReview and authorized by SubjectAccessReview (results
+cached), so scraping needs `get` on the non-resource URL `/metrics`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import logging
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from leaderworkerset.runtime.certs import (
+    TLSOptions,
+    load_key_pair,
+    self_signed_cert,
+    server_ssl_context,
+)
+from leaderworkerset.runtime.client import JSON, ApiClient, ApiError
+from leaderworkerset.runtime.metrics import REGISTRY
+
+log = logging.getLogger("health")
+
+Check = Callable[[], bool | Awaitable[bool]]
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+# --- Sockets ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BindAddress:
+    host: str
+    port: int
+    scheme: str = ""  # "http"/"https" when the address said so, else the server's default
+
+
+def parse_bind_address(address: str) -> BindAddress | None:
+    """A Go listen address (`:8081`, `127.0.0.1:8443`, `[::1]:0`), optionally with an
+    `http://`/`https://` prefix; None when it disables the server (`0` or empty)."""
+    scheme = ""
+    for prefix in ("http://", "https://"):
+        if address.startswith(prefix):
+            scheme, address = prefix[:-3], address[len(prefix) :]
+    if address in ("", "0"):
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"invalid bind address {address!r}: want host:port")
+    return BindAddress(host.strip("[]"), int(port), scheme)
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A bound TCP socket; an empty host means every interface, IPv6 and IPv4."""
+    if host in ("", "::"):
+        try:
+            sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            return _bind(sock, ("::", port))
+        except OSError:
+            if host == "::":
+                raise
+            host = "0.0.0.0"
+    family, kind, proto, _, addr = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    return _bind(socket.socket(family, kind, proto), addr)
+
+
+def _bind(sock: socket.socket, addr: Any) -> socket.socket:
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class _Site:
+    """One aiohttp application on one socket."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+
+    async def serve(self, app: web.Application, bind: BindAddress, ssl_context: Any) -> None:
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5)
+        await runner.setup()
+        sock = listen_socket(bind.host, bind.port)
+        self.port = sock.getsockname()[1]
+        try:
+            await web.SockSite(runner, sock, ssl_context=ssl_context).start()
+        except BaseException:
+            sock.close()
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        log.info(f"serving {self.name}", extra={"port": self.port})
+
+    async def close(self, deadline: float) -> None:
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(runner.cleanup(), max(0.1, deadline))
+
+
+# --- Probes ---------------------------------------------------------------------------
+
+
+class HealthServer:
+    """Plain-HTTP liveness and readiness endpoints with named checks."""
+
+    needs_leader_election = False
+
+    def __init__(
+        self,
+        bind_address: str,
+        *,
+        liveness_path: str = "/healthz",
+        readiness_path: str = "/readyz",
+    ) -> None:
+        self.bind = parse_bind_address(bind_address)
+        self.liveness_path = "/" + liveness_path.strip("/")
+        self.readiness_path = "/" + readiness_path.strip("/")
+        self.healthz: dict[str, Check] = {}
+        self.readyz: dict[str, Check] = {}
+        self._site = _Site("health probes")
+
+    @property
+    def port(self) -> int:
+        return self._site.port
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        self.healthz[name] = check
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        self.readyz[name] = check
+
+    async def start(self) -> None:
+        if self.bind is None:
+            return
+        app = web.Application()
+        for path, checks in (
+            (self.liveness_path, self.healthz),
+            (self.readiness_path, self.readyz),
+        ):
+            endpoint = _checks_endpoint(path.lstrip("/"), checks)
+            app.router.add_get(path, endpoint)
+            app.router.add_get(path + "/{check}", endpoint)
+        await self._site.serve(app, self.bind, None)
+
+    async def stop(self, deadline: float) -> None:
+        await self._site.close(deadline)
+
+
+async def run_check(check: Check) -> tuple[bool, str]:
+    try:
+        result = check()
+        if inspect.isawaitable(result):
+            result = await result
+    except Exception as exc:
+        return False, str(exc) or type(exc).__name__
+    return bool(result), ""
+
+
+def _checks_endpoint(
+    kind: str, checks: dict[str, Check]
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def endpoint(request: web.Request) -> web.Response:
+        only = request.match_info.get("check")
+        if only is not None and only not in checks:
+            return web.Response(status=404, text=f"no {kind} check named {only!r}\n")
+        excluded = set(request.query.getall("exclude", []))
+        lines, failed = [], []
+        for name, check in checks.items():
+            if (only is not None and name != only) or name in excluded:
+                continue
+            ok, why = await run_check(check)
+            if ok:
+                lines.append(f"[+]{name} ok")
+            else:
+                failed.append(name)
+                lines.append(f"[-]{name} failed: {why or 'reason withheld'}")
+                log.info(f"{kind} check failed", extra={"check": name, "reason": why or None})
+        if failed:
+            return web.Response(status=500, text="\n".join([*lines, f"{kind} check failed"]) + "\n")
+        if "verbose" in request.query:
+            return web.Response(text="\n".join([*lines, f"{kind} check passed"]) + "\n")
+        return web.Response(text="ok")
+
+    return endpoint
+
+
+# --- Metrics -------------------------------------------------------------------------
+
+
+class TTLCache(Generic[K, V]):
+    """A small expiring map; the oldest entries go first when it is full."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self.max_entries = max_entries
+        self._items: dict[K, tuple[float, V]] = {}
+
+    def get(self, key: K) -> V | None:
+        item = self._items.get(key)
+        if item is None:
+            return None
+        if item[0] < time.monotonic():
+            del self._items[key]
+            return None
+        return item[1]
+
+    def put(self, key: K, value: V, ttl: float) -> None:
+        if len(self._items) >= self.max_entries:
+            del self._items[next(iter(self._items))]
+        self._items[key] = (time.monotonic() + ttl, value)
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    username: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+class DelegatedAuth:
+    """TokenReview authentication and SubjectAccessReview authorization, cached with
+    controller-runtime's TTLs (tokens 1 min; allowed 5 min, denied 30 s)."""
+
+    TOKEN_TTL = 60.0
+    ALLOW_TTL = 300.0
+    DENY_TTL = 30.0
+
+    def __init__(self, client: ApiClient) -> None:
+        self.client = client
+        self._tokens: TTLCache[str, UserInfo | bool] = TTLCache()
+        self._decisions: TTLCache[tuple[Any, ...], bool] = TTLCache()
+
+    async def authenticate(self, token: str) -> UserInfo | None:
+        key = hashlib.sha256(token.encode()).hexdigest()  # never keep raw tokens around
+        cached = self._tokens.get(key)
+        if cached is not None:
+            return cached if isinstance(cached, UserInfo) else None
+        review = await self.client.request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            body={
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenReview",
+                "spec": {"token": token},
+            },
+        )
+        status = review.get("status") or {}
+        user: UserInfo | None = None
+        if status.get("authenticated"):
+            info = status.get("user") or {}
+            extra = tuple(sorted((k, tuple(v)) for k, v in (info.get("extra") or {}).items()))
+            user = UserInfo(
+                info.get("username", ""),
+                info.get("uid", ""),
+                tuple(info.get("groups") or ()),
+                extra,
+            )
+        self._tokens.put(key, user if user is not None else False, self.TOKEN_TTL)
+        return user
+
+    async def authorize(self, user: UserInfo, verb: str, path: str) -> bool:
+        key = (user, verb, path)
+        cached = self._decisions.get(key)
+        if cached is not None:
+            return cached
+        spec: JSON = {
+            "user": user.username,
+            "groups": list(user.groups),
+            "nonResourceAttributes": {"path": path, "verb": verb},
+        }
+        if user.uid:
+            spec["uid"] = user.uid
+        if user.extra:
+            spec["extra"] = {k: list(v) for k, v in user.extra}
+        review = await self.client.request(
+            "POST",
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            body={
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SubjectAccessReview",
+                "spec": spec,
+            },
+        )
+        allowed = bool((review.get("status") or {}).get("allowed"))
+        self._decisions.put(key, allowed, self.ALLOW_TTL if allowed else self.DENY_TTL)
+        return allowed
+
+    async def check(self, request: web.Request) -> web.Response | None:
+        """None when the caller may proceed, else the 401/403/500 to answer."""
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return web.Response(status=401, text="Unauthorized\n")
+        try:
+            user = await self.authenticate(token.strip())
+            if user is None:
+                return web.Response(status=401, text="Unauthorized\n")
+            if not await self.authorize(user, request.method.lower(), request.path):
+                return web.Response(
+                    status=403,
+                    text=f"Authorization denied for user {user.username} "
+                    f"({request.method.lower()} {request.path})\n",
+                )
+        except (ApiError, OSError) as exc:
+            log.error("metrics authorization failed: %s", exc)
+            return web.Response(status=500, text="Internal Server Error\n")
+        return None
+
+
+class MetricsServer:
+    """`/metrics` from the registry; HTTPS with a self-generated certificate unless the
+    bind address says `http://`; delegated authn/authz when `auth` is given."""
+
+    needs_leader_election = False
+
+    def __init__(
+        self,
+        bind_address: str,
+        *,
+        secure: bool = True,
+        auth: DelegatedAuth | None = None,
+        tls: TLSOptions | None = None,
+        registry: CollectorRegistry = REGISTRY,
+    ) -> None:
+        self.bind = parse_bind_address(bind_address)
+        scheme = self.bind.scheme if self.bind else ""
+        self.secure = scheme == "https" if scheme else secure
+        self.auth = auth
+        self.tls = tls
+        self.registry = registry
+        self._site = _Site("metrics")
+
+    @property
+    def port(self) -> int:
+        return self._site.port
+
+    async def start(self) -> None:
+        if self.bind is None:
+            return
+        ssl_context = None
+        if self.secure:
+            ssl_context = server_ssl_context(self.tls)
+            cert, key = await asyncio.to_thread(self_signed_cert)
+            load_key_pair(ssl_context, cert, key)
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        await self._site.serve(app, self.bind, ssl_context)
+
+    async def stop(self, deadline: float) -> None:
+        await self._site.close(deadline)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if self.auth is not None:
+            refusal = await self.auth.check(request)
+            if refusal is not None:
+                return refusal
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        body = encoder(self.registry)
+        response = web.Response(body=body)
+        response.headers["Content-Type"] = content_type
+        return response

@@ -1,0 +1,391 @@
+"""The admission webhook server: AdmissionReview v1 over HTTPS, with hot certificate reload.
+
+A handler receives the AdmissionRequest dict and returns an `AdmissionResponse`. Mutations
+travel as JSONPatch made of `add`/`replace` operations only: like controller-runtime's
+defaulting webhooks we never emit `remove`, so fields this build does not know (a newer
+API server's) are never stripped from the object.
+
+The server re-reads `tls.crt`/`tls.key` whenever they change and loads them into its live
+SSLContext; new handshakes present the new certificate, so rotation needs no restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import os
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from leaderworkerset.runtime import metrics
+from leaderworkerset.runtime.certs import TLS_CERT, TLS_KEY, TLSOptions, load_key_pair
+from leaderworkerset.runtime.certs import server_ssl_context as _server_ssl_context
+from leaderworkerset.runtime.client import JSON
+from leaderworkerset.runtime.health import listen_socket
+
+log = logging.getLogger("webhook")
+
+ADMISSION_V1 = "admission.k8s.io/v1"
+MAX_REQUEST_SIZE = 7 * 1024 * 1024  # controller-runtime's limit; pods with big specs fit
+CONVERSION_PATH = "/convert"
+
+
+# --- JSON patch ------------------------------------------------------------------
+
+
+def escape_pointer(token: str) -> str:
+    """RFC 6901: `~` first, so the `~1` made for `/` is not escaped again."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of decoded JSON: 1 == 1.0 (one JSON number), but True is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and bool(a == b)
+
+
+def json_patch(original: Any, mutated: Any) -> list[JSON]:
+    """The `add`/`replace` operations that turn `original` into `mutated`.
+
+    Members missing from `mutated` are left alone (no `remove`), and an array that
+    differs is replaced whole.
+    """
+    ops: list[JSON] = []
+    _diff(original, mutated, "", ops)
+    return ops
+
+
+def _diff(original: Any, mutated: Any, path: str, ops: list[JSON]) -> None:
+    if isinstance(original, dict) and isinstance(mutated, dict):
+        for key, value in mutated.items():
+            child = f"{path}/{escape_pointer(str(key))}"
+            if key not in original:
+                ops.append({"op": "add", "path": child, "value": value})
+            else:
+                _diff(original[key], value, child, ops)
+        return
+    if not json_equal(original, mutated):
+        ops.append({"op": "replace", "path": path, "value": mutated})
+
+
+# --- Responses --------------------------------------------------------------------
+
+
+@dataclass
+class AdmissionResponse:
+    """What a handler decides; `result` is the metav1.Status the API server relays."""
+
+    allowed: bool
+    result: JSON = field(default_factory=lambda: {"code": 200})
+    warnings: list[str] = field(default_factory=list)
+    patch: list[JSON] | None = None
+
+    def to_json(self, uid: str) -> JSON:
+        response: JSON = {
+            "uid": uid,
+            "allowed": self.allowed,
+            "status": {"metadata": {}, **self.result},
+        }
+        if self.patch:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(orjson.dumps(self.patch)).decode()
+        if self.warnings:
+            response["warnings"] = list(self.warnings)
+        return response
+
+
+def allow(message: str = "", warnings: list[str] | None = None) -> AdmissionResponse:
+    result: JSON = {"code": 200}
+    if message:
+        result["message"] = message
+    return AdmissionResponse(True, result, list(warnings or []))
+
+
+def deny(
+    message: str, *, code: int = 403, reason: str = "Forbidden", warnings: list[str] | None = None
+) -> AdmissionResponse:
+    result: JSON = {"code": code, "reason": reason, "message": message}
+    return AdmissionResponse(False, result, list(warnings or []))
+
+
+def deny_status(status: JSON, warnings: list[str] | None = None) -> AdmissionResponse:
+    """Deny with a full metav1.Status, e.g. a 422 Invalid with field causes."""
+    result = {k: v for k, v in status.items() if k not in ("apiVersion", "kind", "status")}
+    return AdmissionResponse(False, result, list(warnings or []))
+
+
+def errored(code: int, message: str) -> AdmissionResponse:
+    return AdmissionResponse(False, {"code": code, "message": message})
+
+
+def patched(
+    original: Any, mutated: Any, warnings: list[str] | None = None, message: str = ""
+) -> AdmissionResponse:
+    response = allow(message, warnings)
+    response.patch = json_patch(original, mutated)
+    return response
+
+
+AdmissionHandler = Callable[[JSON], Awaitable[AdmissionResponse]]
+Defaulter = Callable[[JSON, JSON], Awaitable[list[str] | None]]
+
+
+def defaulting_handler(default: Defaulter) -> AdmissionHandler:
+    """A handler from `default(obj, request)`, which mutates a copy of the object in place
+    and may return warnings; the response patches the differences."""
+
+    async def handle(request: JSON) -> AdmissionResponse:
+        original = request.get("object")
+        if not isinstance(original, dict):
+            return errored(400, "the admission request carries no object")
+        mutated = orjson.loads(orjson.dumps(original))
+        warnings = await default(mutated, request)
+        return patched(original, mutated, warnings)
+
+    return handle
+
+
+# --- Server -------------------------------------------------------------------------
+
+
+class WebhookServer:
+    """HTTPS (HTTP/1.1 only) serving registered admission paths and `/convert`."""
+
+    needs_leader_election = False
+
+    def __init__(
+        self,
+        *,
+        cert_dir: Path,
+        host: str = "",
+        port: int = 9443,
+        cert_name: str = TLS_CERT,
+        key_name: str = TLS_KEY,
+        tls: TLSOptions | None = None,
+        reload_interval: float = 1.0,
+        shutdown_timeout: float = 30.0,
+    ) -> None:
+        self.cert_path = Path(cert_dir, cert_name)
+        self.key_path = Path(cert_dir, key_name)
+        self.host = host
+        self.port = port
+        self.reload_interval = reload_interval
+        self.shutdown_timeout = shutdown_timeout
+        self.ssl_context = _server_ssl_context(tls)
+        self._handlers: dict[str, AdmissionHandler] = {}
+        self._conversion_paths: set[str] = set()
+        self._loaded: tuple[bytes, bytes] | None = None
+        self._stamp: tuple[Any, ...] | None = None
+        self._runner: web.AppRunner | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._serving = False
+
+    def register(self, path: str, handler: AdmissionHandler) -> None:
+        if self._runner is not None:
+            raise RuntimeError("register webhooks before the server starts")
+        if not path.startswith("/") or path in self._handlers:
+            raise ValueError(f"invalid or duplicate webhook path {path!r}")
+        self._handlers[path] = handler
+
+    def register_conversion(self, path: str = CONVERSION_PATH) -> None:
+        """An identity ConversionReview handler: every served version has one schema."""
+        if self._runner is not None:
+            raise RuntimeError("register webhooks before the server starts")
+        self._conversion_paths.add(path)
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted([*self._handlers, *self._conversion_paths])
+
+    # -- certificates
+
+    def certificate(self) -> bytes | None:
+        """The PEM certificate new handshakes present."""
+        return self._loaded[0] if self._loaded else None
+
+    def reload_certificates(self) -> bool:
+        """Load the files if they changed and form a valid pair; True when loaded."""
+        try:
+            stamp = tuple(_stat_stamp(p) for p in (self.cert_path, self.key_path))
+            if stamp == self._stamp and self._loaded is not None:
+                return False
+            cert, key = self.cert_path.read_bytes(), self.key_path.read_bytes()
+        except FileNotFoundError:
+            return False
+        if self._loaded == (cert, key):
+            self._stamp = stamp
+            return False
+        try:
+            # A scratch context first: a mismatched pair (caught mid-rotation) loaded into
+            # the live context would leave it with a certificate and no key.
+            load_key_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), cert, key)
+            load_key_pair(self.ssl_context, cert, key)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            log.info("certificate files not loadable yet: %s", exc)
+            return False
+        self._loaded, self._stamp = (cert, key), stamp
+        log.info("loaded serving certificate", extra={"cert": str(self.cert_path)})
+        return True
+
+    async def _watch_certificates(self) -> None:
+        while True:
+            await asyncio.sleep(self.reload_interval)
+            try:
+                self.reload_certificates()
+            except Exception:
+                log.exception("certificate reload failed")
+
+    # -- runnable
+
+    async def start(self) -> None:
+        self.reload_certificates()
+        app = web.Application(client_max_size=MAX_REQUEST_SIZE)
+        for path in self._handlers:
+            app.router.add_post(path, self._admission_endpoint(path))
+        for path in self._conversion_paths:
+            app.router.add_post(path, self._conversion_endpoint(path))
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=self.shutdown_timeout
+        )
+        await runner.setup()
+        sock = listen_socket(self.host, self.port)
+        self.port = sock.getsockname()[1]
+        try:
+            await web.SockSite(runner, sock, ssl_context=self.ssl_context).start()
+        except BaseException:
+            sock.close()
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._serving = True
+        self._watcher = asyncio.create_task(self._watch_certificates(), name="webhook-certs")
+        log.info("serving webhooks", extra={"port": self.port, "paths": self.paths})
+
+    async def stop(self, deadline: float) -> None:
+        self._serving = False
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            # cleanup() lets in-flight reviews finish; `deadline` (seconds) bounds the wait.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(runner.cleanup(), max(0.1, deadline))
+
+    def is_serving(self) -> bool:
+        """Ready: listening, with a certificate to present."""
+        return self._serving and self._loaded is not None
+
+    # -- endpoints
+
+    def _admission_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        handler = self._handlers[path]
+
+        async def endpoint(request: web.Request) -> web.Response:
+            with _Instrumented(path) as record:
+                review, response = await _read_review(request)
+                if response is None:
+                    try:
+                        response = await handler(review["request"])
+                    except Exception as exc:
+                        log.exception("webhook handler failed", extra={"webhook": path})
+                        response = errored(500, str(exc))
+                uid = str((review.get("request") or {}).get("uid", ""))
+                body = {
+                    "apiVersion": review.get("apiVersion") or ADMISSION_V1,
+                    "kind": "AdmissionReview",
+                    "response": response.to_json(uid),
+                }
+                return record(_json_response(body))
+
+        return endpoint
+
+    def _conversion_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def endpoint(request: web.Request) -> web.Response:
+            with _Instrumented(path) as record:
+                try:
+                    review = orjson.loads(await request.read())
+                    req = review["request"]
+                    desired = req["desiredAPIVersion"]
+                    converted = [{**obj, "apiVersion": desired} for obj in req.get("objects") or []]
+                    response: JSON = {
+                        "uid": req.get("uid", ""),
+                        "convertedObjects": converted,
+                        "result": {"metadata": {}, "status": "Success"},
+                    }
+                except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+                    review = {}
+                    response = {
+                        "uid": "",
+                        "result": {"metadata": {}, "status": "Failure", "message": str(exc)},
+                    }
+                body = {
+                    "apiVersion": review.get("apiVersion") or "apiextensions.k8s.io/v1",
+                    "kind": "ConversionReview",
+                    "response": response,
+                }
+                return record(_json_response(body))
+
+        return endpoint
+
+
+async def _read_review(request: web.Request) -> tuple[JSON, AdmissionResponse | None]:
+    """The AdmissionReview, or an error response (answered with HTTP 200, as upstream)."""
+    if request.content_type != "application/json":
+        return {}, errored(400, f"contentType={request.content_type}, expected application/json")
+    try:
+        review = orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        return {}, errored(400, f"couldn't decode the AdmissionReview: {exc}")
+    if not isinstance(review, dict) or not isinstance(review.get("request"), dict):
+        return {}, errored(400, "got an empty AdmissionRequest")
+    return review, None
+
+
+def _json_response(body: JSON) -> web.Response:
+    return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+
+class _Instrumented:
+    """controller-runtime's webhook metrics around one request."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.started = 0.0
+
+    def __enter__(self) -> Callable[[web.Response], web.Response]:
+        self.started = time.perf_counter()
+        metrics.WEBHOOK_IN_FLIGHT.labels(webhook=self.path).inc()
+        return self.record
+
+    def record(self, response: web.Response) -> web.Response:
+        metrics.WEBHOOK_REQUESTS.labels(webhook=self.path, code=str(response.status)).inc()
+        return response
+
+    def __exit__(self, *exc: object) -> None:
+        metrics.WEBHOOK_IN_FLIGHT.labels(webhook=self.path).dec()
+        metrics.WEBHOOK_LATENCY.labels(webhook=self.path).observe(
+            time.perf_counter() - self.started
+        )
+
+
+def _stat_stamp(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)  # follows the kubelet's ..data symlinks to the current files
+    return st.st_ino, st.st_mtime_ns, st.st_size

@@ -1,0 +1,247 @@
+"""Leader election against a real API server, with short timings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from leaderworkerset.runtime import metrics
+from leaderworkerset.runtime.client import EVENTS, LEASES, ApiClient
+from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
+from leaderworkerset.runtime.events import NORMAL, EventRecorder
+
+pytestmark = pytest.mark.cluster
+
+LEASE = 3.0
+RENEW = 2.0
+RETRY = 0.5
+
+
+async def eventually(probe: Callable[[], Any], within: float, what: str) -> Any:
+    deadline = time.monotonic() + within
+    while True:
+        result = probe()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result is not None and result is not False:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def api(kubeconfig: Path) -> AsyncIterator[ApiClient]:
+    client = ApiClient.from_kubeconfig(kubeconfig)
+    yield client
+    await client.close()
+
+
+def elector(
+    api: ApiClient,
+    namespace: str,
+    identity: str,
+    *,
+    release: bool = True,
+    recorder: EventRecorder | None = None,
+    name: str = "test-lease",
+) -> LeaderElector:
+    config = LeaderElectionConfig(
+        namespace=namespace,
+        name=name,
+        identity=identity,
+        lease_duration=LEASE,
+        renew_deadline=RENEW,
+        retry_period=RETRY,
+        release_on_cancel=release,
+    )
+    return LeaderElector(api, config, recorder=recorder)
+
+
+async def stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def lease_spec(api: ApiClient, namespace: str, name: str = "test-lease") -> dict[str, Any]:
+    spec: dict[str, Any] = (await api.get(LEASES, name, namespace))["spec"]
+    return spec
+
+
+async def test_exactly_one_leader_at_any_time(api: ApiClient, namespace: str) -> None:
+    a, b = elector(api, namespace, "a"), elector(api, namespace, "b")
+    tasks = [asyncio.create_task(a.run()), asyncio.create_task(b.run())]
+    try:
+        leader = await eventually(
+            lambda: next((e for e in (a, b) if e.is_leader()), None), 10, "a leader"
+        )
+        spec = await lease_spec(api, namespace)
+        assert spec["holderIdentity"] == leader.identity
+        assert spec["leaseDurationSeconds"] == 3
+        # Sample across several renewals: never two leaders, and the leader holds on.
+        end = time.monotonic() + 3 * LEASE
+        while time.monotonic() < end:
+            assert [a.is_leader(), b.is_leader()].count(True) == 1
+            assert leader.is_leader()
+            await asyncio.sleep(0.05)
+        renewed = await lease_spec(api, namespace)
+        assert renewed["renewTime"] > spec["renewTime"]
+        assert renewed["acquireTime"] == spec["acquireTime"]
+        assert renewed.get("leaseTransitions", 0) == spec.get("leaseTransitions", 0)
+    finally:
+        for task in tasks:
+            await stop(task)
+
+
+async def test_takeover_after_a_crash_waits_for_expiry(api: ApiClient, namespace: str) -> None:
+    a = elector(api, namespace, "a", release=False)
+    task_a = asyncio.create_task(a.run())
+    await eventually(a.is_leader, 10, "a to lead")
+    b = elector(api, namespace, "b")
+    task_b = asyncio.create_task(b.run())
+    try:
+        before = await lease_spec(api, namespace)
+        # A crash: the campaign ends without releasing the lease.
+        await stop(task_a)
+        crashed = time.monotonic()
+        await eventually(b.is_leader, LEASE + 5, "b to take over")
+        waited = time.monotonic() - crashed
+        # b last saw the record change at most one jittered retry before the crash (or
+        # one after), so it waits out nearly a full lease, then up to one more retry.
+        assert LEASE - 2.2 * RETRY - 0.5 < waited < LEASE + 2 * 2.2 * RETRY + 1.5, waited
+        after = await lease_spec(api, namespace)
+        assert after["holderIdentity"] == "b"
+        assert after["leaseTransitions"] == before.get("leaseTransitions", 0) + 1
+        assert not a.is_leader()
+    finally:
+        await stop(task_b)
+
+
+async def test_release_on_cancel_hands_over_at_once(api: ApiClient, namespace: str) -> None:
+    a = elector(api, namespace, "a", release=True)
+    task_a = asyncio.create_task(a.run())
+    await eventually(a.is_leader, 10, "a to lead")
+    b = elector(api, namespace, "b")
+    task_b = asyncio.create_task(b.run())
+    try:
+        await eventually(lambda: b.observed_holder == "a", 5, "b to see a leading")
+        await stop(task_a)
+        released = await lease_spec(api, namespace)
+        assert released["holderIdentity"] == ""
+        assert released["leaseDurationSeconds"] == 1
+        stopped = time.monotonic()
+        await eventually(b.is_leader, LEASE, "b to take over")
+        # Well inside the ~LEASE a crash costs: the next retry finds the lease free.
+        assert time.monotonic() - stopped < LEASE - 0.5
+        after = await lease_spec(api, namespace)
+        assert after["holderIdentity"] == "b"
+        assert after["leaseTransitions"] == released.get("leaseTransitions", 0) + 1
+    finally:
+        await stop(task_b)
+
+
+async def test_leader_that_cannot_renew_steps_down(api: ApiClient, namespace: str) -> None:
+    a = elector(api, namespace, "a", name="steal-me")
+    gauge = metrics.LEADER_ELECTION_MASTER.labels(name="steal-me")
+    task = asyncio.create_task(a.run())
+    try:
+        await eventually(a.is_leader, 10, "a to lead")
+        assert gauge._value.get() == 1
+        # Someone else now holds a valid lease (a partition healed the wrong way round):
+        # every renewal fails, and a must stop leading within renewDeadline.
+        lease = await api.get(LEASES, "steal-me", namespace)
+        lease["spec"]["holderIdentity"] = "usurper"
+        lease["spec"]["leaseDurationSeconds"] = 60
+        await api.replace(LEASES, lease)
+        stolen = time.monotonic()
+        await asyncio.wait_for(asyncio.shield(task), RENEW + RETRY + 3)
+        assert time.monotonic() - stolen < RENEW + RETRY + 2
+        assert not a.is_leader()
+        assert gauge._value.get() == 0
+        # Losing does not give the lease away to nobody: the usurper keeps it.
+        assert (await lease_spec(api, namespace, "steal-me"))["holderIdentity"] == "usurper"
+    finally:
+        await stop(task)
+
+
+async def test_timing_rules_are_enforced(api: ApiClient) -> None:
+    bad = LeaderElectionConfig(namespace="x", name="y", lease_duration=2, renew_deadline=2)
+    with pytest.raises(ValueError, match="leaseDuration must be greater than renewDeadline"):
+        LeaderElector(api, bad)
+    bad = LeaderElectionConfig(namespace="x", name="y", renew_deadline=2, retry_period=2)
+    with pytest.raises(ValueError, match="retryPeriod"):
+        LeaderElector(api, bad)
+
+
+# --- events ------------------------------------------------------------------------
+
+
+async def events_about(api: ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    items = (await api.list(EVENTS, namespace))["items"]
+    return [e for e in items if e.get("regarding", {}).get("name") == name]
+
+
+async def test_election_records_events_on_the_lease(api: ApiClient, namespace: str) -> None:
+    recorder = EventRecorder(api, "test-controller", "test-instance")
+    await recorder.start()
+    a = elector(api, namespace, "a", recorder=recorder)
+    task = asyncio.create_task(a.run())
+    try:
+        await eventually(a.is_leader, 10, "a to lead")
+        await asyncio.wait_for(recorder.flush(), 10)
+        (event,) = await events_about(api, namespace, "test-lease")
+        assert event["reason"] == "LeaderElection"
+        assert event["note"] == "a became leader"
+        assert event["regarding"]["kind"] == "Lease"
+        assert event["reportingController"] == "test-controller"
+        assert event["reportingInstance"] == "test-instance"
+    finally:
+        await stop(task)
+        await recorder.stop(5)
+
+
+async def test_repeated_events_become_a_series(api: ApiClient, namespace: str) -> None:
+    recorder = EventRecorder(api, "test-controller")
+    await recorder.start()
+    cm = await api.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "subject"}},
+    )
+    cm.setdefault("apiVersion", "v1")
+    cm.setdefault("kind", "ConfigMap")
+    try:
+        for _ in range(3):
+            recorder.event(cm, NORMAL, "Poked", "Poke", "poked the config map")
+        recorder.event(cm, NORMAL, "Poked", "Poke", "a different note")
+        related = {"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": namespace}
+        recorder.event(cm, "Bogus", "Poked", "Poke", "dropped: not Normal/Warning")
+        recorder.event(cm, NORMAL, "Poked", "Poke", "x" * 5000, related=related)
+        await asyncio.wait_for(recorder.flush(), 10)
+
+        async def settled() -> list[dict[str, Any]] | None:
+            events = await events_about(api, namespace, "subject")
+            counts = sorted((e.get("series") or {}).get("count", 1) for e in events)
+            return events if counts == [1, 1, 3] else None
+
+        events: list[dict[str, Any]] = await eventually(
+            settled, 10, "one series of 3 and two single events"
+        )
+        by_note = {e["note"][:20]: e for e in events}
+        series = by_note["poked the config map"]
+        assert series["series"]["lastObservedTime"] >= series["eventTime"]
+        assert series["regarding"]["uid"] == cm["metadata"]["uid"]
+        long = by_note["x" * 20]
+        assert len(long["note"].encode()) == 1024
+        assert long["related"]["name"] == "p"
+        assert series["reportingInstance"].startswith("test-controller-")
+    finally:
+        await recorder.stop(5)
