@@ -1,0 +1,95 @@
+"""The watch caches the LeaderWorkerSet controllers read from.
+
+Every cache except the LeaderWorkerSets' own is label-selected on the
+`leaderworkerset.sigs.k8s.io/name` label, so the controller holds only the
+objects it manages, not every pod of the cluster. Reconciles read these caches
+and never LIST the API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.runtime.cache import Informer, ListerWatcher
+from leaderworkerset.runtime.client import (
+    CONTROLLER_REVISIONS,
+    DEPLOYMENTS,
+    LEADERWORKERSETS,
+    PODS,
+    SERVICES,
+    STATEFULSETS,
+)
+from leaderworkerset.runtime.indexes import label_index_name
+
+JSON = dict[str, Any]
+
+BY_LWS = label_index_name(c.LABEL_SET_NAME)
+BY_GROUP = "group"
+
+
+def group_index_value(namespace: str, lws_name: str, group: str) -> str:
+    return f"{namespace}/{lws_name}/{group}"
+
+
+def _by_group(obj: JSON) -> Iterable[str]:
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    name, group = labels.get(c.LABEL_SET_NAME), labels.get(c.LABEL_GROUP_INDEX)
+    if not name or group is None:
+        return ()
+    return (group_index_value(str(meta.get("namespace", "")), name, str(group)),)
+
+
+@dataclass
+class LwsCaches:
+    leaderworkersets: Informer
+    statefulsets: Informer
+    deployments: Informer
+    pods: Informer
+    services: Informer
+    revisions: Informer
+
+    def all(self) -> list[Informer]:
+        return [
+            self.leaderworkersets,
+            self.statefulsets,
+            self.deployments,
+            self.pods,
+            self.services,
+            self.revisions,
+        ]
+
+    @staticmethod
+    def of_lws(informer: Informer, namespace: str, lws_name: str) -> list[JSON]:
+        """The objects of `informer` labelled with this LeaderWorkerSet's name."""
+        return informer.by_index(BY_LWS, f"{namespace}/{lws_name}")
+
+    def group_pods(self, namespace: str, lws_name: str, group: str) -> list[JSON]:
+        return self.pods.by_index(BY_GROUP, group_index_value(namespace, lws_name, group))
+
+
+def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCaches:
+    """Caches for all namespaces, or for one (a controller scoped to a namespace)."""
+    selector = c.LABEL_SET_NAME
+
+    def labelled(resource: Any, **extra: Any) -> Informer:
+        return Informer(
+            client,
+            resource,
+            namespace=namespace,
+            label_selector=selector,
+            label_indexes=[c.LABEL_SET_NAME],
+            **extra,
+        )
+
+    return LwsCaches(
+        leaderworkersets=Informer(client, LEADERWORKERSETS, namespace=namespace),
+        statefulsets=labelled(STATEFULSETS),
+        deployments=labelled(DEPLOYMENTS),
+        pods=labelled(PODS, indexers={BY_GROUP: _by_group}),
+        services=labelled(SERVICES),
+        revisions=labelled(CONTROLLER_REVISIONS),
+    )

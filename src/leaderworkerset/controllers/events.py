@@ -1,0 +1,142 @@
+"""The events the reconcilers emit (spec §6.8), as data.
+
+The decision functions return `Event`s instead of recording them, so they stay
+pure and testable; the reconcilers hand them to the event recorder. `related`
+is the related object (or its reference) when the catalogue names one (a
+ControllerRevision or a leader pod); the decision functions that do not know
+that object leave it None and the reconciler fills it in with
+`dataclasses.replace`. The fields map one to one onto
+`runtime.events.EventRecorder.event(regarding=lws, ...)`.
+
+Deviations from upstream wording (design page, quirks §12 #9, #13, #15):
+- E7 never prints a reversed range: a partition that rises says which replicas
+  are held back instead of "Updating replicas 4 to 1".
+- E9/E10 say "surge" only when every removed replica is a surge replica; an
+  ordinary scale-down says "deleting replica(s)".
+- E15 says "Leader pod" when the restarted pod is the leader itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from leaderworkerset.api import constants as c
+
+JSON = dict[str, Any]
+
+NORMAL: Final = "Normal"
+WARNING: Final = "Warning"
+
+ACTION_CREATE: Final = "Create"
+ACTION_UPDATE: Final = "Update"
+ACTION_DELETE: Final = "Delete"
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    reason: str
+    action: str
+    note: str
+    related: JSON | None = None
+
+
+def _range(first: int, last: int) -> str:
+    return f"{first} to {last} (inclusive)"
+
+
+# --- E1-E3: ControllerRevisions -------------------------------------------------
+def revision_for_new_lws(key: str, related: JSON | None = None) -> Event:
+    note = f"Creating revision with key {key} for a newly created LeaderWorkerSet"
+    return Event(NORMAL, c.EVENT_REASON_CREATING_REVISION, ACTION_CREATE, note, related)
+
+
+def revision_for_update(key: str, related: JSON | None = None) -> Event:
+    note = f"Creating revision with key {key} for updated LWS"
+    return Event(NORMAL, c.EVENT_REASON_CREATING_REVISION, ACTION_CREATE, note, related)
+
+
+def revision_missing(key: str, related: JSON | None = None) -> Event:
+    note = f"Creating missing revision with key {key} for existing LeaderWorkerSet"
+    return Event(NORMAL, c.EVENT_REASON_CREATING_REVISION, ACTION_CREATE, note, related)
+
+
+# --- E4-E8: the leader workload and the shared Service ----------------------------
+def leader_create_failed(lws_name: str, error: str) -> Event:
+    note = f"Failed to create leader statefulset {lws_name}: {error}"
+    return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note)
+
+
+def leader_update_failed(lws_name: str, error: str) -> Event:
+    note = f"Failed to update leader statefulset {lws_name}: {error}"
+    return Event(WARNING, c.EVENT_REASON_FAILED_UPDATE, ACTION_UPDATE, note)
+
+
+def leader_created(lws_name: str, related: JSON | None = None) -> Event:
+    note = f"Created leader statefulset {lws_name}"
+    return Event(NORMAL, c.REASON_GROUPS_PROGRESSING, ACTION_CREATE, note, related)
+
+
+def partition_moved(old: int, new: int, related: JSON | None = None) -> Event:
+    """E7. Replicas at or above the partition are updated, so a lower partition
+    releases [new, old) for update and a higher one holds [old, new) back."""
+    if new < old:
+        what = f"replica {new}" if old - 1 == new else f"replicas {_range(new, old - 1)}"
+        note = f"Updating {what}"
+    else:
+        what = f"replica {old}" if new - 1 == old else f"replicas {_range(old, new - 1)}"
+        note = f"Pausing update of {what}"
+    return Event(NORMAL, c.REASON_GROUPS_UPDATING, ACTION_UPDATE, note, related)
+
+
+def service_create_failed(error: str) -> Event:
+    note = f"Failed to create headless service for error: {error}"
+    return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note)
+
+
+# --- E9/E10: lowering the leader replicas -------------------------------------------
+def replicas_deleted(lws_name: str, first: int, last: int, surge_only: bool) -> Event:
+    """E9 (one replica) or E10 (a range); `surge_only` picks the upstream wording."""
+    kind = "surge replica" if surge_only else "replica"
+    if first == last:
+        note = f"deleting {kind} {lws_name}-{first}"
+    else:
+        note = f"deleting {kind}s from {lws_name}-{first} to {lws_name}-{last}"
+    return Event(NORMAL, c.REASON_GROUPS_PROGRESSING, ACTION_DELETE, note)
+
+
+# --- E11: status conditions -----------------------------------------------------------
+def conditions_changed(reason: str, message: str, ready: int, replicas: int) -> Event:
+    note = f"{message}, with {ready} groups ready of total {replicas} groups"
+    return Event(NORMAL, reason, ACTION_UPDATE, note)
+
+
+# --- E12-E15: the pod reconciler -----------------------------------------------------
+def worker_statefulset_created(pod_name: str, related: JSON | None = None) -> Event:
+    note = f"Created worker statefulset for leader pod {pod_name}"
+    return Event(NORMAL, c.REASON_GROUPS_PROGRESSING, ACTION_CREATE, note, related)
+
+
+def worker_statefulset_create_failed(
+    pod_name: str, error: str, related: JSON | None = None
+) -> Event:
+    note = f"Failed to create worker statefulset for leader pod {pod_name}: {error}"
+    return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note, related)
+
+
+def misclassified_leader(namespace: str, pod_name: str, related: JSON | None = None) -> Event:
+    note = (
+        f"leader pod {namespace}/{pod_name} contains mistake annotation "
+        f"'{c.ANNOTATION_LEADER_NAME}': requires Kubernetes ≥v1.27 or v1.26 with "
+        "StatefulSetStartOrdinal feature"
+    )
+    return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note, related)
+
+
+def group_recreated(
+    pod_name: str, leader_name: str, group: str, pod_is_leader: bool, related: JSON | None = None
+) -> Event:
+    who = "Leader pod" if pod_is_leader else "Worker pod"
+    note = f"{who} {pod_name} failed, deleted leader pod {leader_name} to recreate group {group}"
+    return Event(NORMAL, c.EVENT_REASON_RECREATE_GROUP, ACTION_DELETE, note, related)

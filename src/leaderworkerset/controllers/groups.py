@@ -1,0 +1,186 @@
+"""The pod reconciler (spec §7): for each leader pod, its group — the worker
+StatefulSet, the per-group Service — and the group restart policy for every pod.
+
+Both group identities share it. Hash mode adds two things, both keyed off the
+leader pod: nothing is built for a leader still held by the group-replacement
+scheduling gate, and the leader's group-ready condition follows its workers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers import revisions as rev
+from leaderworkerset.controllers.caches import LwsCaches
+from leaderworkerset.controllers.group_ready import sync_group_ready
+from leaderworkerset.controllers.leaderworkerset import record
+from leaderworkerset.controllers.lws_view import LwsView, view_of
+from leaderworkerset.controllers.readiness import pod_condition_true, pod_terminating
+from leaderworkerset.controllers.restarts import GroupRestarter, is_leader
+from leaderworkerset.controllers.services import group_service, group_service_name
+from leaderworkerset.controllers.workers import build_worker_statefulset
+from leaderworkerset.runtime.client import NODES, SERVICES, STATEFULSETS, ApiClient, ApiError
+from leaderworkerset.runtime.controller import Result
+from leaderworkerset.runtime.events import EventRecorder, object_reference
+from leaderworkerset.runtime.indexes import object_key
+
+JSON = dict[str, Any]
+log = logging.getLogger(__name__)
+
+# The leader's revision may not be in the cache yet right after a rollout starts.
+MISSING_REVISION_REQUEUE = 1.0
+
+
+class TopologyError(RuntimeError):
+    """Exclusive placement cannot pin the workers (retried with backoff)."""
+
+
+def is_gated(pod: JSON) -> bool:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return any(g.get("name") == c.SCHEDULING_GATE_GROUP_REPLACEMENT for g in gates)
+
+
+@dataclass
+class PodReconciler:
+    client: ApiClient
+    caches: LwsCaches
+    recorder: EventRecorder | None = None
+    # Pods deleted without ever being seen terminating (a grace-0 or forced delete):
+    # the restart policy still has to see them, so their last state is kept here.
+    tombstones: dict[str, JSON] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.restarter = GroupRestarter(self.client, self.caches)
+
+    def remember_deleted(self, pod: JSON) -> None:
+        """The pod cache's delete handler; runs before the key is reconciled."""
+        meta = pod.get("metadata") or {}
+        if not meta.get("name"):
+            return
+        final = dict(pod)
+        final["metadata"] = {**meta, "deletionTimestamp": meta.get("deletionTimestamp") or "gone"}
+        self.tombstones[object_key(pod)] = final
+
+    async def __call__(self, key: str) -> Result | None:
+        pod = self.caches.pods.get_by_key(key)
+        tombstone = self.tombstones.pop(key, None)
+        if pod is None:
+            pod = tombstone
+        if pod is None:
+            return None
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        lws_name = labels.get(c.LABEL_SET_NAME)
+        if not lws_name:
+            raise ValueError(f"{c.LABEL_SET_NAME} label is unexpected missing")
+        if c.LABEL_WORKER_INDEX not in labels:
+            raise ValueError(f"{c.LABEL_WORKER_INDEX} label is unexpected missing")
+        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+        lws = self.caches.leaderworkersets.get(namespace, lws_name)
+        if lws is None:
+            return None
+        view = view_of(lws)
+
+        recreating, event = await self.restarter.handle(pod, view)
+        if event is not None:
+            record(self.recorder, lws, event)
+        if recreating or not is_leader(pod) or (tombstone is not None and pod is tombstone):
+            return None
+        return await self._reconcile_leader(pod, lws, view)
+
+    async def _reconcile_leader(self, pod: JSON, lws: JSON, view: LwsView) -> Result | None:
+        meta = pod.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        if annotations.get(c.ANNOTATION_LEADER_NAME):
+            record(
+                self.recorder,
+                lws,
+                ev.misclassified_leader(
+                    view.namespace, str(meta.get("name")), object_reference(pod)
+                ),
+            )
+            return None
+        if pod_terminating(pod):
+            return None
+        if view.hash_mode and is_gated(pod):
+            # PostTermination: nothing exists for a group until it is admitted.
+            return None
+        if view.unique_per_replica:
+            await self._ensure_group_service(lws, pod)
+        if view.size == 1:
+            return None
+
+        worker_sts = self.caches.statefulsets.get(view.namespace, str(meta.get("name")))
+        if view.hash_mode:
+            await sync_group_ready(self.client, pod, worker_sts)
+        if worker_sts is not None:
+            # Never updated in place: a group moves to a new revision when its leader
+            # is replaced and this StatefulSet is garbage collected with the old one.
+            return None
+        if not self._started_enough(pod, view):
+            return None
+        revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
+        key = str((meta.get("labels") or {}).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
+        revision = rev.find_revision(lws, revisions, key) if key else None
+        if revision is None:
+            return Result(requeue_after=MISSING_REVISION_REQUEUE)
+        node_selector = await self._exclusive_node_selector(pod, view)
+        if node_selector is None:
+            return None
+        body = build_worker_statefulset(
+            pod, lws, rev.apply_revision(lws, revision), node_selector or None
+        )
+        try:
+            await self.client.create(STATEFULSETS, body)
+        except ApiError as exc:
+            if exc.already_exists:
+                return None
+            record(
+                self.recorder,
+                lws,
+                ev.worker_statefulset_create_failed(
+                    str(meta.get("name")), exc.message, object_reference(pod)
+                ),
+            )
+            raise
+        record(
+            self.recorder,
+            lws,
+            ev.worker_statefulset_created(str(meta.get("name")), object_reference(pod)),
+        )
+        return None
+
+    def _started_enough(self, pod: JSON, view: LwsView) -> bool:
+        if view.startup_policy != c.STARTUP_POLICY_LEADER_READY:
+            return True
+        # In Hash mode Ready waits for the group-ready gate, which waits for the
+        # workers: waiting on Ready would never end, so wait for the containers.
+        condition = "ContainersReady" if view.hash_mode else "Ready"
+        return pod_condition_true(pod, condition)
+
+    async def _exclusive_node_selector(self, pod: JSON, view: LwsView) -> dict[str, str] | None:
+        """{} without exclusive placement; None while the leader is unscheduled."""
+        if c.ANNOTATION_EXCLUSIVE_TOPOLOGY not in view.annotations:
+            return {}
+        topology_key = view.annotations[c.ANNOTATION_EXCLUSIVE_TOPOLOGY]
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            return None  # the scheduling update re-triggers this reconcile
+        node = await self.client.get(NODES, node_name)
+        value = ((node.get("metadata") or {}).get("labels") or {}).get(topology_key)
+        if value is None:
+            raise TopologyError(f"node {node_name} does not have topology label: {topology_key}")
+        return {topology_key: value}
+
+    async def _ensure_group_service(self, lws: JSON, pod: JSON) -> None:
+        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+        if self.caches.services.get(namespace, group_service_name(lws, pod)) is not None:
+            return
+        try:
+            await self.client.create(SERVICES, group_service(lws, pod))
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise

@@ -1,0 +1,251 @@
+"""The LeaderWorkerSet reconciler: revisions, the leader workload, the shared
+Service, status (spec §6).
+
+It reads only from the watch caches and writes only what differs. Which
+workload runs the leaders is the one thing the two group identities do not
+share: a StatefulSet steered by the rolling-update arithmetic (`ordinal.py`,
+`rolling_update.py`) or a Deployment (`hashed.py`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers import revisions as rev
+from leaderworkerset.controllers.applied import AppliedObjects
+from leaderworkerset.controllers.caches import LwsCaches
+from leaderworkerset.controllers.hashed import leader_deployment
+from leaderworkerset.controllers.lws_view import LwsView, view_of
+from leaderworkerset.controllers.ordinal import leader_statefulset
+from leaderworkerset.controllers.ownership import controller_of
+from leaderworkerset.controllers.rolling_update import rolling_update_parameters
+from leaderworkerset.controllers.services import shared_service, wants_shared_service
+from leaderworkerset.controllers.status import StatusUpdate, hash_status, ordinal_status
+from leaderworkerset.runtime.client import (
+    CONTROLLER_REVISIONS,
+    DEPLOYMENTS,
+    LEADERWORKERSETS,
+    SERVICES,
+    STATEFULSETS,
+    ApiClient,
+    ApiError,
+)
+from leaderworkerset.runtime.controller import Result
+from leaderworkerset.runtime.events import EventRecorder, object_reference
+
+JSON = dict[str, Any]
+log = logging.getLogger(__name__)
+
+# A leader workload being deleted is waited out (spec §6.2 step 4).
+DELETING_REQUEUE = 5.0
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def record(recorder: EventRecorder | None, regarding: JSON, event: ev.Event) -> None:
+    if recorder is not None:
+        recorder.event(regarding, event.type, event.reason, event.action, event.note, event.related)
+
+
+@dataclass
+class LeaderWorkerSetReconciler:
+    client: ApiClient
+    caches: LwsCaches
+    recorder: EventRecorder | None = None
+    applied: AppliedObjects | None = None
+
+    def __post_init__(self) -> None:
+        self.applied = self.applied or AppliedObjects()
+
+    async def __call__(self, key: str) -> Result | None:
+        lws = self.caches.leaderworkersets.get_by_key(key)
+        if lws is None or (lws.get("metadata") or {}).get("deletionTimestamp"):
+            # Garbage collection removes what the LeaderWorkerSet owned.
+            return None
+        view = view_of(lws)
+        revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
+        if view.hash_mode:
+            return await self._reconcile_hashed(lws, view, revisions)
+        return await self._reconcile_ordinal(lws, view, revisions)
+
+    # -- Ordinal: a leader StatefulSet -------------------------------------------------
+
+    async def _reconcile_ordinal(
+        self, lws: JSON, view: LwsView, revisions: list[JSON]
+    ) -> Result | None:
+        sts = self._owned(self.caches.statefulsets, view)
+        if sts is not None and (sts.get("metadata") or {}).get("deletionTimestamp"):
+            return Result(requeue_after=DELETING_REQUEUE)
+        revision = await self._current_revision(lws, sts, revisions)
+        key = rev.revision_key(revision)
+        updated = rev.detect_update(lws, sts, revision, revisions)
+        if updated is not None:
+            revision = await self._create_revision(updated, revisions)
+            key = rev.revision_key(revision)
+            record(self.recorder, lws, ev.revision_for_update(key, object_reference(revision)))
+
+        leader_pods, worker_sets = self._groups(view)
+        plan = rolling_update_parameters(
+            lws, sts, key, updated is not None, leader_pods, worker_sets
+        )
+        body = leader_statefulset(lws, key, plan.partition, plan.replicas)
+        try:
+            await self._apply(STATEFULSETS, body, sts)
+        except ApiError as exc:
+            failure = ev.leader_create_failed if sts is None else ev.leader_update_failed
+            record(self.recorder, lws, failure(view.name, exc.message))
+            raise
+        if sts is None:
+            record(self.recorder, lws, ev.leader_created(view.name, object_reference(revision)))
+        for event in plan.events:
+            record(self.recorder, lws, event)
+
+        await self._ensure_shared_service(lws)
+        update = ordinal_status(lws, key, sts, leader_pods, worker_sets, now_rfc3339())
+        return await self._finish(lws, view, update, key, [*revisions, revision])
+
+    # -- Hash: a leader Deployment ------------------------------------------------------
+
+    async def _reconcile_hashed(
+        self, lws: JSON, view: LwsView, revisions: list[JSON]
+    ) -> Result | None:
+        deployment = self._owned(self.caches.deployments, view)
+        if deployment is not None and (deployment.get("metadata") or {}).get("deletionTimestamp"):
+            return Result(requeue_after=DELETING_REQUEUE)
+        revision = await self._current_revision(lws, deployment, revisions)
+        updated = rev.detect_update(lws, deployment, revision, revisions)
+        if updated is not None:
+            revision = await self._create_revision(updated, revisions)
+            record(
+                self.recorder,
+                lws,
+                ev.revision_for_update(rev.revision_key(revision), object_reference(revision)),
+            )
+        key = rev.revision_key(revision)
+        body = leader_deployment(lws, key)
+        try:
+            await self._apply(DEPLOYMENTS, body, deployment)
+        except ApiError as exc:
+            failure = ev.leader_create_failed if deployment is None else ev.leader_update_failed
+            record(self.recorder, lws, failure(view.name, exc.message))
+            raise
+        await self._ensure_shared_service(lws)
+        leader_pods, _ = self._groups(view)
+        update = hash_status(lws, key, leader_pods, now_rfc3339())
+        return await self._finish(lws, view, update, key, [*revisions, revision])
+
+    # -- shared steps ------------------------------------------------------------------
+
+    def _owned(self, informer: Any, view: LwsView) -> JSON | None:
+        obj: JSON | None = informer.get(view.namespace, view.name)
+        if obj is None:
+            return None
+        owner = controller_of(obj)
+        if owner is not None and owner.get("uid") != view.uid:
+            raise RuntimeError(
+                f"{obj.get('kind', 'object')} {view.namespace}/{view.name} exists and is "
+                f"controlled by {owner.get('kind')} {owner.get('name')}, not by this "
+                "LeaderWorkerSet"
+            )
+        return obj
+
+    def _groups(self, view: LwsView) -> tuple[list[JSON], list[JSON]]:
+        pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
+        leaders = [
+            p
+            for p in pods
+            if ((p.get("metadata") or {}).get("labels") or {}).get(c.LABEL_WORKER_INDEX)
+            == c.LEADER_WORKER_INDEX
+        ]
+        statefulsets = LwsCaches.of_lws(self.caches.statefulsets, view.namespace, view.name)
+        workers = [
+            s
+            for s in statefulsets
+            if c.LABEL_GROUP_INDEX in ((s.get("metadata") or {}).get("labels") or {})
+        ]
+        return leaders, workers
+
+    async def _current_revision(
+        self, lws: JSON, leader_workload: JSON | None, revisions: list[JSON]
+    ) -> JSON:
+        choice = rev.current_revision(lws, leader_workload, revisions)
+        if not choice.create:
+            return choice.revision
+        created = await self._create_revision(choice.revision, revisions)
+        if choice.event is not None:
+            record(self.recorder, lws, choice.event)
+        return created
+
+    async def _create_revision(self, revision: JSON, revisions: list[JSON]) -> JSON:
+        try:
+            created = await self.client.create(CONTROLLER_REVISIONS, revision)
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise
+            # Names carry the revision number, so a stale cache re-creating the same
+            # revision collides by name instead of making a duplicate.
+            meta = revision["metadata"]
+            created = await self.client.get(CONTROLLER_REVISIONS, meta["name"], meta["namespace"])
+        revisions.append(created)
+        return created
+
+    async def _apply(self, resource: Any, body: JSON, live: JSON | None) -> JSON | None:
+        assert self.applied is not None
+        meta = body["metadata"]
+        cache_key = f"{resource.plural}/{meta['namespace']}/{meta['name']}"
+        if not self.applied.needs_apply(cache_key, body, live):
+            return None
+        answer = await self.client.apply(resource, body, field_manager=c.FIELD_MANAGER)
+        self.applied.record(cache_key, body, answer)
+        return answer
+
+    async def _ensure_shared_service(self, lws: JSON) -> None:
+        if not wants_shared_service(lws):
+            return
+        view = view_of(lws)
+        if self.caches.services.get(view.namespace, view.name) is not None:
+            return
+        try:
+            await self.client.create(SERVICES, shared_service(lws))
+        except ApiError as exc:
+            if exc.already_exists:
+                return
+            record(self.recorder, lws, ev.service_create_failed(exc.message))
+            raise
+
+    async def _finish(
+        self, lws: JSON, view: LwsView, update: StatusUpdate, key: str, revisions: list[JSON]
+    ) -> Result | None:
+        for leader in update.skipped_leaders:
+            log.warning(
+                "leader pod has no usable group index; left out of status",
+                extra={"lws": f"{view.namespace}/{view.name}", "pod": leader},
+            )
+        if update.changed:
+            body = dict(lws)
+            body["status"] = update.status
+            try:
+                await self.client.replace(LEADERWORKERSETS, body, subresource="status")
+            except ApiError as exc:
+                if exc.conflict:
+                    # The cache is behind; the next event brings the fresh object.
+                    return Result(requeue=True)
+                raise
+            if update.event is not None:
+                record(self.recorder, lws, update.event)
+        if update.done:
+            for old in rev.revisions_to_delete(lws, revisions, key):
+                meta = old["metadata"]
+                try:
+                    await self.client.delete(CONTROLLER_REVISIONS, meta["name"], meta["namespace"])
+                except ApiError as exc:
+                    if not exc.not_found:
+                        raise
+        return None

@@ -1,0 +1,103 @@
+"""The effective settings of a LeaderWorkerSet, read once from its JSON.
+
+The controllers read objects as the API server returns them (dicts). Absent
+members get the values the CRD schema and the admission webhook would have
+given them, so an object that somehow skipped defaulting is still handled the
+way a defaulted one is.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.intstr import IntOrString
+from leaderworkerset.api.types import (
+    LeaderWorkerSet,
+    LeaderWorkerTemplate,
+    RollingUpdateConfiguration,
+    group_identity_of,
+)
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LwsView:
+    name: str
+    namespace: str
+    uid: str
+    generation: int
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    replicas: int
+    size: int
+    partition: int
+    max_unavailable: IntOrString
+    max_surge: IntOrString
+    rollout_type: str
+    startup_policy: str
+    subdomain_policy: str
+    group_identity: str
+    template: LeaderWorkerTemplate
+
+    @property
+    def unique_per_replica(self) -> bool:
+        return self.subdomain_policy == c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA
+
+    @property
+    def hash_mode(self) -> bool:
+        return self.group_identity == c.GROUP_IDENTITY_HASH
+
+    def annotation(self, key: str) -> str:
+        return self.annotations.get(key, "")
+
+    def leader_template(self) -> JSON:
+        """A copy of leaderTemplate, or of workerTemplate when there is none (§6.5)."""
+        return self.template.effective_leader_template()
+
+    def worker_template(self) -> JSON:
+        return copy.deepcopy(self.template.worker_template or {})
+
+
+def view_of(lws: JSON) -> LwsView:
+    model, _ = LeaderWorkerSet.from_json(lws)
+    meta = lws.get("metadata") or {}
+    spec = model.spec
+    template = (spec.leader_worker_template if spec else None) or LeaderWorkerTemplate()
+    strategy = spec.rollout_strategy if spec else None
+    config = (strategy.rolling_update_configuration if strategy else None) or (
+        RollingUpdateConfiguration()
+    )
+    network = spec.network_config if spec else None
+    return LwsView(
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "")),
+        uid=str(meta.get("uid", "")),
+        generation=int(meta.get("generation") or 0),
+        labels=_strings(meta.get("labels")),
+        annotations=_strings(meta.get("annotations")),
+        replicas=_or(spec.replicas if spec else None, c.DEFAULT_REPLICAS),
+        size=_or(template.size, c.DEFAULT_SIZE),
+        partition=_or(config.partition, c.DEFAULT_PARTITION),
+        max_unavailable=_or(config.max_unavailable, c.DEFAULT_MAX_UNAVAILABLE),
+        max_surge=_or(config.max_surge, c.DEFAULT_MAX_SURGE),
+        rollout_type=(strategy.type if strategy else None) or c.ROLLOUT_STRATEGY_ROLLING_UPDATE,
+        startup_policy=(spec.startup_policy if spec else None) or c.STARTUP_POLICY_LEADER_CREATED,
+        subdomain_policy=(network.subdomain_policy if network else None)
+        or c.SUBDOMAIN_POLICY_SHARED,
+        group_identity=group_identity_of(spec),
+        template=template,
+    )
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _strings(mapping: Any) -> dict[str, str]:
+    if not isinstance(mapping, dict):
+        return {}
+    return {str(k): str(v) for k, v in mapping.items() if v is not None}

@@ -1,0 +1,39 @@
+"""Owner references (spec §3.2): every object the controllers create is
+controller-owned, with blockOwnerDeletion, so garbage collection (foreground
+deletion included) cleans up after a LeaderWorkerSet or a leader pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderworkerset.api import constants as c
+
+JSON = dict[str, Any]
+
+
+def controller_reference(owner: JSON, api_version: str, kind: str) -> JSON:
+    meta = owner.get("metadata") or {}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def lws_reference(lws: JSON) -> JSON:
+    return controller_reference(lws, c.API_VERSION, c.KIND)
+
+
+def pod_reference(pod: JSON) -> JSON:
+    return controller_reference(pod, "v1", "Pod")
+
+
+def controller_of(obj: JSON) -> JSON | None:
+    """The owner reference marked controller, if any."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None

@@ -1,0 +1,65 @@
+"""Questions about the health of pods and StatefulSets, one function each.
+
+Shared by the rolling-update arithmetic, the status counters, the restart
+policies and the Hash-mode group-ready gate, so that "ready" means the same
+thing everywhere. (Whether a pod requests TPUs is `webhooks.tpu.pod_requests_tpus`.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderworkerset.api import constants as c
+
+JSON = dict[str, Any]
+
+
+def pod_condition_true(pod: JSON, condition_type: str) -> bool:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == condition_type:
+            return cond.get("status") == "True"
+    return False
+
+
+def pod_running_and_ready(pod: JSON) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running" and pod_condition_true(pod, "Ready")
+
+
+def pod_terminating(pod: JSON) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def statefulset_ready(sts: JSON) -> bool:
+    """§6.4.2: all replicas available and no StatefulSet rollout pending."""
+    spec = sts.get("spec") or {}
+    status = sts.get("status") or {}
+    # The API server defaults an absent spec.replicas to 1.
+    replicas = spec.get("replicas", 1)
+    return bool(
+        replicas == status.get("availableReplicas", 0)
+        and status.get("currentRevision", "") == status.get("updateRevision", "")
+    )
+
+
+def workers_ready_for_leader(leader_pod: JSON, worker_sts: JSON | None) -> bool:
+    """Hash-mode group-ready gate: the group's workers are all ready and were built
+    from the leader's revision (a stale worker StatefulSet does not count)."""
+    if worker_sts is None:
+        return False
+    leader_key = _labels(leader_pod).get(c.LABEL_TEMPLATE_REVISION_HASH)
+    return statefulset_ready(worker_sts) and (
+        _labels(worker_sts).get(c.LABEL_TEMPLATE_REVISION_HASH) == leader_key
+    )
+
+
+def container_restarted(pod: JSON) -> bool:
+    """§7.3: a live pod (Running or Pending) with any restarted (init) container."""
+    status = pod.get("status") or {}
+    if status.get("phase") not in ("Running", "Pending"):
+        return False
+    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    return any(isinstance(s, dict) and (s.get("restartCount") or 0) > 0 for s in statuses)
+
+
+def _labels(obj: JSON) -> dict[str, Any]:
+    return (obj.get("metadata") or {}).get("labels") or {}

@@ -1,0 +1,144 @@
+"""Group restart policies (spec §7.3): when one pod of a group fails, recreate the
+whole group by deleting its leader in the foreground.
+
+Deleting the leader is enough: the worker StatefulSet and per-group Service are
+owned by the leader pod, so the garbage collector removes them first, and the
+leader workload then recreates the leader (Ordinal: same name and key; Hash: a
+new group with a new key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.naming import parse_ordinal
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.caches import LwsCaches
+from leaderworkerset.controllers.lws_view import LwsView
+from leaderworkerset.controllers.ownership import controller_of
+from leaderworkerset.controllers.readiness import container_restarted, pod_terminating
+from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
+from leaderworkerset.runtime.events import object_reference
+
+JSON = dict[str, Any]
+
+RECREATING_POLICIES = (
+    c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART,
+    c.RESTART_POLICY_RECREATE_GROUP_AFTER_START,
+)
+
+
+def _meta(obj: JSON) -> JSON:
+    meta: JSON = obj.get("metadata") or {}
+    return meta
+
+
+def _labels(obj: JSON) -> JSON:
+    labels: JSON = _meta(obj).get("labels") or {}
+    return labels
+
+
+def is_leader(pod: JSON) -> bool:
+    return _labels(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+
+
+def waits_for_start(view: LwsView) -> bool:
+    return (
+        view.template.restart_policy == c.RESTART_POLICY_RECREATE_GROUP_AFTER_START
+        or c.ANNOTATION_RECREATE_GROUP_AFTER_START in view.annotations
+    )
+
+
+@dataclass
+class GroupRestarter:
+    client: ApiClient
+    caches: LwsCaches
+
+    def pending_in_group(self, pod: JSON, view: LwsView) -> bool:
+        """Some pod of the group is missing or still Pending."""
+        labels = _labels(pod)
+        group = self.caches.group_pods(
+            view.namespace, str(labels.get(c.LABEL_SET_NAME)), str(labels.get(c.LABEL_GROUP_INDEX))
+        )
+        if len(group) != view.size:
+            return True
+        return any((p.get("status") or {}).get("phase") == "Pending" for p in group)
+
+    def leader_of(self, pod: JSON, view: LwsView) -> JSON | None:
+        """The live leader of a worker's group, if the worker belongs to it."""
+        if view.hash_mode:
+            annotations = _meta(pod).get("annotations") or {}
+            leader_name = str(annotations.get(c.ANNOTATION_LEADER_NAME, ""))
+        else:
+            leader_name, ordinal = parse_ordinal(str(_meta(pod).get("name", "")))
+            if ordinal < 0:
+                raise ValueError(f"parsing pod name for pod {_meta(pod).get('name')}")
+        leader = self.caches.pods.get(view.namespace, leader_name) if leader_name else None
+        if leader is None:
+            return None
+        key = c.LABEL_TEMPLATE_REVISION_HASH
+        if _labels(leader).get(key) != _labels(pod).get(key):
+            return None
+        return leader if self.belongs_to(pod, leader) else None
+
+    def belongs_to(self, pod: JSON, leader: JSON) -> bool:
+        """The worker was made by the worker StatefulSet of this very leader, not by a
+        stale one of its predecessor still being garbage collected."""
+        owner = controller_of(pod)
+        leader_meta = _meta(leader)
+        if owner is None:
+            return False
+        if owner.get("kind") == "Pod":
+            return bool(
+                owner.get("name") == leader_meta.get("name")
+                and owner.get("uid") == leader_meta.get("uid")
+            )
+        if owner.get("kind") != "StatefulSet":
+            return False
+        sts = self.caches.statefulsets.get(_meta(pod).get("namespace"), str(owner.get("name")))
+        if sts is None or _meta(sts).get("uid") != owner.get("uid"):
+            return False
+        sts_owner = controller_of(sts)
+        return bool(
+            sts_owner is not None
+            and sts_owner.get("kind") == "Pod"
+            and sts_owner.get("name") == leader_meta.get("name")
+            and sts_owner.get("uid") == leader_meta.get("uid")
+        )
+
+    async def handle(self, pod: JSON, view: LwsView) -> tuple[bool, ev.Event | None]:
+        """(the group is being recreated, the event to record)."""
+        if view.template.restart_policy not in RECREATING_POLICIES:
+            return False, None
+        if not container_restarted(pod) and not pod_terminating(pod):
+            return False, None
+        if waits_for_start(view) and self.pending_in_group(pod, view):
+            return False, None
+        leader = pod if is_leader(pod) else self.leader_of(pod, view)
+        if leader is None:
+            return False, None
+        if pod_terminating(leader):
+            return True, None
+        meta = _meta(leader)
+        try:
+            await self.client.delete(
+                PODS,
+                str(meta["name"]),
+                str(meta["namespace"]),
+                propagation_policy="Foreground",
+                preconditions={"uid": meta.get("uid")},
+            )
+        except ApiError as exc:
+            if exc.not_found or exc.conflict:
+                return True, None
+            raise
+        group = str(_labels(leader).get(c.LABEL_GROUP_INDEX, ""))
+        return True, ev.group_recreated(
+            str(_meta(pod).get("name")),
+            str(meta["name"]),
+            group,
+            is_leader(pod),
+            object_reference(leader),
+        )

@@ -1,0 +1,299 @@
+"""LeaderWorkerSet status (spec §6.7): counting groups, choosing and merging the
+conditions, and telling whether anything changed.
+
+Each mode turns what it observes into one `GroupObservation` per group; the
+counting, the conditions, the E11 event and the done flag are shared.
+
+Deviation from upstream (quirk §12 #16): a leader pod whose group-index label is
+not an integer is skipped and reported in `StatusUpdate.skipped_leaders`, instead
+of failing every status computation of the LWS.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.naming import hpa_pod_selector
+from leaderworkerset.controllers import events
+from leaderworkerset.controllers.lws_view import LwsView, view_of
+from leaderworkerset.controllers.readiness import (
+    pod_running_and_ready,
+    pod_terminating,
+    statefulset_ready,
+)
+from leaderworkerset.controllers.rolling_update import parse_index
+
+JSON = dict[str, Any]
+
+# Available excludes the other two; Progressing and UpdateInProgress coexist.
+EXCLUSIVE_PAIRS: Final = frozenset(
+    {
+        frozenset({c.CONDITION_AVAILABLE, c.CONDITION_PROGRESSING}),
+        frozenset({c.CONDITION_AVAILABLE, c.CONDITION_UPDATE_IN_PROGRESS}),
+    }
+)
+_CATALOGUE: Final = {
+    c.CONDITION_AVAILABLE: (c.REASON_ALL_GROUPS_READY, c.MESSAGE_ALL_GROUPS_READY),
+    c.CONDITION_PROGRESSING: (c.REASON_GROUPS_PROGRESSING, c.MESSAGE_GROUPS_PROGRESSING),
+    c.CONDITION_UPDATE_IN_PROGRESS: (c.REASON_GROUPS_UPDATING, c.MESSAGE_GROUPS_UPDATING),
+}
+
+
+@dataclass(frozen=True)
+class GroupObservation:
+    ready: bool
+    updated: bool
+    desired: bool  # one of the R groups the spec asks for (not surge)
+    in_range: bool  # desired and not held back by the spec partition
+
+
+@dataclass(frozen=True)
+class GroupCounts:
+    ready: int = 0
+    updated: int = 0
+    current: int = 0  # groups in range
+    part_updated: int = 0  # groups in range that are updated
+    ready_non_burst: int = 0  # desired groups that are ready
+    part_updated_ready: int = 0  # groups in range that are updated and ready
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    status: JSON  # the whole status to write
+    changed: bool  # write only when set
+    event: events.Event | None  # E11, when the conditions changed
+    done: bool  # the rollout is complete: old revisions may be truncated
+    skipped_leaders: tuple[str, ...] = ()  # leaders without a usable group index
+
+
+# --- Observing groups ---------------------------------------------------------------------
+def ordinal_groups(
+    lws: JSON | LwsView,
+    key: str,
+    leader_pods: Iterable[JSON],
+    worker_statefulsets: Iterable[JSON],
+) -> tuple[list[GroupObservation], list[str]]:
+    """One observation per leader pod whose worker StatefulSet exists (a group still
+    being built is not counted); and the names of leaders skipped for a bad index."""
+    view = lws if isinstance(lws, LwsView) else view_of(lws)
+    by_name = {_name(s): s for s in worker_statefulsets}
+    no_workers = view.size == 1
+    groups, skipped = [], []
+    for pod in _leaders_of(view, leader_pods):
+        index = parse_index(_labels(pod).get(c.LABEL_GROUP_INDEX))
+        if index is None:
+            skipped.append(_name(pod))
+            continue
+        workers = None if no_workers else by_name.get(_name(pod))
+        if not no_workers and workers is None:
+            continue
+        ready = pod_running_and_ready(pod) and (workers is None or statefulset_ready(workers))
+        updated = _key(pod) == key and (workers is None or _key(workers) == key)
+        groups.append(
+            GroupObservation(
+                ready=ready,
+                updated=updated,
+                desired=index < view.replicas,
+                in_range=view.partition <= index < view.replicas,
+            )
+        )
+    return groups, skipped
+
+
+def hash_groups(
+    lws: JSON | LwsView, key: str, leader_pods: Iterable[JSON]
+) -> list[GroupObservation]:
+    """A group per live leader pod of the Deployment, gated or not. A leader is Ready
+    only with its whole group (group-ready gate), so its readiness is the group's.
+    Terminating leaders are groups on their way out and are not counted.
+
+    Groups have no index, so "desired" is a ranking: the best R groups (updated and
+    ready first) play the R desired groups and the rest count as surge, which is
+    what the Deployment will scale away."""
+    view = lws if isinstance(lws, LwsView) else view_of(lws)
+    observed = [
+        (pod_running_and_ready(pod), _key(pod) == key)
+        for pod in _leaders_of(view, leader_pods)
+        if not pod_terminating(pod)
+    ]
+    observed.sort(key=lambda ru: (not (ru[0] and ru[1]), not ru[1], not ru[0]))
+    return [
+        GroupObservation(ready=r, updated=u, desired=i < view.replicas, in_range=i < view.replicas)
+        for i, (r, u) in enumerate(observed)
+    ]
+
+
+def count_groups(groups: Iterable[GroupObservation]) -> GroupCounts:
+    """§6.7.1. `ready`/`updated` include surge groups; the part counters do not."""
+    ready = updated = current = part_updated = ready_non_burst = part_updated_ready = 0
+    for g in groups:
+        current += g.in_range
+        ready += g.ready
+        updated += g.updated
+        part_updated += g.updated and g.in_range
+        ready_non_burst += g.desired and g.ready
+        part_updated_ready += g.in_range and g.ready and g.updated
+    return GroupCounts(ready, updated, current, part_updated, ready_non_burst, part_updated_ready)
+
+
+# --- Conditions ---------------------------------------------------------------------------
+def chosen_condition_types(counts: GroupCounts, replicas: int) -> list[str]:
+    """§6.7.2, in the order they are merged."""
+    if counts.part_updated < counts.current:
+        return [c.CONDITION_UPDATE_IN_PROGRESS, c.CONDITION_PROGRESSING]
+    if counts.ready_non_burst == replicas and counts.part_updated_ready == counts.current:
+        return [c.CONDITION_AVAILABLE]
+    return [c.CONDITION_PROGRESSING]
+
+
+def new_condition(condition_type: str, generation: int, now: str) -> JSON:
+    reason, message = _CATALOGUE[condition_type]
+    return {
+        "type": condition_type,
+        "status": "True",
+        "observedGeneration": generation,
+        "lastTransitionTime": now,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def done_flag(counts: GroupCounts, replicas: int, partition: int) -> bool:
+    """Every desired group updated and ready, none held back by a partition."""
+    return partition == 0 and counts.part_updated_ready == replicas
+
+
+def merge_conditions(
+    existing: Sequence[JSON], new: Sequence[JSON], generation: int, now: str
+) -> list[JSON]:
+    """§6.7.3. Conditions are added only as True and never removed; one turns False
+    only when an exclusive partner becomes True (keeping its reason and message)."""
+    merged = [copy.deepcopy(e) for e in existing if isinstance(e, dict)]
+    for cond in new:
+        seen = False
+        for i, old in enumerate(merged):
+            if old.get("type") == cond["type"]:
+                seen = True
+                if old.get("status") != cond["status"] or (
+                    old.get("observedGeneration") != cond["observedGeneration"]
+                ):
+                    merged[i] = copy.deepcopy(cond)
+            elif (
+                frozenset({old.get("type"), cond["type"]}) in EXCLUSIVE_PAIRS
+                and old.get("status") == "True"
+                and cond["status"] == "True"
+            ):
+                old["status"] = "False"
+                old["lastTransitionTime"] = now
+                old["observedGeneration"] = cond["observedGeneration"]
+        if not seen and cond["status"] == "True":
+            merged.append(copy.deepcopy(cond))
+    for cond in merged:
+        if cond.get("observedGeneration") != generation:
+            cond["observedGeneration"] = generation
+    return merged
+
+
+# --- Assembling the status ------------------------------------------------------------------
+def ordinal_status(
+    lws: JSON,
+    key: str,
+    leader_sts: JSON | None,
+    leader_pods: Iterable[JSON],
+    worker_statefulsets: Iterable[JSON],
+    now: str,
+) -> StatusUpdate:
+    """The status of an Ordinal-mode LWS; `replicas` is the leader StatefulSet's."""
+    view = view_of(lws)
+    groups, skipped = ordinal_groups(view, key, leader_pods, worker_statefulsets)
+    replicas = ((leader_sts or {}).get("status") or {}).get("replicas", 0)
+    return _status_update(lws, view, count_groups(groups), replicas, view.partition, now, skipped)
+
+
+def hash_status(lws: JSON, key: str, leader_pods: Iterable[JSON], now: str) -> StatusUpdate:
+    """The status of a Hash-mode LWS; `replicas` counts every live leader pod."""
+    view = view_of(lws)
+    groups = hash_groups(view, key, leader_pods)
+    # Partition is rejected in Hash mode; it means nothing to a Deployment.
+    return _status_update(lws, view, count_groups(groups), len(groups), 0, now, [])
+
+
+def _status_update(
+    lws: JSON,
+    view: LwsView,
+    counts: GroupCounts,
+    replicas: int,
+    partition: int,
+    now: str,
+    skipped: list[str],
+) -> StatusUpdate:
+    old = lws.get("status") or {}
+    status = copy.deepcopy(old)
+    status["replicas"] = replicas
+    status["observedGeneration"] = view.generation
+    if not status.get("hpaPodSelector"):
+        status["hpaPodSelector"] = hpa_pod_selector(view.name)
+    status["readyReplicas"] = counts.ready
+    status["updatedReplicas"] = counts.updated
+    types = chosen_condition_types(counts, view.replicas)
+    fresh = [new_condition(t, view.generation, now) for t in types]
+    status["conditions"] = merge_conditions(
+        old.get("conditions") or [], fresh, view.generation, now
+    )
+    event = None
+    if status["conditions"] != (old.get("conditions") or []):
+        first = fresh[0]
+        event = events.conditions_changed(
+            first["reason"], first["message"], counts.ready, view.replicas
+        )
+    return StatusUpdate(
+        status=status,
+        changed=status_changed(old, status),
+        event=event,
+        done=done_flag(counts, view.replicas, partition),
+        skipped_leaders=tuple(skipped),
+    )
+
+
+_DEFAULTS: Final = {
+    "replicas": 0,
+    "observedGeneration": 0,
+    "hpaPodSelector": "",
+    "readyReplicas": 0,
+    "updatedReplicas": 0,
+    "conditions": [],
+}
+
+
+def status_changed(old: JSON | None, new: JSON) -> bool:
+    """Whether any field the controller owns differs (absent = its zero value)."""
+    old = old or {}
+    return any(
+        (old.get(f) or default) != (new.get(f) or default) for f, default in _DEFAULTS.items()
+    )
+
+
+def _leaders_of(view: LwsView, pods: Iterable[JSON]) -> list[JSON]:
+    """Leader pods of this LWS; callers may pass a wider list from a cache."""
+    return [
+        p
+        for p in pods
+        if _labels(p).get(c.LABEL_SET_NAME) == view.name
+        and _labels(p).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+    ]
+
+
+def _labels(obj: JSON) -> dict[str, Any]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _name(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _key(obj: JSON) -> Any:
+    return _labels(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)

@@ -1,0 +1,94 @@
+"""The worker StatefulSet of one group (spec §7.4), in both modes.
+
+Everything the revision decides (template, size, subgroups, network policy,
+claims) comes from the revision the leader pod was created from, so a group
+that is recreated below the partition gets its old workers back; only the
+LWS's own labels and annotations (and the exclusive-topology keys) are live.
+The group identity is copied from the leader's labels: in Hash mode the
+group-index label carries the group key, and this code need not know.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.leader_template import (
+    add_claims_and_retention,
+    copied_metadata,
+    exclusive_topology_annotations,
+    merge_metadata,
+    subgroup_annotations,
+)
+from leaderworkerset.controllers.lws_view import view_of
+from leaderworkerset.controllers.ownership import pod_reference
+from leaderworkerset.controllers.services import group_service_name
+from leaderworkerset.webhooks.tpu import pod_requests_tpus
+
+JSON = dict[str, Any]
+
+
+def build_worker_statefulset(
+    leader_pod: JSON,
+    lws: JSON,
+    revision_lws: JSON,
+    node_selector: dict[str, str] | None = None,
+) -> JSON:
+    """The CREATE body of the worker StatefulSet of `leader_pod`.
+
+    `revision_lws` is `revisions.apply_revision(lws, <the leader's revision>)`.
+    `node_selector` pins the workers next to the leader under exclusive placement
+    ({topology key: the leader node's value}); it is merged into the template's."""
+    live = view_of(lws)
+    cur = view_of(revision_lws)
+    pod_meta = leader_pod.get("metadata") or {}
+    pod_name = str(pod_meta.get("name", ""))
+    pod_labels = pod_meta.get("labels") or {}
+    identity = {
+        c.LABEL_GROUP_INDEX: str(pod_labels.get(c.LABEL_GROUP_INDEX, "")),
+        c.LABEL_SET_NAME: live.name,
+        c.LABEL_GROUP_KEY: str(pod_labels.get(c.LABEL_GROUP_KEY, "")),
+    }
+    key = str(pod_labels.get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
+    group_labels = {**identity, c.LABEL_TEMPLATE_REVISION_HASH: key}
+    labels, annotations = copied_metadata(live, group_labels)
+
+    template = cur.worker_template()
+    template_annotations = {
+        c.ANNOTATION_SIZE: str(cur.size),
+        c.ANNOTATION_LEADER_NAME: pod_name,
+        **exclusive_topology_annotations(live),
+        **subgroup_annotations(live, cur.template, leader=False),
+    }
+    if pod_requests_tpus(leader_pod):
+        template_annotations[c.ANNOTATION_LEADER_REQUESTS_TPUS] = "true"
+    merge_metadata(template, group_labels, template_annotations)
+    if node_selector:
+        pod_spec = template.setdefault("spec", {})
+        pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **node_selector}
+
+    spec: JSON = {
+        "serviceName": group_service_name(revision_lws, leader_pod)
+        if cur.unique_per_replica
+        else live.name,
+        "replicas": cur.size - 1,
+        "podManagementPolicy": "Parallel",
+        "ordinals": {"start": 1},
+        "selector": {"matchLabels": copy.deepcopy(identity)},
+        "template": template,
+    }
+    namespace = str(pod_meta.get("namespace") or live.namespace)
+    add_claims_and_retention(spec, cur.template, namespace)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": pod_name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [pod_reference(leader_pod)],
+        },
+        "spec": spec,
+    }
