@@ -7,4 +7,5 @@ Fixtures live in the package (``leaderworkerset.localcluster``) so that the
 pytest_plugins = [
     "leaderworkerset.localcluster.fixtures",
     "leaderworkerset.localcluster.nodesim_fixtures",
+    "leaderworkerset.localcluster.lws_fixtures",
 ]

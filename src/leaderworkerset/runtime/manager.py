@@ -59,6 +59,7 @@ class Cache(Protocol):
 
     async def stop(self) -> None: ...
 
+    @property
     def has_synced(self) -> bool: ...
 
 
@@ -173,7 +174,7 @@ class Manager:
     def add_cache(self, cache: Cache, *, name: str = "") -> None:
         self._caches.append(cache)
         label = name or str(getattr(cache, "name", f"cache-{len(self._caches)}"))
-        self.health.add_readyz_check(f"informer-sync-{label}", cache.has_synced)
+        self.health.add_readyz_check(f"informer-sync-{label}", lambda: cache.has_synced)
 
     def add_healthz_check(self, name: str, check: Check) -> None:
         self.health.add_healthz_check(name, check)

@@ -1,0 +1,149 @@
+"""PostTermination group replacement in Hash mode: when a gated leader may schedule.
+
+The pod webhook admits every Hash leader behind the `group-replacement`
+scheduling gate. Per LeaderWorkerSet, with T groups tearing down and G gated
+leaders, the oldest G - T are released. A group is tearing down while any of
+its pods exists but its leader is terminating or gone; counting pods (not the
+leader object, which a ReplicaSet deletes in the background seconds before its
+workers free their capacity) is what makes a replacement land on the capacity
+its predecessor frees instead of preempting other workloads.
+
+Everything is computed from the pod cache on each reconcile, so a restarted
+controller neither admits early nor leaves a gate behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.caches import LwsCaches
+from leaderworkerset.controllers.lws_view import view_of
+from leaderworkerset.controllers.readiness import pod_terminating
+from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
+from leaderworkerset.runtime.controller import Predicate, Result
+
+JSON = dict[str, Any]
+
+# While leaders wait, look again now and then even without a pod event.
+WAITING_REQUEUE = 2.0
+
+
+def _meta(obj: JSON) -> JSON:
+    meta: JSON = obj.get("metadata") or {}
+    return meta
+
+
+def _labels(obj: JSON) -> JSON:
+    labels: JSON = _meta(obj).get("labels") or {}
+    return labels
+
+
+def gate_index(pod: JSON) -> int | None:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    for i, gate in enumerate(gates):
+        if gate.get("name") == c.SCHEDULING_GATE_GROUP_REPLACEMENT:
+            return i
+    return None
+
+
+def is_leader(pod: JSON) -> bool:
+    return _labels(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+
+
+def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
+    """Oldest first (creation time, then name), as the seed orders them."""
+    waiting = [p for p in pods if is_leader(p) and gate_index(p) is not None]
+    return sorted(
+        waiting,
+        key=lambda p: (str(_meta(p).get("creationTimestamp", "")), str(_meta(p).get("name", ""))),
+    )
+
+
+def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
+    """Group keys with a pod still present whose leader is terminating or gone."""
+    groups: dict[str, list[JSON]] = {}
+    for pod in pods:
+        key = _labels(pod).get(c.LABEL_GROUP_KEY)
+        if key:
+            groups.setdefault(str(key), []).append(pod)
+    tearing = set()
+    for key, members in groups.items():
+        leaders = [p for p in members if is_leader(p)]
+        if not leaders or all(pod_terminating(p) for p in leaders):
+            tearing.add(key)
+    return tearing
+
+
+def to_admit(pods: list[JSON], immediate: bool = False) -> list[JSON]:
+    """The gated leaders to release now."""
+    waiting = gated_leaders(pods)
+    if immediate:
+        return waiting
+    return waiting[: max(0, len(waiting) - len(tearing_down_groups(pods)))]
+
+
+def ungate_patch(pod: JSON, index: int) -> list[JSON]:
+    """Remove exactly our gate; the test fails the patch if the list moved meanwhile."""
+    path = f"/spec/schedulingGates/{index}"
+    return [
+        {"op": "test", "path": f"{path}/name", "value": c.SCHEDULING_GATE_GROUP_REPLACEMENT},
+        {"op": "remove", "path": path},
+    ]
+
+
+def replacement_events() -> Predicate:
+    """Pod events that can change T or G: creations, deletions, a leader starting to
+    terminate, a gate removed."""
+
+    def changed(old: JSON, new: JSON) -> bool:
+        return bool(
+            pod_terminating(old) != pod_terminating(new) or gate_index(old) != gate_index(new)
+        )
+
+    return Predicate(update=changed)
+
+
+@dataclass
+class ReplacementReconciler:
+    client: ApiClient
+    caches: LwsCaches
+
+    async def __call__(self, key: str) -> Result | None:
+        lws = self.caches.leaderworkersets.get_by_key(key)
+        if lws is None:
+            return None
+        view = view_of(lws)
+        if not view.hash_mode:
+            return None
+        pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
+        spec = lws.get("spec") or {}
+        # A policy switched to Immediate releases whoever still waits.
+        immediate = spec.get("groupReplacementPolicy") == c.GROUP_REPLACEMENT_IMMEDIATE
+        admitted = to_admit(pods, immediate)
+        for pod in admitted:
+            await self._ungate(pod)
+        if len(gated_leaders(pods)) > len(admitted):
+            return Result(requeue_after=WAITING_REQUEUE)
+        return None
+
+    async def _ungate(self, pod: JSON) -> None:
+        index = gate_index(pod)
+        if index is None:
+            return
+        meta = _meta(pod)
+        try:
+            await self.client.patch(
+                PODS,
+                str(meta["name"]),
+                ungate_patch(pod, index),
+                namespace=str(meta["namespace"]),
+                content_type=JSON_PATCH,
+            )
+        except ApiError as exc:
+            # Gone, or the gates changed under us: the pod event brings a fresh look.
+            if exc.not_found or exc.status in (409, 422):
+                return
+            raise

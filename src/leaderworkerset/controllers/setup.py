@@ -1,0 +1,78 @@
+"""Wiring: the caches, the two reconcilers and the admission webhooks of the
+LeaderWorkerSet controller, on a runtime Manager.
+
+Event sources follow the spec (§6.1, §7.1): the LWS reconciler wakes for its
+LeaderWorkerSet, the objects it owns and anything labelled with its name; the
+pod reconciler wakes for each LWS pod and for worker StatefulSets owned by a
+leader pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.caches import LwsCaches, build_caches
+from leaderworkerset.controllers.groups import PodReconciler
+from leaderworkerset.controllers.leaderworkerset import LeaderWorkerSetReconciler
+from leaderworkerset.controllers.replacement import ReplacementReconciler, replacement_events
+from leaderworkerset.runtime.controller import Controller, own_key
+from leaderworkerset.runtime.manager import Manager
+from leaderworkerset.webhooks.admission import register_webhooks
+
+JSON = dict[str, Any]
+
+LWS_CONTROLLER = "leaderworkerset"
+POD_CONTROLLER = "pod"
+REPLACEMENT_CONTROLLER = "group-replacement"
+
+
+@dataclass
+class LwsControllers:
+    caches: LwsCaches
+    leaderworkersets: Controller
+    pods: Controller
+    replacement: Controller
+
+
+def setup_controllers(
+    manager: Manager,
+    *,
+    namespace: str | None = None,
+    enable_webhooks: bool = True,
+    gang_scheduling: bool = False,
+    lws_workers: int = 4,
+    pod_workers: int = 8,
+) -> LwsControllers:
+    client = manager.client
+    caches = build_caches(client, namespace)
+    for informer in caches.all():
+        manager.add_cache(informer, name=informer.name)
+
+    lws_reconciler = LeaderWorkerSetReconciler(client, caches, manager.recorder)
+    lws_controller = Controller(LWS_CONTROLLER, lws_reconciler, workers=lws_workers)
+    lws_controller.watch(caches.leaderworkersets, own_key)
+    for informer in (caches.statefulsets, caches.deployments, caches.services):
+        lws_controller.watch_owned(informer, c.KIND, c.API_VERSION)
+    # Worker StatefulSets (readiness) and pods (Hash-mode leaders carry the group's
+    # readiness) reach the status through the LWS name label.
+    lws_controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME)
+    lws_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME)
+
+    pod_reconciler = PodReconciler(client, caches, manager.recorder)
+    caches.pods.add_handler(on_delete=pod_reconciler.remember_deleted)
+    pod_controller = Controller(POD_CONTROLLER, pod_reconciler, workers=pod_workers)
+    pod_controller.watch(caches.pods, own_key)
+    pod_controller.watch_owned(caches.statefulsets, "Pod", "v1")
+
+    replacement = ReplacementReconciler(client, caches)
+    replacement_controller = Controller(REPLACEMENT_CONTROLLER, replacement, workers=2)
+    replacement_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, replacement_events())
+    replacement_controller.watch(caches.leaderworkersets, own_key)
+
+    for controller in (lws_controller, pod_controller, replacement_controller):
+        manager.add(controller)
+    if enable_webhooks:
+        register_webhooks(manager.webhook_server, caches, gang_scheduling=gang_scheduling)
+    return LwsControllers(caches, lws_controller, pod_controller, replacement_controller)

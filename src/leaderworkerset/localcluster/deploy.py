@@ -1,0 +1,196 @@
+"""Running the LeaderWorkerSet controller against a local control plane.
+
+In a real cluster the webhooks are reached through the `lws-webhook-service`
+Service. The local control plane routes nothing, so here the same webhook
+configurations (`config/webhook/manifests.yaml`) are installed with `url`
+client configs pointing at 127.0.0.1, and the manager runs in this process (or
+as `lws controller` beside it) with its internal certificate management adding
+127.0.0.1 to the serving certificate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import socket
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.crd import build_crd
+from leaderworkerset.controllers.setup import LwsControllers, setup_controllers
+from leaderworkerset.runtime.certs import CertRotatorOptions
+from leaderworkerset.runtime.client import (
+    CRDS,
+    MUTATING_WEBHOOKS,
+    VALIDATING_WEBHOOKS,
+    ApiClient,
+)
+from leaderworkerset.runtime.manager import Manager, ManagerOptions
+
+JSON = dict[str, Any]
+WEBHOOK_MANIFESTS = "config/webhook/manifests.yaml"
+FIELD_MANAGER = "lws-local"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def webhook_configurations(port: int, repo: Path | None = None) -> list[JSON]:
+    """The shipped webhook configurations, rewritten to call https://127.0.0.1:<port>."""
+    source = (repo or _repo_root()) / WEBHOOK_MANIFESTS
+    docs = [d for d in yaml.safe_load_all(source.read_text()) if d]
+    out = []
+    for doc in docs:
+        doc = copy.deepcopy(doc)
+        for webhook in doc["webhooks"]:
+            path = webhook["clientConfig"]["service"]["path"]
+            webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}"}
+        out.append(doc)
+    return out
+
+
+def _repo_root() -> Path:
+    here = Path(str(resources.files("leaderworkerset")))
+    for parent in here.parents:
+        if (parent / WEBHOOK_MANIFESTS).exists():
+            return parent
+    raise FileNotFoundError(f"{WEBHOOK_MANIFESTS} not found above {here}")
+
+
+async def install(client: ApiClient, webhook_port: int) -> None:
+    """The CRD and the webhook configurations (without CA bundles: the manager injects)."""
+    await client.apply(CRDS, build_crd(), field_manager=FIELD_MANAGER)
+    for config in webhook_configurations(webhook_port):
+        resource = (
+            MUTATING_WEBHOOKS if config["kind"].startswith("Mutating") else VALIDATING_WEBHOOKS
+        )
+        await client.apply(resource, config, field_manager=FIELD_MANAGER)
+    await _wait_established(client)
+
+
+async def _wait_established(client: ApiClient, within: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while loop.time() < deadline:
+        crd = await client.get(CRDS, c.CRD_NAME)
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        if any(x["type"] == "Established" and x["status"] == "True" for x in conditions):
+            return
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"CRD {c.CRD_NAME} not established after {within}s")
+
+
+def local_manager_options(
+    kubeconfig: Path,
+    webhook_port: int,
+    cert_dir: Path,
+    *,
+    namespace: str = c.DEFAULT_OPERATOR_NAMESPACE,
+    health_port: int | None = None,
+) -> ManagerOptions:
+    return ManagerOptions(
+        namespace=namespace,
+        kubeconfig=kubeconfig,
+        webhook_host="127.0.0.1",
+        webhook_port=webhook_port,
+        cert_dir=cert_dir,
+        health_probe_bind_address=f"127.0.0.1:{health_port}" if health_port else "0",
+        metrics_bind_address="0",
+        event_reporting_controller=c.EVENT_REPORTING_CONTROLLER,
+        handle_signals=False,
+        graceful_shutdown_timeout=10.0,
+        cert_rotator=CertRotatorOptions(
+            namespace=namespace,
+            secret_name=c.WEBHOOK_SECRET_NAME,
+            service_name=c.WEBHOOK_SERVICE_NAME,
+            cert_dir=cert_dir,
+            ca_name="lws-ca",
+            ca_organization="lws",
+            mutating_webhook_configurations=(c.MUTATING_WEBHOOK_CONFIGURATION,),
+            validating_webhook_configurations=(c.VALIDATING_WEBHOOK_CONFIGURATION,),
+            extra_ip_addresses=("127.0.0.1",),
+        ),
+    )
+
+
+@dataclass
+class RunningController:
+    manager: Manager
+    controllers: LwsControllers
+    task: asyncio.Task[None]
+    webhook_port: int
+
+    async def stop(self) -> None:
+        self.manager.request_stop()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(self.task, timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def running_controller(
+    kubeconfig: Path, *, namespace: str = c.DEFAULT_OPERATOR_NAMESPACE
+) -> AsyncIterator[RunningController]:
+    """Install the CRD and webhooks, run the whole manager in this event loop."""
+    from leaderworkerset.runtime.client import NAMESPACES, ApiError
+
+    port = free_port()
+    async with _client(kubeconfig) as client:
+        await install(client, port)
+        try:
+            await client.create(
+                NAMESPACES,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            )
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise
+    with tempfile.TemporaryDirectory(prefix="lws-certs-") as cert_dir:
+        manager = Manager(
+            local_manager_options(kubeconfig, port, Path(cert_dir), namespace=namespace)
+        )
+        controllers = setup_controllers(manager)
+        task = asyncio.create_task(manager.run(), name="lws-manager")
+        running = RunningController(manager, controllers, task, port)
+        try:
+            await _wait_ready(running)
+            yield running
+        finally:
+            await running.stop()
+
+
+async def _wait_ready(running: RunningController, within: float = 120.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    controllers = running.controllers
+    while loop.time() < deadline:
+        if running.task.done():
+            running.task.result()
+            raise RuntimeError("the manager stopped while starting")
+        ready = running.manager.webhook_server.is_serving() and all(
+            c.running for c in (controllers.leaderworkersets, controllers.pods)
+        )
+        if ready:
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"the controller did not become ready within {within}s")
+
+
+@contextlib.asynccontextmanager
+async def _client(kubeconfig: Path) -> AsyncIterator[ApiClient]:
+    client = ApiClient.from_kubeconfig(kubeconfig)
+    try:
+        yield client
+    finally:
+        await client.close()

@@ -1,0 +1,120 @@
+"""The admission webhooks' HTTP handlers, registered on the runtime's server.
+
+Paths and names are upstream's, so the webhook configurations written for the
+Go controller point at the same endpoints. The pod webhook reads the owning
+LeaderWorkerSet from the watch cache to learn its group identity and
+replacement policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.errors import ErrorType
+from leaderworkerset.controllers.caches import LwsCaches
+from leaderworkerset.runtime.webhook import (
+    AdmissionResponse,
+    WebhookServer,
+    allow,
+    deny,
+    deny_status,
+    errored,
+    patched,
+)
+from leaderworkerset.webhooks.env import Denied
+from leaderworkerset.webhooks.leaderworkerset import (
+    MUTATING_PATH,
+    VALIDATING_PATH,
+    default_object,
+    validate_object,
+)
+from leaderworkerset.webhooks.pods import PodAdmissionContext, mutate_pod
+
+JSON = dict[str, Any]
+
+POD_MUTATING_PATH = "/mutate--v1-pod"
+POD_VALIDATING_PATH = "/validate--v1-pod"
+
+
+async def mutate_leaderworkerset(request: JSON) -> AdmissionResponse:
+    obj = request.get("object")
+    if not isinstance(obj, dict):
+        return errored(400, "the admission request carries no object")
+    return patched(obj, default_object(obj))
+
+
+async def validate_leaderworkerset(request: JSON) -> AdmissionResponse:
+    obj = request.get("object")
+    if not isinstance(obj, dict):
+        return errored(400, "the admission request carries no object")
+    old = request.get("oldObject")
+    verdict = validate_object(
+        str(request.get("operation", "CREATE")), obj, old if isinstance(old, dict) else None
+    )
+    if verdict.allowed:
+        return allow(warnings=verdict.warnings)
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    # A 422 Invalid with field causes, as the API server reports its own validation.
+    status = {
+        "code": 422,
+        "reason": "Invalid",
+        "message": verdict.message,
+        "details": {
+            "name": name,
+            "group": c.GROUP,
+            "kind": c.KIND,
+            "causes": [
+                {
+                    "reason": e.type.reason,
+                    "message": str(e).split(": ", 1)[1] if e.type != ErrorType.TYPE else str(e),
+                    "field": e.field,
+                }
+                for e in verdict.errors
+            ],
+        },
+    }
+    return deny_status(status, verdict.warnings)
+
+
+def pod_context(caches: LwsCaches, pod: JSON, namespace: str, gang: bool) -> PodAdmissionContext:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    lws = caches.leaderworkersets.get(namespace, str(labels.get(c.LABEL_SET_NAME, "")))
+    spec = (lws or {}).get("spec") or {}
+    return PodAdmissionContext(
+        group_identity=spec.get("groupIdentity") or c.GROUP_IDENTITY_ORDINAL,
+        group_replacement_policy=spec.get("groupReplacementPolicy")
+        or c.GROUP_REPLACEMENT_POST_TERMINATION,
+        gang_scheduling=gang,
+    )
+
+
+def pod_mutator(caches: LwsCaches, gang_scheduling: bool = False) -> Any:
+    async def mutate(request: JSON) -> AdmissionResponse:
+        pod = request.get("object")
+        if not isinstance(pod, dict):
+            return errored(400, "the admission request carries no object")
+        namespace = str(request.get("namespace") or (pod.get("metadata") or {}).get("namespace"))
+        pod.setdefault("metadata", {}).setdefault("namespace", namespace)
+        try:
+            mutated = mutate_pod(pod, pod_context(caches, pod, namespace, gang_scheduling))
+        except Denied as exc:
+            return deny(exc.message)
+        return patched(pod, mutated)
+
+    return mutate
+
+
+async def validate_pod(request: JSON) -> AdmissionResponse:
+    # Registered for compatibility with upstream's configuration; it checks nothing.
+    return allow()
+
+
+def register_webhooks(
+    server: WebhookServer, caches: LwsCaches, *, gang_scheduling: bool = False
+) -> None:
+    server.register(MUTATING_PATH, mutate_leaderworkerset)
+    server.register(VALIDATING_PATH, validate_leaderworkerset)
+    server.register(POD_MUTATING_PATH, pod_mutator(caches, gang_scheduling))
+    server.register(POD_VALIDATING_PATH, validate_pod)
+    server.register_conversion()

@@ -1,0 +1,79 @@
+"""Ordinal mode, creation: names, labels, env vars, services, status."""
+
+from __future__ import annotations
+
+import pytest
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.naming import ordinal_group_key
+from leaderworkerset.localcluster.deploy import RunningController
+from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient
+
+from .lws_helpers import (
+    labels,
+    live_pods,
+    lws_manifest,
+    name_of,
+    statefulsets,
+    wait_ready,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def env_of(pod: dict, container: int = 0) -> dict[str, str]:
+    env = pod["spec"]["containers"][container].get("env") or []
+    return {e["name"]: e.get("value", "") for e in env}
+
+
+async def test_create_three_groups_of_four(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    await api.create(LEADERWORKERSETS, lws_manifest("web", namespace, replicas=3, size=4))
+    lws = await wait_ready(api, namespace, "web", 3)
+    status = lws["status"]
+    assert status["updatedReplicas"] == 3
+    assert status["hpaPodSelector"] == (f"{c.LABEL_SET_NAME}=web,{c.LABEL_WORKER_INDEX}=0")
+
+    pods = {name_of(p): p for p in await live_pods(api, namespace, "web")}
+    expected = {f"web-{i}" for i in range(3)} | {
+        f"web-{i}-{j}" for i in range(3) for j in (1, 2, 3)
+    }
+    assert set(pods) == expected
+
+    sets = {name_of(s): s for s in await statefulsets(api, namespace, "web")}
+    assert set(sets) == {"web", "web-0", "web-1", "web-2"}
+    assert sets["web-1"]["spec"]["replicas"] == 3
+    assert sets["web-1"]["metadata"]["ownerReferences"][0]["kind"] == "Pod"
+    assert sets["web"]["metadata"]["ownerReferences"][0]["kind"] == c.KIND
+
+    for i in range(3):
+        leader = pods[f"web-{i}"]
+        key = ordinal_group_key(namespace, f"web-{i}")
+        assert labels(leader)[c.LABEL_GROUP_INDEX] == str(i)
+        assert labels(leader)[c.LABEL_GROUP_KEY] == key
+        assert labels(leader)[c.LABEL_WORKER_INDEX] == "0"
+        for j in range(4):
+            pod = pods[f"web-{i}" if j == 0 else f"web-{i}-{j}"]
+            env = env_of(pod)
+            assert list(env)[:3] == [c.ENV_LEADER_ADDRESS, c.ENV_GROUP_SIZE, c.ENV_WORKER_INDEX]
+            assert env[c.ENV_LEADER_ADDRESS] == f"web-{i}.web.{namespace}"
+            assert env[c.ENV_GROUP_SIZE] == "4"
+            assert env[c.ENV_WORKER_INDEX] == str(j)
+            assert labels(pod)[c.LABEL_GROUP_KEY] == key
+
+    service = await api.get(SERVICES, "web", namespace)
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
+
+
+async def test_size_one_has_no_worker_statefulsets(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    await api.create(LEADERWORKERSETS, lws_manifest("solo", namespace, replicas=2, size=1))
+    await wait_ready(api, namespace, "solo", 2)
+    assert [name_of(s) for s in await statefulsets(api, namespace, "solo")] == ["solo"]
+    pods = await live_pods(api, namespace, "solo")
+    assert sorted(name_of(p) for p in pods) == ["solo-0", "solo-1"]
