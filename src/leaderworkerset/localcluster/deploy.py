@@ -30,8 +30,10 @@ from leaderworkerset.runtime.certs import CertRotatorOptions
 from leaderworkerset.runtime.client import (
     CRDS,
     MUTATING_WEBHOOKS,
+    NAMESPACES,
     VALIDATING_WEBHOOKS,
     ApiClient,
+    ApiError,
 )
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
 
@@ -127,15 +129,45 @@ def local_manager_options(
 
 @dataclass
 class RunningController:
-    manager: Manager
-    controllers: LwsControllers
-    task: asyncio.Task[None]
-    webhook_port: int
+    """The manager running in this event loop; `restart` replaces it with a fresh one
+    (new caches, no memory of the old), as a crashed or upgraded pod would be."""
 
-    async def stop(self) -> None:
-        self.manager.request_stop()
+    kubeconfig: Path
+    namespace: str
+    webhook_port: int
+    cert_dir: Path
+    manager: Manager | None = None
+    controllers: LwsControllers | None = None
+    task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        options = local_manager_options(
+            self.kubeconfig, self.webhook_port, self.cert_dir, namespace=self.namespace
+        )
+        self.manager = Manager(options)
+        self.controllers = setup_controllers(self.manager)
+        self.task = asyncio.create_task(self.manager.run(), name="lws-manager")
+        await _wait_ready(self)
+
+    async def stop(self, *, crash: bool = False) -> None:
+        """Graceful by default; `crash` cancels everything at once, nothing finishes."""
+        if self.manager is None or self.task is None:
+            return
+        if crash:
+            self.task.cancel()
+        else:
+            self.manager.request_stop()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(self.task, timeout=30)
+        if crash:
+            # A cancelled manager may leave its client open; a real crash frees it too.
+            with contextlib.suppress(Exception):
+                await self.manager.client.close()
+        self.manager, self.controllers, self.task = None, None, None
+
+    async def restart(self, *, crash: bool = False) -> None:
+        await self.stop(crash=crash)
+        await self.start()
 
 
 @contextlib.asynccontextmanager
@@ -143,8 +175,6 @@ async def running_controller(
     kubeconfig: Path, *, namespace: str = c.DEFAULT_OPERATOR_NAMESPACE
 ) -> AsyncIterator[RunningController]:
     """Install the CRD and webhooks, run the whole manager in this event loop."""
-    from leaderworkerset.runtime.client import NAMESPACES, ApiError
-
     port = free_port()
     async with _client(kubeconfig) as client:
         await install(client, port)
@@ -157,14 +187,9 @@ async def running_controller(
             if not exc.already_exists:
                 raise
     with tempfile.TemporaryDirectory(prefix="lws-certs-") as cert_dir:
-        manager = Manager(
-            local_manager_options(kubeconfig, port, Path(cert_dir), namespace=namespace)
-        )
-        controllers = setup_controllers(manager)
-        task = asyncio.create_task(manager.run(), name="lws-manager")
-        running = RunningController(manager, controllers, task, port)
+        running = RunningController(kubeconfig, namespace, port, Path(cert_dir))
+        await running.start()
         try:
-            await _wait_ready(running)
             yield running
         finally:
             await running.stop()
@@ -173,11 +198,13 @@ async def running_controller(
 async def _wait_ready(running: RunningController, within: float = 120.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
-    controllers = running.controllers
     while loop.time() < deadline:
+        assert running.task is not None and running.manager is not None
+        assert running.controllers is not None
         if running.task.done():
             running.task.result()
             raise RuntimeError("the manager stopped while starting")
+        controllers = running.controllers
         ready = running.manager.webhook_server.is_serving() and all(
             c.running for c in (controllers.leaderworkersets, controllers.pods)
         )
