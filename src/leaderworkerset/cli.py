@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -17,7 +18,12 @@ from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
+from leaderworkerset.controllers.setup import setup_controllers
 from leaderworkerset.localcluster.cli import dev
+from leaderworkerset.localcluster.demo import demo
+from leaderworkerset.runtime.certs import CertsNotReadyError
+from leaderworkerset.runtime.config import Settings, controller_command
+from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager
 
 
 @click.group()
@@ -27,6 +33,28 @@ def main() -> None:
 
 
 main.add_command(dev)
+main.add_command(demo)
+
+
+def run_controller(settings: Settings) -> None:
+    """`lws controller`: the manager with the LeaderWorkerSet controllers and webhooks."""
+
+    async def serve() -> None:
+        manager = Manager(settings.manager_options())
+        setup_controllers(
+            manager,
+            enable_webhooks=settings.enable_webhooks,
+            gang_scheduling=settings.gang_scheduling_provider is not None,
+        )
+        await manager.run()
+
+    try:
+        asyncio.run(serve())
+    except (LeaderElectionLostError, CertsNotReadyError) as exc:
+        sys.exit(f"{exc}")
+
+
+main.add_command(controller_command(run_controller, version=__version__))
 
 
 @main.command()
@@ -60,14 +88,14 @@ def validate(manifest: Any, old_manifest: Any, output: str) -> None:
         sys.exit(1)
 
 
-@main.command()
+@main.command("check-samples")
 @click.option(
     "--samples",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=Path("config/samples"),
     show_default=True,
 )
-def demo(samples: Path) -> None:
+def check_samples(samples: Path) -> None:
     """Default and validate every sample manifest and print the results."""
     failed = []
     for path in sorted(samples.glob("*.yaml")):
