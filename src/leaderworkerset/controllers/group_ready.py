@@ -56,7 +56,10 @@ async def sync_group_ready(client: ApiClient, leader: JSON, worker_sts: JSON | N
     if not has_gate(leader):
         return False
     ready = workers_ready_for_leader(leader, worker_sts)
-    if group_ready_status(leader) == ("True" if ready else "False"):
+    current = group_ready_status(leader)
+    # An absent condition already keeps the leader unready (the kubelet treats a
+    # missing gate condition as False), so only a True needs writing at first.
+    if current == ("True" if ready else "False") or (current is None and not ready):
         return False
     meta = leader.get("metadata") or {}
     try:
