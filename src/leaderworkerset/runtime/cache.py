@@ -1,0 +1,478 @@
+"""A watch cache (client-go's informer) of one kind of object, kept as plain dicts.
+
+LIST in pages, then WATCH from the list's resourceVersion with bookmarks. When the
+watch breaks it resumes from the last resourceVersion seen; when that version has
+expired (410 Gone) it lists again and hands the handlers the difference between
+what it held and what the list returned, so no change is lost to the gap.
+
+Stored objects are shared, not copied: callers must not mutate what ``get``,
+``list`` or ``by_index`` return, nor what handlers receive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import itertools
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from leaderworkerset.runtime.client import ApiError, Resource
+from leaderworkerset.runtime.indexes import (
+    JSON,
+    NAMESPACE_INDEX,
+    OWNER_UID_INDEX,
+    IndexFunc,
+    by_controller_uid,
+    by_label,
+    by_namespace,
+    label_index_name,
+    object_key,
+    resource_version,
+)
+
+log = logging.getLogger(__name__)
+
+AddHandler = Callable[[JSON], None]
+UpdateHandler = Callable[[JSON, JSON], None]
+DeleteHandler = Callable[[JSON], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class ListerWatcher(Protocol):
+    """What the cache needs of :class:`~leaderworkerset.runtime.client.ApiClient`."""
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> JSON: ...
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        bookmarks: bool = True,
+    ) -> AsyncIterator[JSON]: ...
+
+
+class DeletedFinalStateUnknown(dict[str, Any]):
+    """The last state the cache held of an object that a relist found gone.
+
+    The deletion itself was never seen, so the object may have changed before it
+    went; it is still a dict, so handlers can map it like any other object and
+    tell it apart with ``isinstance`` where that matters.
+    """
+
+
+class Backoff:
+    """Exponential delays with jitter, so many clients do not retry in lockstep."""
+
+    def __init__(
+        self,
+        initial: float = 0.2,
+        cap: float = 30.0,
+        factor: float = 2.0,
+        jitter: float = 0.5,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.initial = initial
+        self.cap = cap
+        self.factor = factor
+        self.jitter = jitter
+        self._rand = rand
+        self._next = initial
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(self.cap, self._next * self.factor)
+        return delay * (1.0 - self.jitter * self._rand())
+
+    def reset(self) -> None:
+        self._next = self.initial
+
+
+class _Gone(Exception):
+    """The resourceVersion to watch from is older than the server keeps."""
+
+
+@dataclass(frozen=True)
+class _Handlers:
+    on_add: AddHandler | None
+    on_update: UpdateHandler | None
+    on_delete: DeleteHandler | None
+
+
+class Informer:
+    """A cache of the objects of one resource that match the given scope.
+
+    ``namespace`` None watches all namespaces; ``label_selector`` and
+    ``field_selector`` narrow the cache to what a controller needs so it does not
+    hold every pod of the cluster. ``label_indexes`` names labels to index by
+    (values ``namespace/<label value>``, see :func:`indexes.label_index_value`);
+    ``indexers`` adds custom index functions. Namespace and controller-owner-UID
+    indexes are always kept. ``transform`` rewrites each object before it is
+    stored, e.g. :func:`strip_managed_fields` to cache less of what is never read.
+    """
+
+    def __init__(
+        self,
+        client: ListerWatcher,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        label_indexes: Iterable[str] = (),
+        indexers: Mapping[str, IndexFunc] | None = None,
+        transform: Callable[[JSON], JSON] | None = None,
+        page_size: int = 500,
+        min_watch_timeout: int = 300,
+        backoff: Backoff | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.namespace = namespace if resource.namespaced else None
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.page_size = page_size
+        self._transform = transform
+        self.min_watch_timeout = min_watch_timeout
+        self.name = resource.plural + (f"[{label_selector}]" if label_selector else "")
+        self._backoff = backoff or Backoff()
+        self._sleep = sleep
+        self._indexers: dict[str, IndexFunc] = {
+            NAMESPACE_INDEX: by_namespace,
+            OWNER_UID_INDEX: by_controller_uid,
+        }
+        for label in label_indexes:
+            self._indexers[label_index_name(label)] = by_label(label)
+        self._indexers.update(indexers or {})
+        self._items: dict[str, JSON] = {}
+        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        self._handlers: list[_Handlers] = []
+        self._task: asyncio.Task[None] | None = None
+        self._stream_events = 0  # of the current watch, bookmarks included
+        self.synced = asyncio.Event()
+        self.resource_version = ""
+        # Counters for tests, benchmarks and debugging.
+        self.lists = 0
+        self.watches = 0
+        self.events = 0
+
+    # -- reading ---------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, namespace: str | None, name: str) -> JSON | None:
+        return self._items.get(f"{namespace}/{name}" if namespace else name)
+
+    def get_by_key(self, key: str) -> JSON | None:
+        return self._items.get(key)
+
+    def keys(self) -> builtins.list[str]:
+        return list(self._items)
+
+    def list(self, namespace: str | None = None) -> builtins.list[JSON]:
+        if namespace is None:
+            return list(self._items.values())
+        return self.by_index(NAMESPACE_INDEX, namespace)
+
+    def by_index(self, index: str, value: str) -> builtins.list[JSON]:
+        return [self._items[key] for key in self.index_keys(index, value)]
+
+    def index_keys(self, index: str, value: str) -> builtins.list[str]:
+        try:
+            keys = self._indices[index].get(value, ())
+        except KeyError:
+            raise KeyError(f"{self.name} has no index {index!r}") from None
+        return sorted(keys)
+
+    def index_values(self, index: str) -> builtins.list[str]:
+        return sorted(self._indices[index])
+
+    @property
+    def has_synced(self) -> bool:
+        return self.synced.is_set()
+
+    # The timeout parameter is the documented interface callers (and start-up code) use.
+    async def wait_synced(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        try:
+            async with asyncio.timeout(timeout):
+                await self.synced.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    # -- handlers and lifecycle --------------------------------------------------
+
+    def add_handler(
+        self,
+        on_add: AddHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: DeleteHandler | None = None,
+    ) -> None:
+        """Handlers run inside the watch loop: they must be quick and must not block.
+
+        A handler added after the cache has objects first gets an add for each.
+        """
+        handlers = _Handlers(on_add, on_update, on_delete)
+        self._handlers.append(handlers)
+        if on_add is not None:
+            for obj in list(self._items.values()):
+                self._call(on_add, obj)
+
+    def start(self) -> asyncio.Task[None]:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self.run(), name=f"informer {self.name}")
+        return self._task
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    async def run(self) -> None:
+        """List, then watch, forever; returns only by cancellation."""
+        need_list = True
+        just_listed = False
+        while True:
+            if need_list:
+                try:
+                    await self._list_and_replace()
+                except Exception as exc:
+                    delay = self._backoff.next()
+                    log.warning("%s: list failed, retrying in %.2fs: %s", self.name, delay, exc)
+                    await self._sleep(delay)
+                    continue
+                need_list, just_listed = False, True
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            failure: Exception | None = None
+            try:
+                await self._watch_once()
+            except _Gone:
+                log.info("%s: version %s expired, relisting", self.name, self.resource_version)
+                need_list = True
+                # A fresh list whose version is already gone would spin; else relist at once.
+                if not just_listed:
+                    continue
+                failure = ApiError(410, {"reason": "Expired"})
+            except Exception as exc:
+                failure = exc
+            just_listed = False
+            healthy = self._stream_events > 0 or loop.time() - started >= 1.0
+            if healthy:
+                self._backoff.reset()
+                if failure is None:
+                    continue
+            delay = self._backoff.next()
+            log.warning(
+                "%s: watch from %s ended, retrying in %.2fs: %s",
+                self.name,
+                self.resource_version,
+                delay,
+                failure or "stream closed early",
+            )
+            await self._sleep(delay)
+
+    # -- list and watch ----------------------------------------------------------
+
+    async def _list_all(self) -> tuple[dict[str, JSON], str]:
+        for attempt in itertools.count(1):
+            items: dict[str, JSON] = {}
+            version = ""
+            token: str | None = None
+            try:
+                while True:
+                    page = await self.client.list(
+                        self.resource,
+                        self.namespace,
+                        label_selector=self.label_selector,
+                        field_selector=self.field_selector,
+                        limit=self.page_size,
+                        continue_token=token,
+                    )
+                    meta = page.get("metadata") or {}
+                    # Every page is cut from the first page's snapshot.
+                    version = version or str(meta.get("resourceVersion", ""))
+                    for item in page.get("items") or ():
+                        # List items lack kind and apiVersion; watch objects have them.
+                        item.setdefault("kind", self.resource.kind)
+                        item.setdefault("apiVersion", self.resource.api_version)
+                        if self._transform is not None:
+                            item = self._transform(item)
+                        items[object_key(item)] = item
+                    token = meta.get("continue") or None
+                    if token is None:
+                        return items, version
+            except ApiError as exc:
+                # Compaction overtook a slow paged list; start over, but not forever.
+                if not (exc.gone and token) or attempt >= 3:
+                    raise
+                log.info("%s: list continue token expired, listing from the start", self.name)
+        raise AssertionError("unreachable")
+
+    async def _list_and_replace(self) -> None:
+        items, version = await self._list_all()
+        self.lists += 1
+        for key in [key for key in self._items if key not in items]:
+            self._dispatch_delete(DeletedFinalStateUnknown(self._remove(key)))
+        for key, obj in items.items():
+            held = self._items.get(key)
+            if held is None or resource_version(held) != resource_version(obj):
+                self._apply(key, obj)
+        self.resource_version = version
+        self.synced.set()
+
+    async def _watch_once(self) -> None:
+        self.watches += 1
+        self._stream_events = 0
+        stream = self.client.watch(
+            self.resource,
+            self.namespace,
+            resource_version=self.resource_version or None,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            # Spread over [min, 2*min] like client-go, so watches do not all expire together.
+            timeout_seconds=random.randint(self.min_watch_timeout, 2 * self.min_watch_timeout),
+            bookmarks=True,
+        )
+        try:
+            async for event in stream:
+                self._handle_event(event)
+                self._stream_events += 1  # only events that worked make the watch healthy
+        except ApiError as exc:
+            if exc.gone:
+                raise _Gone from exc
+            raise
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def _handle_event(self, event: JSON) -> None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            code = int(obj.get("code") or 500)
+            if code == 410 or obj.get("reason") in ("Expired", "Gone"):
+                raise _Gone(obj.get("message", ""))
+            raise ApiError(code, obj, "WATCH", self.resource.path(self.namespace))
+        version = resource_version(obj)
+        if kind == "BOOKMARK":
+            if version:
+                self.resource_version = version
+            return
+        self.events += 1
+        if self._transform is not None:
+            obj = self._transform(obj)
+        key = object_key(obj)
+        if kind in ("ADDED", "MODIFIED"):
+            self._apply(key, obj)
+        elif kind == "DELETED":
+            if key in self._items:
+                self._remove(key)
+            self._dispatch_delete(obj)
+        else:
+            log.warning("%s: ignoring watch event of type %r", self.name, kind)
+        if version:
+            self.resource_version = version
+
+    # -- store and indexes ---------------------------------------------------------
+
+    def _apply(self, key: str, obj: JSON) -> None:
+        old: JSON | None = self._items.get(key)
+        if old is not None and _uid(old) != _uid(obj):
+            # Deleted and created again under the same name while we were not looking.
+            self._remove(key)
+            self._dispatch_delete(DeletedFinalStateUnknown(old))
+            old = None
+        self._store(key, obj, old)
+        if old is None:
+            for handlers in self._handlers:
+                if handlers.on_add is not None:
+                    self._call(handlers.on_add, obj)
+        elif resource_version(old) != resource_version(obj):
+            for handlers in self._handlers:
+                if handlers.on_update is not None:
+                    self._call(handlers.on_update, old, obj)
+
+    def _dispatch_delete(self, obj: JSON) -> None:
+        for handlers in self._handlers:
+            if handlers.on_delete is not None:
+                self._call(handlers.on_delete, obj)
+
+    def _store(self, key: str, obj: JSON, old: JSON | None) -> None:
+        self._items[key] = obj
+        for name, func in self._indexers.items():
+            new_values = set(func(obj))
+            old_values = set(func(old)) if old is not None else set()
+            if new_values == old_values:
+                continue
+            index = self._indices[name]
+            for value in old_values - new_values:
+                _discard(index, value, key)
+            for value in new_values - old_values:
+                index.setdefault(value, set()).add(key)
+
+    def _remove(self, key: str) -> JSON:
+        old = self._items.pop(key)
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(old):
+                _discard(index, value, key)
+        return old
+
+    def _call(self, handler: Callable[..., None], *args: JSON) -> None:
+        try:
+            handler(*args)
+        except Exception:
+            # One faulty handler must not stop the cache for everyone else.
+            log.exception("%s: event handler %r failed", self.name, handler)
+
+
+def strip_managed_fields(obj: JSON) -> JSON:
+    """Drop ``metadata.managedFields``: a third of a typical pod, read by no controller."""
+    meta = obj.get("metadata")
+    if meta:
+        meta.pop("managedFields", None)
+    return obj
+
+
+def _uid(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))
+
+
+def _discard(index: dict[str, set[str]], value: str, key: str) -> None:
+    keys = index.get(value)
+    if keys is None:
+        return
+    keys.discard(key)
+    if not keys:
+        del index[value]

@@ -1,0 +1,286 @@
+"""A controller: cache events mapped to keys, a work queue, and workers reconciling keys.
+
+Sources are informers plus a map function from an object to the keys to
+reconcile (its own key, its controlling owner's, a label's) and predicates that
+drop events not worth a reconcile. Handlers only enqueue, so the watch loops
+never wait on a reconcile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from leaderworkerset.runtime.cache import Informer
+from leaderworkerset.runtime.client import ApiError
+from leaderworkerset.runtime.indexes import JSON, controller_ref, object_key
+from leaderworkerset.runtime.metrics import (
+    ACTIVE_WORKERS,
+    MAX_CONCURRENT_RECONCILES,
+    RECONCILE_ERRORS,
+    RECONCILE_TIME,
+    RECONCILE_TOTAL,
+)
+from leaderworkerset.runtime.queue import Clock, RateLimiter, WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Result:
+    """``requeue_after`` wins over ``requeue``; both unset means done until the next event."""
+
+    requeue: bool = False
+    requeue_after: float | None = None
+
+
+Reconciler = Callable[[str], Awaitable[Result | None]]
+MapFunc = Callable[[JSON], Iterable[str]]
+
+
+# -- mapping objects to keys ---------------------------------------------------------
+
+
+def own_key(obj: JSON) -> Iterable[str]:
+    return (object_key(obj),)
+
+
+def owner_key(kind: str, api_version: str) -> MapFunc:
+    """The key of the object's controlling owner, if that is a ``kind`` of the API group.
+
+    Only the group is compared, as controller-runtime does, so an owner reference
+    written under another version of the same API still maps.
+    """
+    group = _group(api_version)
+
+    def map_owner(obj: JSON) -> Iterable[str]:
+        ref = controller_ref(obj)
+        if ref is None or ref.get("kind") != kind or _group(ref.get("apiVersion", "")) != group:
+            return ()
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        return (f"{namespace}/{ref['name']}" if namespace else str(ref["name"]),)
+
+    return map_owner
+
+
+def label_key(label: str) -> MapFunc:
+    """``namespace/<value of label>``: e.g. pods to the LeaderWorkerSet named in their label."""
+
+    def map_label(obj: JSON) -> Iterable[str]:
+        meta = obj.get("metadata") or {}
+        value = (meta.get("labels") or {}).get(label)
+        if not value:
+            return ()
+        namespace = meta.get("namespace")
+        return (f"{namespace}/{value}" if namespace else str(value),)
+
+    return map_label
+
+
+def _group(api_version: str) -> str:
+    group, _, _version = api_version.rpartition("/")
+    return group
+
+
+# -- predicates ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """Which events of a source deserve a reconcile; None lets that kind of event through."""
+
+    create: Callable[[JSON], bool] | None = None
+    update: Callable[[JSON, JSON], bool] | None = None
+    delete: Callable[[JSON], bool] | None = None
+
+    @classmethod
+    def for_objects(cls, accept: Callable[[JSON], bool]) -> Predicate:
+        """The same test for every event; an update passes if either side passes."""
+        return cls(accept, lambda old, new: accept(old) or accept(new), accept)
+
+
+def _generation(obj: JSON) -> object:
+    return (obj.get("metadata") or {}).get("generation")
+
+
+def _labels(obj: JSON) -> object:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+# Status-only writes bump resourceVersion but not generation; these skip them.
+GENERATION_CHANGED = Predicate(update=lambda old, new: _generation(old) != _generation(new))
+LABELS_CHANGED = Predicate(update=lambda old, new: _labels(old) != _labels(new))
+
+
+# -- the controller --------------------------------------------------------------------
+
+
+class Controller:
+    """Reconciles keys from its sources with ``workers`` concurrent workers.
+
+    Register sources with :meth:`watch` before :meth:`start`. The informers are
+    shared and owned by the caller, who starts and stops them; the controller
+    only waits for them to sync.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconcile: Reconciler,
+        *,
+        workers: int = 1,
+        rate_limiter: RateLimiter | None = None,
+        clock: Clock | None = None,
+        sync_timeout: float = 120.0,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
+        self.name = name
+        self.workers = workers
+        self.sync_timeout = sync_timeout
+        self.queue = WorkQueue(name, controller=name, rate_limiter=rate_limiter, clock=clock)
+        self._reconcile = reconcile
+        self._informers: list[Informer] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self._active = ACTIVE_WORKERS.labels(controller=name)
+        self._time = RECONCILE_TIME.labels(controller=name)
+        self._errors = RECONCILE_ERRORS.labels(controller=name)
+        self._totals = {
+            result: RECONCILE_TOTAL.labels(controller=name, result=result)
+            for result in ("success", "error", "requeue", "requeue_after")
+        }
+
+    # -- sources -------------------------------------------------------------------------
+
+    def watch(
+        self, informer: Informer, map_func: MapFunc = own_key, *predicates: Predicate
+    ) -> None:
+        """Enqueue ``map_func(obj)`` for each event of ``informer`` all predicates pass.
+
+        An update enqueues the keys of both the old and the new object, so an
+        object that moved to another owner or label value wakes up both.
+        """
+        enqueue = self.queue.add
+
+        def on_add(obj: JSON) -> None:
+            if all(p.create is None or p.create(obj) for p in predicates):
+                for key in map_func(obj):
+                    enqueue(key)
+
+        def on_update(old: JSON, new: JSON) -> None:
+            if all(p.update is None or p.update(old, new) for p in predicates):
+                for key in {*map_func(old), *map_func(new)}:
+                    enqueue(key)
+
+        def on_delete(obj: JSON) -> None:
+            if all(p.delete is None or p.delete(obj) for p in predicates):
+                for key in map_func(obj):
+                    enqueue(key)
+
+        informer.add_handler(on_add, on_update, on_delete)
+        if informer not in self._informers:
+            self._informers.append(informer)
+
+    def watch_owned(
+        self, informer: Informer, owner_kind: str, owner_api_version: str, *predicates: Predicate
+    ) -> None:
+        self.watch(informer, owner_key(owner_kind, owner_api_version), *predicates)
+
+    def watch_labelled(self, informer: Informer, label: str, *predicates: Predicate) -> None:
+        self.watch(informer, label_key(label), *predicates)
+
+    def enqueue(self, key: str, after: float | None = None) -> None:
+        if after:
+            self.queue.add_after(key, after)
+        else:
+            self.queue.add(key)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Wait for every source's cache to sync, then start the workers."""
+        if self._started:
+            raise RuntimeError(f"controller {self.name} already started")
+        self._started = True
+        for informer in self._informers:
+            if not await informer.wait_synced(self.sync_timeout):
+                raise TimeoutError(
+                    f"controller {self.name}: cache {informer.name} not synced after "
+                    f"{self.sync_timeout}s (was it started?)"
+                )
+        MAX_CONCURRENT_RECONCILES.labels(controller=self.name).set(self.workers)
+        self._tasks = [
+            asyncio.create_task(self._worker(), name=f"{self.name} worker {i}")
+            for i in range(self.workers)
+        ]
+        log.info("controller %s: started %d workers", self.name, self.workers)
+
+    async def stop(self, deadline: float = 30.0) -> None:
+        """Stop taking keys, give in-flight reconciles ``deadline`` seconds, then cancel them."""
+        self.queue.shutdown()
+        tasks, self._tasks = self._tasks, []
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=deadline)
+        for task in pending:
+            task.cancel()
+        if pending:
+            log.warning(
+                "controller %s: cancelled %d reconciles still running after %.1fs",
+                self.name,
+                len(pending),
+                deadline,
+            )
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    @property
+    def running(self) -> bool:
+        return any(not task.done() for task in self._tasks)
+
+    # -- workers --------------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            if key is None:
+                return
+            try:
+                await self._reconcile_one(key)
+            finally:
+                self.queue.done(key)
+
+    async def _reconcile_one(self, key: str) -> None:
+        self._active.inc()
+        started = time.perf_counter()
+        try:
+            result = await self._reconcile(key) or Result()
+        except Exception as exc:
+            self._errors.inc()
+            self._totals["error"].inc()
+            # API errors (conflicts above all) are routine; only surprises get a traceback.
+            log.error(
+                "controller %s: reconcile %s failed: %s",
+                self.name,
+                key,
+                exc,
+                exc_info=not isinstance(exc, ApiError),
+            )
+            self.queue.add_rate_limited(key)
+            return
+        finally:
+            self._time.observe(time.perf_counter() - started)
+            self._active.dec()
+        if result.requeue_after is not None and result.requeue_after > 0:
+            self._totals["requeue_after"].inc()
+            self.queue.forget(key)
+            self.queue.add_after(key, result.requeue_after)
+        elif result.requeue:
+            self._totals["requeue"].inc()
+            self.queue.add_rate_limited(key)
+        else:
+            self._totals["success"].inc()
+            self.queue.forget(key)

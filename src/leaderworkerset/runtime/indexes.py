@@ -1,0 +1,81 @@
+"""Object keys and the index functions a watch cache looks objects up by.
+
+Objects are the plain dicts the API client decodes. An index function maps an
+object to the values it is filed under; the cache keeps value -> keys maps so a
+reconciler finds, say, all pods of one owner without scanning the whole cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+JSON = dict[str, Any]
+IndexFunc = Callable[[JSON], Iterable[str]]
+
+NAMESPACE_INDEX = "namespace"
+OWNER_UID_INDEX = "owner-uid"
+LABEL_INDEX_PREFIX = "label:"
+
+
+def object_key(obj: JSON) -> str:
+    """client-go's MetaNamespaceKeyFunc: ``namespace/name``, or ``name`` if cluster-scoped."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    name = meta.get("name", "")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    """The (namespace, name) of a key made by :func:`object_key`."""
+    namespace, sep, name = key.partition("/")
+    return (namespace, name) if sep else (None, key)
+
+
+def resource_version(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def controller_ref(obj: JSON) -> JSON | None:
+    """The ownerReference with ``controller: true``; an object has at most one."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def by_namespace(obj: JSON) -> Iterable[str]:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return (namespace,) if namespace else ()
+
+
+def by_controller_uid(obj: JSON) -> Iterable[str]:
+    ref = controller_ref(obj)
+    return (str(ref["uid"]),) if ref and ref.get("uid") else ()
+
+
+def label_index_name(label: str) -> str:
+    return LABEL_INDEX_PREFIX + label
+
+
+def by_label(label: str) -> IndexFunc:
+    """Files objects under ``namespace/<label value>``.
+
+    The namespace is part of the value because label values (an LWS name, a group
+    key) are only unique within a namespace, and a cluster-wide cache would
+    otherwise mix two namespaces' sets.
+    """
+
+    def index(obj: JSON) -> Iterable[str]:
+        meta = obj.get("metadata") or {}
+        value = (meta.get("labels") or {}).get(label)
+        if value is None:
+            return ()
+        return (f"{meta.get('namespace') or ''}/{value}",)
+
+    return index
+
+
+def label_index_value(namespace: str | None, value: str) -> str:
+    """The value to pass to ``by_index(label_index_name(label), ...)``."""
+    return f"{namespace or ''}/{value}"
