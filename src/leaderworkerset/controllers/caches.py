@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.cache import Informer, ListerWatcher
+from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
     DEPLOYMENTS,
@@ -82,11 +82,15 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
             namespace=namespace,
             label_selector=selector,
             label_indexes=[c.LABEL_SET_NAME],
+            # Never read, and about a third of a cached pod's memory.
+            transform=strip_managed_fields,
             **extra,
         )
 
     return LwsCaches(
-        leaderworkersets=Informer(client, LEADERWORKERSETS, namespace=namespace),
+        leaderworkersets=Informer(
+            client, LEADERWORKERSETS, namespace=namespace, transform=strip_managed_fields
+        ),
         statefulsets=labelled(STATEFULSETS),
         deployments=labelled(DEPLOYMENTS),
         pods=labelled(PODS, indexers={BY_GROUP: _by_group}),
