@@ -37,7 +37,7 @@ async def eventually(probe: Callable[[], Any], within: float, what: str) -> Any:
         await asyncio.sleep(0.05)
 
 
-@pytest_asyncio.fixture(loop_scope="function")
+@pytest_asyncio.fixture
 async def api(kubeconfig: Path) -> AsyncIterator[ApiClient]:
     client = ApiClient.from_kubeconfig(kubeconfig)
     yield client

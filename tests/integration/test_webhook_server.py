@@ -59,7 +59,7 @@ async def eventually(
         await asyncio.sleep(interval)
 
 
-@pytest_asyncio.fixture(loop_scope="function")
+@pytest_asyncio.fixture
 async def api(kubeconfig: Path) -> AsyncIterator[ApiClient]:
     client = ApiClient.from_kubeconfig(kubeconfig)
     yield client

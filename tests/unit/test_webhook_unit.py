@@ -264,8 +264,8 @@ def review(obj: dict[str, Any], uid: str = "uid-1") -> dict[str, Any]:
     }
 
 
-# loop_scope: the server must run on the loop of the test that talks to it.
-@pytest_asyncio.fixture(loop_scope="function")
+# The server runs on the session loop, which the tests run on too (pyproject).
+@pytest_asyncio.fixture
 async def server(tmp_path: Path) -> AsyncIterator[tuple[WebhookServer, KeyPairs]]:
     pairs = new_pairs()
     write_pairs(tmp_path, pairs)
