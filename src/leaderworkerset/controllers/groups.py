@@ -19,11 +19,22 @@ from leaderworkerset.controllers.caches import LwsCaches
 from leaderworkerset.controllers.group_ready import sync_group_ready
 from leaderworkerset.controllers.leaderworkerset import record
 from leaderworkerset.controllers.lws_view import LwsView, view_of
-from leaderworkerset.controllers.readiness import pod_condition_true, pod_terminating
+from leaderworkerset.controllers.readiness import (
+    pod_condition_true,
+    pod_finished,
+    pod_terminating,
+)
 from leaderworkerset.controllers.restarts import GroupRestarter, is_leader
 from leaderworkerset.controllers.services import group_service, group_service_name
 from leaderworkerset.controllers.workers import build_worker_statefulset
-from leaderworkerset.runtime.client import NODES, SERVICES, STATEFULSETS, ApiClient, ApiError
+from leaderworkerset.runtime.client import (
+    NODES,
+    PODS,
+    SERVICES,
+    STATEFULSETS,
+    ApiClient,
+    ApiError,
+)
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
 from leaderworkerset.runtime.indexes import object_key
@@ -105,6 +116,9 @@ class PodReconciler:
             return None
         if pod_terminating(pod):
             return None
+        if view.hash_mode and pod_finished(pod):
+            await self._take_down_lost_group(pod, lws)
+            return None
         if view.hash_mode and is_gated(pod):
             # PostTermination: nothing exists for a group until it is admitted.
             return None
@@ -152,6 +166,30 @@ class PodReconciler:
             ev.worker_statefulset_created(str(meta.get("name")), object_reference(pod)),
         )
         return None
+
+    async def _take_down_lost_group(self, leader: JSON, lws: JSON) -> None:
+        """A Hash leader that failed (or was evicted) is lost whatever the restart policy:
+        its ReplicaSet has already created another leader (a new group) beside it and
+        never deletes it, so its workers would hold their capacity forever. Deleting it
+        in the foreground removes the workers first; until then PostTermination counts
+        the group as tearing down."""
+        meta = leader.get("metadata") or {}
+        try:
+            await self.client.delete(
+                PODS,
+                str(meta["name"]),
+                str(meta["namespace"]),
+                propagation_policy="Foreground",
+                preconditions={"uid": meta.get("uid")},
+            )
+        except ApiError as exc:
+            if exc.not_found or exc.conflict:
+                return
+            raise
+        name = str(meta["name"])
+        group = str((meta.get("labels") or {}).get(c.LABEL_GROUP_INDEX, ""))
+        event = ev.group_recreated(name, name, group, True, object_reference(leader))
+        record(self.recorder, lws, event)
 
     def _started_enough(self, pod: JSON, view: LwsView) -> bool:
         if view.startup_policy != c.STARTUP_POLICY_LEADER_READY:

@@ -29,6 +29,12 @@ def pod_terminating(pod: JSON) -> bool:
     return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
+def pod_finished(pod: JSON) -> bool:
+    """Failed or Succeeded: its containers will not run again. A StatefulSet replaces
+    such a pod itself; a ReplicaSet only creates another beside it and leaves it."""
+    return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
+
+
 def statefulset_ready(sts: JSON) -> bool:
     """§6.4.2: all replicas available and no StatefulSet rollout pending."""
     spec = sts.get("spec") or {}

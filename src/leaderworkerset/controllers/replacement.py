@@ -21,7 +21,7 @@ from typing import Any
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.caches import LwsCaches
 from leaderworkerset.controllers.lws_view import view_of
-from leaderworkerset.controllers.readiness import pod_terminating
+from leaderworkerset.controllers.readiness import pod_finished, pod_terminating
 from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
 from leaderworkerset.runtime.controller import Predicate, Result
 
@@ -62,8 +62,16 @@ def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
     )
 
 
+def leader_lost(leader: JSON) -> bool:
+    """Terminating, or finished: a failed (or evicted) leader is never restarted in
+    place, its ReplicaSet has already created another, and the pod controller deletes
+    it to take its group down."""
+    return pod_terminating(leader) or pod_finished(leader)
+
+
 def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
-    """Group keys with a pod still present whose leader is terminating or gone."""
+    """Group keys with a pod still present whose leader is terminating, finished or
+    gone."""
     groups: dict[str, list[JSON]] = {}
     for pod in pods:
         key = _labels(pod).get(c.LABEL_GROUP_KEY)
@@ -72,7 +80,7 @@ def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
     tearing = set()
     for key, members in groups.items():
         leaders = [p for p in members if is_leader(p)]
-        if not leaders or all(pod_terminating(p) for p in leaders):
+        if not leaders or all(leader_lost(p) for p in leaders):
             tearing.add(key)
     return tearing
 
@@ -96,11 +104,13 @@ def ungate_patch(pod: JSON, index: int) -> list[JSON]:
 
 def replacement_events() -> Predicate:
     """Pod events that can change T or G: creations, deletions, a leader starting to
-    terminate, a gate removed."""
+    terminate or finishing, a gate removed."""
 
     def changed(old: JSON, new: JSON) -> bool:
         return bool(
-            pod_terminating(old) != pod_terminating(new) or gate_index(old) != gate_index(new)
+            pod_terminating(old) != pod_terminating(new)
+            or pod_finished(old) != pod_finished(new)
+            or gate_index(old) != gate_index(new)
         )
 
     return Predicate(update=changed)

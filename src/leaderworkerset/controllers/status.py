@@ -21,6 +21,7 @@ from leaderworkerset.api.naming import hpa_pod_selector
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws_view import LwsView, view_of
 from leaderworkerset.controllers.readiness import (
+    pod_finished,
     pod_running_and_ready,
     pod_terminating,
     statefulset_ready,
@@ -109,7 +110,8 @@ def hash_groups(
 ) -> list[GroupObservation]:
     """A group per live leader pod of the Deployment, gated or not. A leader is Ready
     only with its whole group (group-ready gate), so its readiness is the group's.
-    Terminating leaders are groups on their way out and are not counted.
+    Terminating leaders are groups on their way out and are not counted, nor are
+    finished (failed, evicted) ones, which the ReplicaSet has already replaced.
 
     Groups have no index, so "desired" is a ranking: the best R groups (updated and
     ready first) play the R desired groups and the rest count as surge, which is
@@ -118,7 +120,7 @@ def hash_groups(
     observed = [
         (pod_running_and_ready(pod), _key(pod) == key)
         for pod in _leaders_of(view, leader_pods)
-        if not pod_terminating(pod)
+        if not pod_terminating(pod) and not pod_finished(pod)
     ]
     observed.sort(key=lambda ru: (not (ru[0] and ru[1]), not ru[1], not ru[0]))
     return [
