@@ -95,7 +95,13 @@ class PodReconciler:
             return None
         view = view_of(lws)
 
-        recreating, event = await self.restarter.handle(pod, view)
+        try:
+            recreating, event = await self.restarter.handle(pod, view)
+        except Exception:
+            if tombstone is not None:
+                # The retry needs the vanished pod's last state as much as this try did.
+                self.tombstones[key] = tombstone
+            raise
         if event is not None:
             record(self.recorder, lws, event)
         if recreating or not is_leader(pod) or (tombstone is not None and pod is tombstone):

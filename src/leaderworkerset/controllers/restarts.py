@@ -9,7 +9,9 @@ new group with a new key).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from leaderworkerset.api import constants as c
@@ -23,6 +25,10 @@ from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
 
 JSON = dict[str, Any]
+
+# How long a leader deletion is remembered (client-go's ExpectationsTimeout): far longer
+# than the pod cache takes to show the deletionTimestamp it caused.
+DELETED_LEADER_MEMORY = 300.0
 
 RECREATING_POLICIES = (
     c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART,
@@ -55,6 +61,14 @@ def waits_for_start(view: LwsView) -> bool:
 class GroupRestarter:
     client: ApiClient
     caches: LwsCaches
+    # UIDs of leaders this restarter has deleted, with when. Right after the DELETE the
+    # pod cache may still show the leader alive while the next event of the same group
+    # (the failed worker's own status update or final deletion, or another worker)
+    # is reconciled; deleting again would be accepted by the API server (a DELETE of a
+    # terminating pod succeeds) and report the group restart twice. A UID is never
+    # reused, so a remembered one can only be a leader already on its way out.
+    deleted_leaders: dict[str, float] = field(default_factory=dict)
+    clock: Callable[[], float] = time.monotonic
 
     def pending_in_group(self, pod: JSON, view: LwsView) -> bool:
         """Some pod of the group is missing or still Pending."""
@@ -122,6 +136,9 @@ class GroupRestarter:
         if pod_terminating(leader):
             return True, None
         meta = _meta(leader)
+        uid = str(meta.get("uid", ""))
+        if not self._first_deletion(uid):
+            return True, None
         try:
             await self.client.delete(
                 PODS,
@@ -133,6 +150,10 @@ class GroupRestarter:
         except ApiError as exc:
             if exc.not_found or exc.conflict:
                 return True, None
+            self.deleted_leaders.pop(uid, None)  # not deleted: the retry must try again
+            raise
+        except BaseException:
+            self.deleted_leaders.pop(uid, None)
             raise
         group = str(_labels(leader).get(c.LABEL_GROUP_INDEX, ""))
         return True, ev.group_recreated(
@@ -142,3 +163,16 @@ class GroupRestarter:
             is_leader(pod),
             object_reference(leader),
         )
+
+    def _first_deletion(self, uid: str) -> bool:
+        """Claim the deletion of leader `uid`; False if it was already deleted here.
+        Claimed before the DELETE is awaited, so concurrent reconciles of two pods of
+        the same group cannot both delete the leader."""
+        now = self.clock()
+        expired = [u for u, at in self.deleted_leaders.items() if now - at > DELETED_LEADER_MEMORY]
+        for old in expired:
+            del self.deleted_leaders[old]
+        if uid in self.deleted_leaders:
+            return False
+        self.deleted_leaders[uid] = now
+        return True

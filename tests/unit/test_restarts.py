@@ -1,0 +1,104 @@
+"""GroupRestarter (spec §7.3): a leader is deleted once per group restart, even when
+the pod cache has not caught up with that deletion yet."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any, cast
+
+import pytest
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.caches import LwsCaches
+from leaderworkerset.controllers.lws_view import view_of
+from leaderworkerset.controllers.restarts import DELETED_LEADER_MEMORY, GroupRestarter
+from leaderworkerset.runtime.client import ApiClient, ApiError
+
+from .builders import lws_json
+
+JSON = dict[str, Any]
+
+
+class FakeClient:
+    def __init__(self, fail: ApiError | None = None) -> None:
+        self.deletes: list[tuple[str, JSON | None]] = []
+        self.fail = fail
+
+    async def delete(self, resource: Any, name: str, namespace: str, **kw: Any) -> JSON:
+        self.deletes.append((name, kw.get("preconditions")))
+        await asyncio.sleep(0)  # let a concurrent reconcile run in between
+        if self.fail is not None:
+            raise self.fail
+        return {}
+
+
+def restarted_leader(uid: str = "uid-1") -> JSON:
+    """A leader pod whose container restarted, as the (stale) cache shows it: alive."""
+    return {
+        "metadata": {
+            "name": "test-sample-0",
+            "namespace": "default",
+            "uid": uid,
+            "labels": {
+                c.LABEL_SET_NAME: "test-sample",
+                c.LABEL_WORKER_INDEX: "0",
+                c.LABEL_GROUP_INDEX: "0",
+            },
+        },
+        "status": {"phase": "Running", "containerStatuses": [{"name": "c", "restartCount": 1}]},
+    }
+
+
+def restarter(client: FakeClient, now: list[float]) -> GroupRestarter:
+    # A restarting leader is its own leader: the caches are not consulted.
+    return GroupRestarter(cast(ApiClient, client), cast(LwsCaches, None), clock=lambda: now[0])
+
+
+def on_pod_restart() -> JSON:
+    body = lws_json()
+    body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = (
+        c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART
+    )
+    return body
+
+
+VIEW = view_of(on_pod_restart())
+
+
+async def test_leader_deleted_once_while_cache_lags() -> None:
+    client, now = FakeClient(), [0.0]
+    r = restarter(client, now)
+    first = await r.handle(restarted_leader(), VIEW)
+    assert first[0] and first[1] is not None
+    assert first[1].reason == c.EVENT_REASON_RECREATE_GROUP
+    # The cache still shows the leader alive: no second DELETE, no second event.
+    assert await r.handle(restarted_leader(), VIEW) == (True, None)
+    assert client.deletes == [("test-sample-0", {"uid": "uid-1"})]
+    # A new leader (new UID) of the same group is deleted again when it fails.
+    second = await r.handle(restarted_leader("uid-2"), VIEW)
+    assert second[1] is not None
+    assert [uid for _, uid in client.deletes] == [{"uid": "uid-1"}, {"uid": "uid-2"}]
+
+
+async def test_concurrent_reconciles_delete_once() -> None:
+    client, now = FakeClient(), [0.0]
+    r = restarter(client, now)
+    results = await asyncio.gather(
+        r.handle(restarted_leader(), VIEW), r.handle(copy.deepcopy(restarted_leader()), VIEW)
+    )
+    assert len(client.deletes) == 1
+    assert sorted(e is not None for _, e in results) == [False, True]
+
+
+async def test_failed_delete_is_retried_and_memory_expires() -> None:
+    client, now = FakeClient(ApiError(500, {"message": "boom"})), [0.0]
+    r = restarter(client, now)
+    with pytest.raises(ApiError):
+        await r.handle(restarted_leader(), VIEW)
+    client.fail = None
+    assert (await r.handle(restarted_leader(), VIEW))[1] is not None
+    assert len(client.deletes) == 2
+    now[0] = DELETED_LEADER_MEMORY + 1
+    assert (await r.handle(restarted_leader("uid-3"), VIEW))[1] is not None
+    assert "uid-1" not in r.deleted_leaders
