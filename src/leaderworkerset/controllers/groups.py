@@ -16,9 +16,11 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.caches import LwsCaches
+from leaderworkerset.controllers.gang import ensure_pod_group
 from leaderworkerset.controllers.group_ready import sync_group_ready
 from leaderworkerset.controllers.leaderworkerset import record
 from leaderworkerset.controllers.lws_view import LwsView, view_of
+from leaderworkerset.controllers.options import ControllerOptions
 from leaderworkerset.controllers.readiness import (
     pod_condition_true,
     pod_finished,
@@ -60,6 +62,7 @@ class PodReconciler:
     client: ApiClient
     caches: LwsCaches
     recorder: EventRecorder | None = None
+    options: ControllerOptions = field(default_factory=ControllerOptions)
     # Pods deleted without ever being seen terminating (a grace-0 or forced delete):
     # the restart policy still has to see them, so their last state is kept here.
     tombstones: dict[str, JSON] = field(default_factory=dict)
@@ -130,6 +133,8 @@ class PodReconciler:
             return None
         if view.unique_per_replica:
             await self._ensure_group_service(lws, pod)
+        if self.options.gang_scheduling:
+            await ensure_pod_group(self.client, view, pod)
         if view.size == 1:
             return None
 

@@ -5,32 +5,11 @@ a template change (which would roll every group)."""
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from leaderworkerset.api.quantity import parse_quantity
+
 _QUANTITY_MAPS: Final = frozenset({"requests", "limits", "overhead"})
-_QUANTITY = re.compile(
-    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
-)
-_SUFFIX_SCALE: Final = {
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
 
 
 def normalized(value: Any, parent: str = "") -> Any:
@@ -57,18 +36,5 @@ def normalized(value: Any, parent: str = "") -> Any:
 
 
 def _quantity_value(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return value
-    match = _QUANTITY.match(str(value).strip())
-    if match is None:
-        return value
-    number, suffix = match.groups()
-    try:
-        amount = Decimal(number)
-        if suffix in _SUFFIX_SCALE:
-            amount *= _SUFFIX_SCALE[suffix]
-        elif suffix:
-            amount = amount.scaleb(int(suffix[1:]))
-    except (InvalidOperation, ValueError):
-        return value
-    return ("quantity", str(amount.normalize()))
+    amount = parse_quantity(value)
+    return value if amount is None else ("quantity", str(amount.normalize()))

@@ -16,6 +16,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.groups import PodReconciler
 from leaderworkerset.controllers.leaderworkerset import LeaderWorkerSetReconciler
+from leaderworkerset.controllers.options import ControllerOptions
 from leaderworkerset.controllers.replacement import ReplacementReconciler, replacement_events
 from leaderworkerset.runtime.controller import Controller, own_key
 from leaderworkerset.runtime.manager import Manager
@@ -34,6 +35,11 @@ class LwsControllers:
     leaderworkersets: Controller
     pods: Controller
     replacement: Controller
+    options: ControllerOptions
+
+
+def _no_keys(obj: JSON) -> tuple[str, ...]:
+    return ()
 
 
 def setup_controllers(
@@ -46,6 +52,7 @@ def setup_controllers(
     pod_workers: int = 8,
 ) -> LwsControllers:
     client = manager.client
+    options = ControllerOptions(gang_scheduling=gang_scheduling)
     caches = build_caches(client, namespace)
     for informer in caches.all():
         manager.add_cache(informer, name=informer.name)
@@ -60,7 +67,7 @@ def setup_controllers(
     lws_controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME)
     lws_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME)
 
-    pod_reconciler = PodReconciler(client, caches, manager.recorder)
+    pod_reconciler = PodReconciler(client, caches, manager.recorder, options=options)
     caches.pods.add_handler(on_delete=pod_reconciler.remember_deleted)
     pod_controller = Controller(POD_CONTROLLER, pod_reconciler, workers=pod_workers)
     pod_controller.watch(caches.pods, own_key)
@@ -71,8 +78,19 @@ def setup_controllers(
     replacement_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, replacement_events())
     replacement_controller.watch(caches.leaderworkersets, own_key)
 
+    # A controller starts once the caches of its sources have synced, but the
+    # reconcilers also read caches they do not watch. A cache still listing reads as
+    # empty, which is wrong rather than stale: a restarted manager's LWS reconciler
+    # saw no revision for the leader StatefulSet's key and created a duplicate under
+    # that key (the adoption path of §6.3.8), which truncation never removes; the pod
+    # reconciler drops a leader whose LeaderWorkerSet it cannot find. So those caches
+    # are sources too, mapped to no keys: the controller only waits for them.
+    lws_controller.watch(caches.revisions, _no_keys)
+    for informer in (caches.leaderworkersets, caches.revisions, caches.services):
+        pod_controller.watch(informer, _no_keys)
+
     for controller in (lws_controller, pod_controller, replacement_controller):
         manager.add(controller)
     if enable_webhooks:
-        register_webhooks(manager.webhook_server, caches, gang_scheduling=gang_scheduling)
-    return LwsControllers(caches, lws_controller, pod_controller, replacement_controller)
+        register_webhooks(manager.webhook_server, caches, options)
+    return LwsControllers(caches, lws_controller, pod_controller, replacement_controller, options)

@@ -13,6 +13,7 @@ from typing import Any
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.errors import ErrorType
 from leaderworkerset.controllers.caches import LwsCaches
+from leaderworkerset.controllers.options import ControllerOptions
 from leaderworkerset.runtime.webhook import (
     AdmissionResponse,
     WebhookServer,
@@ -77,7 +78,9 @@ async def validate_leaderworkerset(request: JSON) -> AdmissionResponse:
     return deny_status(status, verdict.warnings)
 
 
-def pod_context(caches: LwsCaches, pod: JSON, namespace: str, gang: bool) -> PodAdmissionContext:
+def pod_context(
+    caches: LwsCaches, pod: JSON, namespace: str, options: ControllerOptions
+) -> PodAdmissionContext:
     labels = (pod.get("metadata") or {}).get("labels") or {}
     lws = caches.leaderworkersets.get(namespace, str(labels.get(c.LABEL_SET_NAME, "")))
     spec = (lws or {}).get("spec") or {}
@@ -85,11 +88,11 @@ def pod_context(caches: LwsCaches, pod: JSON, namespace: str, gang: bool) -> Pod
         group_identity=spec.get("groupIdentity") or c.GROUP_IDENTITY_ORDINAL,
         group_replacement_policy=spec.get("groupReplacementPolicy")
         or c.GROUP_REPLACEMENT_POST_TERMINATION,
-        gang_scheduling=gang,
+        gang_scheduling=options.gang_scheduling,
     )
 
 
-def pod_mutator(caches: LwsCaches, gang_scheduling: bool = False) -> Any:
+def pod_mutator(caches: LwsCaches, options: ControllerOptions) -> Any:
     async def mutate(request: JSON) -> AdmissionResponse:
         pod = request.get("object")
         if not isinstance(pod, dict):
@@ -97,7 +100,7 @@ def pod_mutator(caches: LwsCaches, gang_scheduling: bool = False) -> Any:
         namespace = str(request.get("namespace") or (pod.get("metadata") or {}).get("namespace"))
         pod.setdefault("metadata", {}).setdefault("namespace", namespace)
         try:
-            mutated = mutate_pod(pod, pod_context(caches, pod, namespace, gang_scheduling))
+            mutated = mutate_pod(pod, pod_context(caches, pod, namespace, options))
         except Denied as exc:
             return deny(exc.message)
         return patched(pod, mutated)
@@ -110,11 +113,9 @@ async def validate_pod(request: JSON) -> AdmissionResponse:
     return allow()
 
 
-def register_webhooks(
-    server: WebhookServer, caches: LwsCaches, *, gang_scheduling: bool = False
-) -> None:
+def register_webhooks(server: WebhookServer, caches: LwsCaches, options: ControllerOptions) -> None:
     server.register(MUTATING_PATH, mutate_leaderworkerset)
     server.register(VALIDATING_PATH, validate_leaderworkerset)
-    server.register(POD_MUTATING_PATH, pod_mutator(caches, gang_scheduling))
+    server.register(POD_MUTATING_PATH, pod_mutator(caches, options))
     server.register(POD_VALIDATING_PATH, validate_pod)
     server.register_conversion()

@@ -12,28 +12,19 @@ pods.py gives Hash-mode workers exactly those hostnames.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api import naming
+from leaderworkerset.api.quantity import parse_quantity
 from leaderworkerset.webhooks.env import Denied, EnvVar, Pod, atoi, display_name, go_div, go_mod
 
 Container = dict[str, Any]
 
-# Only the mantissa decides whether a Kubernetes quantity is zero.
-_QUANTITY = re.compile(r"\s*[+-]?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[a-zA-Z]*)\s*")
-
 
 def _nonzero_quantity(quantity: Any) -> bool:
-    if isinstance(quantity, bool):
-        return False
-    if isinstance(quantity, int | float):
-        return quantity != 0
-    if not isinstance(quantity, str):
-        return False
-    match = _QUANTITY.fullmatch(quantity)
-    return match is not None and any(digit in "123456789" for digit in match.group(1))
+    amount = parse_quantity(quantity)
+    return amount is not None and amount != 0
 
 
 def container_requests_tpus(container: Container) -> bool:

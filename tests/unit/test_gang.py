@@ -1,0 +1,111 @@
+"""Volcano PodGroups for gang scheduling, and the quantity arithmetic behind them."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.quantity import format_quantity, parse_quantity, sum_resources
+from leaderworkerset.controllers.gang import pod_group
+from leaderworkerset.controllers.lws_view import view_of
+
+
+def lws(size: int, *, startup: str = "LeaderCreated", leader: bool = True) -> dict[str, Any]:
+    def template(cpu: str, memory: str) -> dict[str, Any]:
+        return {
+            "spec": {
+                "containers": [
+                    {"name": "a", "resources": {"requests": {"cpu": cpu, "memory": memory}}},
+                    {"name": "b", "resources": {"requests": {"cpu": "100m"}}},
+                ]
+            }
+        }
+
+    lwt: dict[str, Any] = {"size": size, "workerTemplate": template("500m", "1Gi")}
+    if leader:
+        lwt["leaderTemplate"] = template("1", "512Mi")
+    return {
+        "metadata": {
+            "name": "g",
+            "namespace": "ns",
+            "annotations": {
+                c.ANNOTATION_VOLCANO_QUEUE_NAME: "q1",
+                "volcano.sh/extra": "x",
+                "other.io/ignored": "y",
+            },
+        },
+        "spec": {"replicas": 1, "startupPolicy": startup, "leaderWorkerTemplate": lwt},
+    }
+
+
+LEADER = {
+    "metadata": {
+        "name": "g-0",
+        "namespace": "ns",
+        "uid": "u-0",
+        "labels": {
+            c.LABEL_SET_NAME: "g",
+            c.LABEL_GROUP_INDEX: "0",
+            c.LABEL_TEMPLATE_REVISION_HASH: "abc",
+            c.LABEL_WORKER_INDEX: "0",
+        },
+        "annotations": {c.ANNOTATION_POD_GROUP_NAME: "g-0-abc"},
+    }
+}
+
+
+def test_pod_group_counts_the_whole_group() -> None:
+    body = pod_group(view_of(lws(4)), LEADER)
+    assert body is not None
+    assert body["metadata"]["name"] == "g-0-abc"
+    assert body["spec"]["minMember"] == 4
+    # leader 1.1 cpu + 3 workers x 0.6 cpu; 512Mi + 3 x 1Gi
+    assert body["spec"]["minResources"] == {"cpu": "2900m", "memory": str(3584 * 2**20)}
+    assert body["spec"]["queue"] == "q1"
+    assert body["metadata"]["annotations"] == {"volcano.sh/extra": "x"}
+    assert body["metadata"]["labels"] == {
+        c.LABEL_SET_NAME: "g",
+        c.LABEL_GROUP_INDEX: "0",
+        c.LABEL_TEMPLATE_REVISION_HASH: "abc",
+    }
+    owner = body["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("Pod", "g-0", True)
+
+
+def test_leader_ready_gangs_the_leader_alone_and_worker_template_serves_leaders() -> None:
+    body = pod_group(view_of(lws(2, startup="LeaderReady", leader=False)), LEADER)
+    assert body is not None
+    assert body["spec"]["minMember"] == 1
+    assert body["spec"]["minResources"]["cpu"] == "1200m"
+
+
+def test_no_pod_group_without_the_annotation() -> None:
+    leader = {"metadata": {**LEADER["metadata"], "annotations": {}}}
+    assert pod_group(view_of(lws(2)), leader) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", Decimal("0.5")),
+        ("1Gi", Decimal(2**30)),
+        ("2", Decimal(2)),
+        (3, Decimal(3)),
+        ("1e3", Decimal(1000)),
+        ("1.5k", Decimal(1500)),
+        ("abc", None),
+        (True, None),
+    ],
+)
+def test_parse_quantity(text: Any, value: Decimal | None) -> None:
+    assert parse_quantity(text) == value
+
+
+def test_format_and_sum() -> None:
+    assert format_quantity(Decimal("2.5")) == "2500m"
+    assert format_quantity(Decimal("0.0001")) == "1m"
+    assert format_quantity(Decimal(4)) == "4"
+    assert sum_resources({"cpu": "1"}, {"cpu": "500m", "x": "bad"}) == {"cpu": Decimal("1.5")}
