@@ -1,0 +1,385 @@
+"""Ordinal mode, placement against the real control plane: subgroups (§5.6, §8.1),
+exclusive placement (§5.5, §7.5, §8.2) and volume claim templates (§7.8).
+
+Placement tests run on nodes of their own (`extra_nodes`, tainted and labelled for
+one isolation group) so that the required anti-affinity terms of exclusive pods
+neither block nor are blocked by pods of other tests on the shared nodes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.naming import ordinal_group_key, subgroup_key
+from leaderworkerset.localcluster.deploy import RunningController
+from leaderworkerset.localcluster.nodesim_fixtures import (
+    ZONE_LABEL,
+    NodePool,
+    isolated,
+    isolated_pod_spec,
+    unique_node_name,
+)
+from leaderworkerset.localcluster.nodesim_nodes import NodeSpec
+from leaderworkerset.localcluster.nodesim_testing import eventually, is_ready
+from leaderworkerset.runtime.client import (
+    LEADERWORKERSETS,
+    NODES,
+    PODS,
+    STATEFULSETS,
+    ApiClient,
+    Resource,
+)
+
+from .lws_helpers import (
+    JSON,
+    labels,
+    live_pods,
+    lws_manifest,
+    name_of,
+    statefulsets,
+    wait_ready,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+HOSTNAME = "kubernetes.io/hostname"
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+async def isolated_nodes(pool: NodePool, group: str, node_labels: list[dict[str, str]]) -> None:
+    """One small node per entry of `node_labels`, all in isolation group `group`."""
+    for extra in node_labels:
+        spec = NodeSpec(name=unique_node_name("sim-place"), cpu="1", memory="4Gi", labels=extra)
+        await pool.add_spec(isolated(spec, group))
+
+
+def on_isolated_nodes(manifest: JSON, group: str) -> JSON:
+    """Pods of `manifest` select (and tolerate) the nodes of isolation group `group`."""
+    template = manifest["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    template["spec"].update(isolated_pod_spec(group))
+    return manifest
+
+
+def annotate(manifest: JSON, **annotations: str) -> JSON:
+    manifest["metadata"].setdefault("annotations", {}).update(annotations)
+    return manifest
+
+
+def pod_name(lws: str, group: int, worker: int) -> str:
+    return f"{lws}-{group}" if worker == 0 else f"{lws}-{group}-{worker}"
+
+
+def required_terms(pod: JSON, kind: str) -> list[JSON]:
+    affinity = (pod.get("spec") or {}).get("affinity") or {}
+    return list((affinity.get(kind) or {}).get(REQUIRED) or [])
+
+
+def exclusive_terms(label_key: str, value: str, topology_key: str) -> tuple[JSON, JSON]:
+    """The (podAffinity, podAntiAffinity) pair of §5.5."""
+    same = {
+        "labelSelector": {
+            "matchExpressions": [{"key": label_key, "operator": "In", "values": [value]}]
+        },
+        "topologyKey": topology_key,
+    }
+    others = {
+        "labelSelector": {
+            "matchExpressions": [
+                {"key": label_key, "operator": "Exists"},
+                {"key": label_key, "operator": "NotIn", "values": [value]},
+            ]
+        },
+        "topologyKey": topology_key,
+    }
+    return same, others
+
+
+async def node_labels_of(api: ApiClient, pod: JSON) -> dict[str, str]:
+    node = await api.get(NODES, pod["spec"]["nodeName"])
+    return labels(node)
+
+
+async def pods_by_name(api: ApiClient, namespace: str, name: str) -> dict[str, JSON]:
+    return {name_of(p): p for p in await live_pods(api, namespace, name)}
+
+
+# --- 8. subgroups ----------------------------------------------------------------------------
+async def test_subgroups_leader_worker_exclusive(
+    lws_controller: RunningController,
+    extra_nodes: NodePool,
+    nodesim_api: ApiClient,
+    namespace: str,
+) -> None:
+    """size 4, subGroupSize 2, LeaderWorker: {L,1} = 0, {2,3} = 1, keys hashed from the
+    leader name; with subgroup-exclusive-topology on hostname every subgroup gets the
+    affinity pair on its subgroup-key and so a node of its own."""
+    api, name, r, size = nodesim_api, "sg", 2, 4
+    group = f"sg-{secrets.token_hex(3)}"
+    await isolated_nodes(extra_nodes, group, [{} for _ in range(r * 2)])
+    manifest = lws_manifest(name, namespace, replicas=r, size=size)
+    manifest["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {
+        "subGroupPolicyType": c.SUBGROUP_POLICY_LEADER_WORKER,
+        "subGroupSize": 2,
+    }
+    annotate(
+        on_isolated_nodes(manifest, group), **{c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY: HOSTNAME}
+    )
+    await api.create(LEADERWORKERSETS, manifest)
+    await wait_ready(api, namespace, name, r)
+
+    pods = await pods_by_name(api, namespace, name)
+    assert len(pods) == r * size
+    layout = {0: "0", 1: "0", 2: "1", 3: "1"}
+    nodes_of_subgroup: dict[str, set[str]] = {}
+    for i in range(r):
+        for j, index in layout.items():
+            pod = pods[pod_name(name, i, j)]
+            key = subgroup_key(f"{name}-{i}", index)
+            assert labels(pod)[c.LABEL_SUBGROUP_INDEX] == index, name_of(pod)
+            assert labels(pod)[c.LABEL_SUBGROUP_KEY] == key, name_of(pod)
+            same, others = exclusive_terms(c.LABEL_SUBGROUP_KEY, key, HOSTNAME)
+            # Exactly the subgroup pair: no group-level terms without exclusive-topology.
+            assert required_terms(pod, "podAffinity") == [same], name_of(pod)
+            assert required_terms(pod, "podAntiAffinity") == [others], name_of(pod)
+            nodes_of_subgroup.setdefault(key, set()).add(pod["spec"]["nodeName"])
+    # Each subgroup on one node, no two subgroups sharing a node.
+    assert all(len(nodes) == 1 for nodes in nodes_of_subgroup.values()), nodes_of_subgroup
+    assert len(set().union(*nodes_of_subgroup.values())) == r * 2, nodes_of_subgroup
+
+    leader_sts = next(s for s in await statefulsets(api, namespace, name) if name_of(s) == name)
+    template_annotations = leader_sts["spec"]["template"]["metadata"]["annotations"]
+    assert template_annotations[c.ANNOTATION_SUBGROUP_SIZE] == "2"
+    assert template_annotations[c.ANNOTATION_SUBGROUP_POLICY_TYPE] == "LeaderWorker"
+    assert template_annotations[c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY] == HOSTNAME
+
+
+async def test_subgroups_leader_excluded(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    """size 5, subGroupSize 2, LeaderExcluded: the leader is in no subgroup, workers
+    {1,2} = 0 and {3,4} = 1."""
+    api, name, size = nodesim_api, "lx", 5
+    manifest = lws_manifest(name, namespace, replicas=1, size=size)
+    manifest["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {
+        "subGroupPolicyType": c.SUBGROUP_POLICY_LEADER_EXCLUDED,
+        "subGroupSize": 2,
+    }
+    await api.create(LEADERWORKERSETS, manifest)
+    await wait_ready(api, namespace, name, 1)
+
+    pods = await pods_by_name(api, namespace, name)
+    leader = pods[f"{name}-0"]
+    assert c.LABEL_SUBGROUP_INDEX not in labels(leader)
+    assert c.LABEL_SUBGROUP_KEY not in labels(leader)
+    annotations = leader["metadata"]["annotations"]
+    assert annotations[c.ANNOTATION_SUBGROUP_POLICY_TYPE] == "LeaderExcluded"
+    for j, index in {1: "0", 2: "0", 3: "1", 4: "1"}.items():
+        worker = pods[f"{name}-0-{j}"]
+        assert labels(worker)[c.LABEL_SUBGROUP_INDEX] == index, name_of(worker)
+        assert labels(worker)[c.LABEL_SUBGROUP_KEY] == subgroup_key(f"{name}-0", index)
+        assert not required_terms(worker, "podAffinity")  # no exclusive annotation
+
+
+# --- 9. exclusive placement ------------------------------------------------------------------
+async def test_exclusive_placement_one_group_per_zone(
+    lws_controller: RunningController,
+    extra_nodes: NodePool,
+    nodesim_api: ApiClient,
+    namespace: str,
+) -> None:
+    """exclusive-topology on the zone label, two zones of two nodes each: a group's pods
+    share a zone (workers pinned by nodeSelector to the leader's), the groups take one
+    zone each, and a third group has no zone left: its leader stays unschedulable and
+    no worker StatefulSet is made for it."""
+    api, name, size = nodesim_api, "ex", 2
+    group = f"ex-{secrets.token_hex(3)}"
+    zones = [f"{group}-a", f"{group}-b"]
+    await isolated_nodes(extra_nodes, group, [{ZONE_LABEL: z} for z in zones for _ in (0, 1)])
+    manifest = lws_manifest(name, namespace, replicas=2, size=size)
+    annotate(on_isolated_nodes(manifest, group), **{c.ANNOTATION_EXCLUSIVE_TOPOLOGY: ZONE_LABEL})
+    await api.create(LEADERWORKERSETS, manifest)
+    await wait_ready(api, namespace, name, 2)
+
+    pods = await pods_by_name(api, namespace, name)
+    zone_of_group = {}
+    for i in range(2):
+        leader, worker = pods[f"{name}-{i}"], pods[f"{name}-{i}-1"]
+        zone = (await node_labels_of(api, leader))[ZONE_LABEL]
+        assert (await node_labels_of(api, worker))[ZONE_LABEL] == zone
+        zone_of_group[i] = zone
+        key = ordinal_group_key(namespace, f"{name}-{i}")
+        same, others = exclusive_terms(c.LABEL_GROUP_KEY, key, ZONE_LABEL)
+        assert required_terms(leader, "podAffinity") == [same]
+        assert required_terms(leader, "podAntiAffinity") == [others]
+        # Workers get no group terms, only the leader's zone as a nodeSelector.
+        assert not required_terms(worker, "podAffinity")
+        assert worker["spec"]["nodeSelector"][ZONE_LABEL] == zone
+        worker_sts = await api.get(STATEFULSETS, f"{name}-{i}", namespace)
+        selector = worker_sts["spec"]["template"]["spec"]["nodeSelector"]
+        assert selector == {**isolated_pod_spec(group)["nodeSelector"], ZONE_LABEL: zone}
+    assert sorted(zone_of_group.values()) == zones
+
+    await api.patch(LEADERWORKERSETS, name, {"spec": {"replicas": 3}}, namespace=namespace)
+
+    async def unschedulable() -> JSON | None:
+        pod = await api.get_or_none(PODS, f"{name}-2", namespace)
+        for cond in ((pod or {}).get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("reason") == "Unschedulable":
+                return pod
+        return None
+
+    stuck = await eventually(unschedulable, within=60, what=f"{name}-2 unschedulable")
+    assert stuck["status"]["phase"] == "Pending" and not stuck["spec"].get("nodeName")
+    assert await api.get_or_none(STATEFULSETS, f"{name}-2", namespace) is None
+    lws = await api.get(LEADERWORKERSETS, name, namespace)
+    assert lws["status"]["readyReplicas"] == 2
+    running = await pods_by_name(api, namespace, name)
+    assert all(is_ready(running[pod_name(name, i, j)]) for i in range(2) for j in range(size))
+
+
+# --- 10. volume claim templates --------------------------------------------------------------
+@pytest.mark.parametrize("when_deleted", [c.PVC_RETENTION_DELETE, c.PVC_RETENTION_RETAIN])
+async def test_volume_claim_templates_and_retention(
+    lws_controller: RunningController,
+    nodesim_api: ApiClient,
+    namespace: str,
+    when_deleted: str,
+) -> None:
+    """Claims per pod from both StatefulSets, bound to pre-made hostPath volumes of a
+    class of this test's own (no provisioner runs here), so the pods really run.
+    Deleting the LWS deletes the claims with whenDeleted Delete and keeps them with
+    Retain."""
+    api, name, r, size = nodesim_api, "vol", 2, 2
+    token = secrets.token_hex(3)
+    storage_class = f"lws-test-{token}"
+    volumes = [f"lws-test-{token}-{k}" for k in range(r * size)]
+    for volume in volumes:
+        await api.create(PVS, persistent_volume(volume, storage_class))
+    try:
+        await _claims_scenario(api, namespace, name, r, size, storage_class, when_deleted)
+    finally:
+        for volume in volumes:
+            await api.delete(PVS, volume)
+
+
+def persistent_volume(name: str, storage_class: str) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "10Mi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": storage_class,
+            "hostPath": {"path": f"/tmp/{name}"},
+        },
+    }
+
+
+async def _claims_scenario(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    r: int,
+    size: int,
+    storage_class: str,
+    when_deleted: str,
+) -> None:
+    claim_template = {
+        "metadata": {"name": "data", "labels": {"dropped": "yes"}},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class,
+            "resources": {"requests": {"storage": "1Mi"}},
+        },
+    }
+    retention = {"whenDeleted": when_deleted, "whenScaled": c.PVC_RETENTION_RETAIN}
+    manifest = lws_manifest(name, namespace, replicas=r, size=size)
+    manifest["spec"]["leaderWorkerTemplate"]["volumeClaimTemplates"] = [claim_template]
+    manifest["spec"]["leaderWorkerTemplate"]["persistentVolumeClaimRetentionPolicy"] = retention
+    await api.create(LEADERWORKERSETS, manifest)
+    await wait_ready(api, namespace, name, r)
+
+    expected_claims = {f"data-{pod_name(name, i, j)}" for i in range(r) for j in range(size)}
+    claims = {name_of(p): p for p in (await api.list(PVCS, namespace)).get("items", [])}
+    assert set(claims) == expected_claims
+    assert all(p["status"]["phase"] == "Bound" for p in claims.values())
+    for sts in await statefulsets(api, namespace, name):
+        (template,) = sts["spec"]["volumeClaimTemplates"]
+        assert template["metadata"]["name"] == "data"
+        assert "labels" not in template["metadata"]  # only the listed fields are kept
+        assert template["spec"]["accessModes"] == ["ReadWriteOnce"]
+        assert template["spec"]["storageClassName"] == storage_class
+        assert template["spec"]["resources"] == {"requests": {"storage": "1Mi"}}
+        assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == retention
+
+    async def claim_owners() -> dict[str, list[str]] | None:
+        """Claim -> the StatefulSets that own it, once every claim made by a set whose
+        policy deletes claims has that set as owner (the StatefulSet controller adds it)."""
+        items = (await api.list(PVCS, namespace)).get("items", [])
+        owners = {
+            name_of(p): [
+                o["name"]
+                for o in p["metadata"].get("ownerReferences") or []
+                if o.get("kind") == "StatefulSet"
+            ]
+            for p in items
+        }
+        if when_deleted == c.PVC_RETENTION_DELETE and not all(owners.values()):
+            return None
+        return owners
+
+    owners = await eventually(claim_owners, within=30, what="claim owner references")
+    if when_deleted == c.PVC_RETENTION_DELETE:
+        # Leader claims belong to the leader set, worker claims to their group's set.
+        assert owners == {
+            f"data-{pod_name(name, i, j)}": [name if j == 0 else f"{name}-{i}"]
+            for i in range(r)
+            for j in range(size)
+        }
+    else:
+        assert owners == {claim: [] for claim in expected_claims}
+
+    pods = await pods_by_name(api, namespace, name)
+    for pod_key, pod in pods.items():
+        claim_volumes = [
+            v["persistentVolumeClaim"]["claimName"]
+            for v in pod["spec"].get("volumes") or []
+            if "persistentVolumeClaim" in v
+        ]
+        assert claim_volumes == [f"data-{pod_key}"]
+
+    # (The garbage collector starts watching a new CRD's objects only at its next
+    # discovery pass, up to 30 s after the CRD was installed: hence the long deadline
+    # when this test runs first in a session.)
+    await api.delete(LEADERWORKERSETS, name, namespace)
+
+    async def workload_gone() -> bool:
+        return not await statefulsets(api, namespace, name) and not await live_pods(
+            api, namespace, name
+        )
+
+    await eventually(workload_gone, within=120, what=f"{name}'s StatefulSets and pods deleted")
+
+    async def remaining_claims() -> dict[str, Any]:
+        items = (await api.list(PVCS, namespace)).get("items", [])
+        return {name_of(p): p for p in items}
+
+    if when_deleted == c.PVC_RETENTION_DELETE:
+
+        async def claims_gone() -> bool:
+            return not await remaining_claims()
+
+        await eventually(claims_gone, within=120, what="the claims deleted with the LWS")
+    else:
+        left = await remaining_claims()
+        assert set(left) == expected_claims
+        assert not any(p["metadata"].get("deletionTimestamp") for p in left.values())
