@@ -92,5 +92,5 @@ def setup_controllers(
     for controller in (lws_controller, pod_controller, replacement_controller):
         manager.add(controller)
     if enable_webhooks:
-        register_webhooks(manager.webhook_server, caches, options)
+        register_webhooks(manager.webhook_server, caches, options, client)
     return LwsControllers(caches, lws_controller, pod_controller, replacement_controller, options)

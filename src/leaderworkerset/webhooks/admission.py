@@ -14,6 +14,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.errors import ErrorType
 from leaderworkerset.controllers.caches import LwsCaches
 from leaderworkerset.controllers.options import ControllerOptions
+from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
 from leaderworkerset.runtime.webhook import (
     AdmissionResponse,
     WebhookServer,
@@ -78,11 +79,7 @@ async def validate_leaderworkerset(request: JSON) -> AdmissionResponse:
     return deny_status(status, verdict.warnings)
 
 
-def pod_context(
-    caches: LwsCaches, pod: JSON, namespace: str, options: ControllerOptions
-) -> PodAdmissionContext:
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    lws = caches.leaderworkersets.get(namespace, str(labels.get(c.LABEL_SET_NAME, "")))
+def pod_context(lws: JSON | None, options: ControllerOptions) -> PodAdmissionContext:
     spec = (lws or {}).get("spec") or {}
     return PodAdmissionContext(
         group_identity=spec.get("groupIdentity") or c.GROUP_IDENTITY_ORDINAL,
@@ -92,15 +89,25 @@ def pod_context(
     )
 
 
-def pod_mutator(caches: LwsCaches, options: ControllerOptions) -> Any:
+def pod_mutator(caches: LwsCaches, options: ControllerOptions, client: ApiClient | None) -> Any:
+    async def owning_lws(namespace: str, name: str) -> JSON | None:
+        lws = caches.leaderworkersets.get(namespace, name)
+        if lws is None and client is not None:
+            # A cache still filling (a replica just started) must not make a Hash-mode
+            # pod look like an Ordinal one: ask the API server.
+            lws = await client.get_or_none(LEADERWORKERSETS, name, namespace)
+        return lws
+
     async def mutate(request: JSON) -> AdmissionResponse:
         pod = request.get("object")
         if not isinstance(pod, dict):
             return errored(400, "the admission request carries no object")
         namespace = str(request.get("namespace") or (pod.get("metadata") or {}).get("namespace"))
         pod.setdefault("metadata", {}).setdefault("namespace", namespace)
+        lws_name = str(((pod["metadata"].get("labels") or {}).get(c.LABEL_SET_NAME)) or "")
+        lws = await owning_lws(namespace, lws_name) if lws_name else None
         try:
-            mutated = mutate_pod(pod, pod_context(caches, pod, namespace, options))
+            mutated = mutate_pod(pod, pod_context(lws, options))
         except Denied as exc:
             return deny(exc.message)
         return patched(pod, mutated)
@@ -113,9 +120,14 @@ async def validate_pod(request: JSON) -> AdmissionResponse:
     return allow()
 
 
-def register_webhooks(server: WebhookServer, caches: LwsCaches, options: ControllerOptions) -> None:
+def register_webhooks(
+    server: WebhookServer,
+    caches: LwsCaches,
+    options: ControllerOptions,
+    client: ApiClient | None = None,
+) -> None:
     server.register(MUTATING_PATH, mutate_leaderworkerset)
     server.register(VALIDATING_PATH, validate_leaderworkerset)
-    server.register(POD_MUTATING_PATH, pod_mutator(caches, options))
+    server.register(POD_MUTATING_PATH, pod_mutator(caches, options, client))
     server.register(POD_VALIDATING_PATH, validate_pod)
     server.register_conversion()
