@@ -31,7 +31,6 @@ from leaderworkerset.controllers.services import group_service, group_service_na
 from leaderworkerset.controllers.workers import build_worker_statefulset
 from leaderworkerset.runtime.client import (
     NODES,
-    PODS,
     SERVICES,
     STATEFULSETS,
     ApiClient,
@@ -184,19 +183,9 @@ class PodReconciler:
         never deletes it, so its workers would hold their capacity forever. Deleting it
         in the foreground removes the workers first; until then PostTermination counts
         the group as tearing down."""
+        if not await self.restarter.delete_leader(leader):
+            return
         meta = leader.get("metadata") or {}
-        try:
-            await self.client.delete(
-                PODS,
-                str(meta["name"]),
-                str(meta["namespace"]),
-                propagation_policy="Foreground",
-                preconditions={"uid": meta.get("uid")},
-            )
-        except ApiError as exc:
-            if exc.not_found or exc.conflict:
-                return
-            raise
         name = str(meta["name"])
         group = str((meta.get("labels") or {}).get(c.LABEL_GROUP_INDEX, ""))
         event = ev.group_recreated(name, name, group, True, object_reference(leader))

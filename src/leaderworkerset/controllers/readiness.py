@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.objects import labels_of
 
 JSON = dict[str, Any]
 
@@ -52,9 +53,9 @@ def workers_ready_for_leader(leader_pod: JSON, worker_sts: JSON | None) -> bool:
     from the leader's revision (a stale worker StatefulSet does not count)."""
     if worker_sts is None:
         return False
-    leader_key = _labels(leader_pod).get(c.LABEL_TEMPLATE_REVISION_HASH)
+    leader_key = labels_of(leader_pod).get(c.LABEL_TEMPLATE_REVISION_HASH)
     return statefulset_ready(worker_sts) and (
-        _labels(worker_sts).get(c.LABEL_TEMPLATE_REVISION_HASH) == leader_key
+        labels_of(worker_sts).get(c.LABEL_TEMPLATE_REVISION_HASH) == leader_key
     )
 
 
@@ -65,7 +66,3 @@ def container_restarted(pod: JSON) -> bool:
         return False
     statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
     return any(isinstance(s, dict) and (s.get("restartCount") or 0) > 0 for s in statuses)
-
-
-def _labels(obj: JSON) -> dict[str, Any]:
-    return (obj.get("metadata") or {}).get("labels") or {}

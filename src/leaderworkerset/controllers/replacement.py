@@ -21,6 +21,7 @@ from typing import Any
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.caches import LwsCaches
 from leaderworkerset.controllers.lws_view import view_of
+from leaderworkerset.controllers.objects import labels_of, meta_of
 from leaderworkerset.controllers.readiness import pod_finished, pod_terminating
 from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
 from leaderworkerset.runtime.controller import Predicate, Result
@@ -29,16 +30,6 @@ JSON = dict[str, Any]
 
 # While leaders wait, look again now and then even without a pod event.
 WAITING_REQUEUE = 2.0
-
-
-def _meta(obj: JSON) -> JSON:
-    meta: JSON = obj.get("metadata") or {}
-    return meta
-
-
-def _labels(obj: JSON) -> JSON:
-    labels: JSON = _meta(obj).get("labels") or {}
-    return labels
 
 
 def gate_index(pod: JSON) -> int | None:
@@ -50,7 +41,7 @@ def gate_index(pod: JSON) -> int | None:
 
 
 def is_leader(pod: JSON) -> bool:
-    return _labels(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+    return labels_of(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
 
 
 def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
@@ -58,7 +49,10 @@ def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
     waiting = [p for p in pods if is_leader(p) and gate_index(p) is not None]
     return sorted(
         waiting,
-        key=lambda p: (str(_meta(p).get("creationTimestamp", "")), str(_meta(p).get("name", ""))),
+        key=lambda p: (
+            str(meta_of(p).get("creationTimestamp", "")),
+            str(meta_of(p).get("name", "")),
+        ),
     )
 
 
@@ -74,7 +68,7 @@ def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
     gone."""
     groups: dict[str, list[JSON]] = {}
     for pod in pods:
-        key = _labels(pod).get(c.LABEL_GROUP_KEY)
+        key = labels_of(pod).get(c.LABEL_GROUP_KEY)
         if key:
             groups.setdefault(str(key), []).append(pod)
     tearing = set()
@@ -143,7 +137,7 @@ class ReplacementReconciler:
         index = gate_index(pod)
         if index is None:
             return
-        meta = _meta(pod)
+        meta = meta_of(pod)
         try:
             await self.client.patch(
                 PODS,

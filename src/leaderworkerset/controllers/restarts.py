@@ -19,6 +19,7 @@ from leaderworkerset.api.naming import parse_ordinal
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.caches import LwsCaches
 from leaderworkerset.controllers.lws_view import LwsView
+from leaderworkerset.controllers.objects import labels_of, meta_of
 from leaderworkerset.controllers.ownership import controller_of
 from leaderworkerset.controllers.readiness import container_restarted, pod_terminating
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
@@ -36,18 +37,8 @@ RECREATING_POLICIES = (
 )
 
 
-def _meta(obj: JSON) -> JSON:
-    meta: JSON = obj.get("metadata") or {}
-    return meta
-
-
-def _labels(obj: JSON) -> JSON:
-    labels: JSON = _meta(obj).get("labels") or {}
-    return labels
-
-
 def is_leader(pod: JSON) -> bool:
-    return _labels(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+    return labels_of(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
 
 
 def waits_for_start(view: LwsView) -> bool:
@@ -72,7 +63,7 @@ class GroupRestarter:
 
     def pending_in_group(self, pod: JSON, view: LwsView) -> bool:
         """Some pod of the group is missing or still Pending."""
-        labels = _labels(pod)
+        labels = labels_of(pod)
         group = self.caches.group_pods(
             view.namespace, str(labels.get(c.LABEL_SET_NAME)), str(labels.get(c.LABEL_GROUP_INDEX))
         )
@@ -83,17 +74,17 @@ class GroupRestarter:
     def leader_of(self, pod: JSON, view: LwsView) -> JSON | None:
         """The live leader of a worker's group, if the worker belongs to it."""
         if view.hash_mode:
-            annotations = _meta(pod).get("annotations") or {}
+            annotations = meta_of(pod).get("annotations") or {}
             leader_name = str(annotations.get(c.ANNOTATION_LEADER_NAME, ""))
         else:
-            leader_name, ordinal = parse_ordinal(str(_meta(pod).get("name", "")))
+            leader_name, ordinal = parse_ordinal(str(meta_of(pod).get("name", "")))
             if ordinal < 0:
-                raise ValueError(f"parsing pod name for pod {_meta(pod).get('name')}")
+                raise ValueError(f"parsing pod name for pod {meta_of(pod).get('name')}")
         leader = self.caches.pods.get(view.namespace, leader_name) if leader_name else None
         if leader is None:
             return None
         key = c.LABEL_TEMPLATE_REVISION_HASH
-        if _labels(leader).get(key) != _labels(pod).get(key):
+        if labels_of(leader).get(key) != labels_of(pod).get(key):
             return None
         return leader if self.belongs_to(pod, leader) else None
 
@@ -101,7 +92,7 @@ class GroupRestarter:
         """The worker was made by the worker StatefulSet of this very leader, not by a
         stale one of its predecessor still being garbage collected."""
         owner = controller_of(pod)
-        leader_meta = _meta(leader)
+        leader_meta = meta_of(leader)
         if owner is None:
             return False
         if owner.get("kind") == "Pod":
@@ -111,8 +102,8 @@ class GroupRestarter:
             )
         if owner.get("kind") != "StatefulSet":
             return False
-        sts = self.caches.statefulsets.get(_meta(pod).get("namespace"), str(owner.get("name")))
-        if sts is None or _meta(sts).get("uid") != owner.get("uid"):
+        sts = self.caches.statefulsets.get(meta_of(pod).get("namespace"), str(owner.get("name")))
+        if sts is None or meta_of(sts).get("uid") != owner.get("uid"):
             return False
         sts_owner = controller_of(sts)
         return bool(
@@ -135,10 +126,25 @@ class GroupRestarter:
             return False, None
         if pod_terminating(leader):
             return True, None
-        meta = _meta(leader)
+        if not await self.delete_leader(leader):
+            return True, None
+        group = str(labels_of(leader).get(c.LABEL_GROUP_INDEX, ""))
+        return True, ev.group_recreated(
+            str(meta_of(pod).get("name")),
+            str(meta_of(leader)["name"]),
+            group,
+            is_leader(pod),
+            object_reference(leader),
+        )
+
+    async def delete_leader(self, leader: JSON) -> bool:
+        """Delete a group's leader in the foreground (the garbage collector removes the
+        worker StatefulSet and per-group Service first); False when another reconcile
+        already did, or the leader is already gone."""
+        meta = meta_of(leader)
         uid = str(meta.get("uid", ""))
         if not self._first_deletion(uid):
-            return True, None
+            return False
         try:
             await self.client.delete(
                 PODS,
@@ -149,20 +155,13 @@ class GroupRestarter:
             )
         except ApiError as exc:
             if exc.not_found or exc.conflict:
-                return True, None
+                return False
             self.deleted_leaders.pop(uid, None)  # not deleted: the retry must try again
             raise
         except BaseException:
             self.deleted_leaders.pop(uid, None)
             raise
-        group = str(_labels(leader).get(c.LABEL_GROUP_INDEX, ""))
-        return True, ev.group_recreated(
-            str(_meta(pod).get("name")),
-            str(meta["name"]),
-            group,
-            is_leader(pod),
-            object_reference(leader),
-        )
+        return True
 
     def _first_deletion(self, uid: str) -> bool:
         """Claim the deletion of leader `uid`; False if it was already deleted here.

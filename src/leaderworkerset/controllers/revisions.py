@@ -22,6 +22,7 @@ from typing import Any, Final
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.naming import revision_name
 from leaderworkerset.controllers import events
+from leaderworkerset.controllers.objects import labels_of
 from leaderworkerset.controllers.ownership import controller_of, lws_reference
 from leaderworkerset.controllers.semantic_json import normalized
 from leaderworkerset.runtime.events import object_reference
@@ -95,7 +96,7 @@ def snapshot_key(lws: JSON) -> str:
 
 # --- ControllerRevision objects --------------------------------------------------------
 def revision_key(revision: JSON) -> str:
-    return str(_labels(revision).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
+    return str(labels_of(revision).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
 
 
 def revision_number(revision: JSON) -> int:
@@ -143,7 +144,7 @@ def owned_revisions(lws: JSON, revisions: Iterable[JSON], key: str | None = None
     name, uid = meta.get("name", ""), meta.get("uid", "")
     out = []
     for rev in revisions:
-        labels = _labels(rev)
+        labels = labels_of(rev)
         if labels.get(c.LABEL_SET_NAME) != name:
             continue
         if key is not None and labels.get(c.LABEL_TEMPLATE_REVISION_HASH) != key:
@@ -179,7 +180,7 @@ class RevisionChoice:
 
 def current_revision(lws: JSON, sts: JSON | None, revisions: Sequence[JSON]) -> RevisionChoice:
     """§6.3.8 get_or_create_revision, minus the I/O."""
-    key = str(_labels(sts).get(c.LABEL_TEMPLATE_REVISION_HASH, "")) if sts is not None else ""
+    key = str(labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH, "")) if sts is not None else ""
     existing = find_revision(lws, revisions, key)
     if existing is not None:
         return RevisionChoice(existing, create=False)
@@ -244,9 +245,3 @@ def revisions_to_delete(lws: JSON, revisions: Iterable[JSON], keep_key: str) -> 
     """Every revision of this LWS whose key is not `keep_key`. Call only when the status
     computation says the rollout is done: older groups are rebuilt from old revisions."""
     return [r for r in owned_revisions(lws, revisions) if revision_key(r) != keep_key]
-
-
-def _labels(obj: JSON | None) -> dict[str, Any]:
-    if obj is None:
-        return {}
-    return (obj.get("metadata") or {}).get("labels") or {}

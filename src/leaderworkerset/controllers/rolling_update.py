@@ -20,6 +20,7 @@ from leaderworkerset.api.intstr import scaled_value
 from leaderworkerset.api.naming import leader_pod_name
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws_view import LwsView, view_of
+from leaderworkerset.controllers.objects import labels_of
 from leaderworkerset.controllers.readiness import pod_running_and_ready, statefulset_ready
 
 JSON = dict[str, Any]
@@ -129,7 +130,7 @@ def replica_states(
 def _by_index(objects: Iterable[JSON], limit: int) -> dict[int, JSON]:
     slots: dict[int, JSON] = {}
     for obj in objects:
-        index = parse_index(_labels(obj).get(c.LABEL_GROUP_INDEX))
+        index = parse_index(labels_of(obj).get(c.LABEL_GROUP_INDEX))
         if index is not None and 0 <= index < limit:
             slots[index] = obj  # a later object for the same slot wins, as upstream
     return slots
@@ -261,10 +262,6 @@ def _recorded_replicas(sts: JSON) -> int | None:
     return parse_index(_annotations(sts).get(c.ANNOTATION_REPLICAS))
 
 
-def _labels(obj: JSON) -> dict[str, Any]:
-    return (obj.get("metadata") or {}).get("labels") or {}
-
-
 def _annotations(obj: JSON) -> dict[str, Any]:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
@@ -274,4 +271,4 @@ def _name(obj: JSON | None) -> str | None:
 
 
 def _key_of(obj: JSON) -> Any:
-    return _labels(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)
+    return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)

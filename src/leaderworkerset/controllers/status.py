@@ -20,6 +20,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.naming import hpa_pod_selector
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws_view import LwsView, view_of
+from leaderworkerset.controllers.objects import labels_of
 from leaderworkerset.controllers.readiness import (
     pod_finished,
     pod_running_and_ready,
@@ -85,7 +86,7 @@ def ordinal_groups(
     no_workers = view.size == 1
     groups, skipped = [], []
     for pod in _leaders_of(view, leader_pods):
-        index = parse_index(_labels(pod).get(c.LABEL_GROUP_INDEX))
+        index = parse_index(labels_of(pod).get(c.LABEL_GROUP_INDEX))
         if index is None:
             skipped.append(_name(pod))
             continue
@@ -284,13 +285,9 @@ def _leaders_of(view: LwsView, pods: Iterable[JSON]) -> list[JSON]:
     return [
         p
         for p in pods
-        if _labels(p).get(c.LABEL_SET_NAME) == view.name
-        and _labels(p).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+        if labels_of(p).get(c.LABEL_SET_NAME) == view.name
+        and labels_of(p).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
     ]
-
-
-def _labels(obj: JSON) -> dict[str, Any]:
-    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 def _name(obj: JSON) -> str:
@@ -298,4 +295,4 @@ def _name(obj: JSON) -> str:
 
 
 def _key(obj: JSON) -> Any:
-    return _labels(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)
+    return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)
