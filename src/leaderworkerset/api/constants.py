@@ -17,6 +17,9 @@ PLURAL: Final = "leaderworkersets"
 SINGULAR: Final = "leaderworkerset"
 SHORT_NAME: Final = "lws"
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
+# Provenance annotations on the generated CRD.
+ANNOTATION_CRD_GENERATED_BY: Final = f"{GROUP}/generated-by"
+ANNOTATION_CRD_POD_TEMPLATE_SCHEMA: Final = f"{GROUP}/pod-template-schema"
 
 # --- Label / annotation prefix ------------------------------------------------
 PREFIX: Final = "leaderworkerset.sigs.k8s.io/"

@@ -89,8 +89,8 @@ def build_crd() -> dict[str, Any]:
         "metadata": {
             "name": c.CRD_NAME,
             "annotations": {
-                "leaderworkerset.x-k8s.io/generated-by": "lws crd generate",
-                "leaderworkerset.x-k8s.io/pod-template-schema": (
+                c.ANNOTATION_CRD_GENERATED_BY: "lws crd generate",
+                c.ANNOTATION_CRD_POD_TEMPLATE_SCHEMA: (
                     f"Kubernetes {KUBERNETES_SCHEMA_VERSION} OpenAPI v3"
                 ),
             },
