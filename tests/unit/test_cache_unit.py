@@ -40,6 +40,8 @@ from leaderworkerset.runtime.indexes import (
     object_key,
 )
 
+from .waiting import eventually
+
 JSON = dict[str, Any]
 LABEL = "leaderworkerset.sigs.k8s.io/name"
 _uids = itertools.count()
@@ -246,15 +248,6 @@ class Recorder:
 
     def names(self) -> list[tuple[str, str]]:
         return [(kind, key) for kind, key, _ in self.events]
-
-
-async def eventually(cond: Callable[[], bool], what: str, within: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.001)
 
 
 def versions(informer: Informer) -> dict[str, str]:

@@ -25,6 +25,8 @@ from leaderworkerset.runtime.queue import (
     WorkQueue,
 )
 
+from .waiting import eventually
+
 KEYS = st.sampled_from(["ns/a", "ns/b", "ns/c", "ns/d"])
 BASE, CAP = 0.01, 1.0
 _names = itertools.count()
@@ -37,15 +39,6 @@ def new_queue(clock: FakeClock, **kwargs: Any) -> WorkQueue:
 
 def run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(scenario())
-
-
-async def eventually(cond: Callable[[], bool], what: str, within: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.001)
 
 
 # -- the queue as a state machine, against a model -------------------------------------------------
