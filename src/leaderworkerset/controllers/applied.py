@@ -57,5 +57,8 @@ class AppliedObjects:
         version = (answer.get("metadata") or {}).get("resourceVersion", "")
         self._last[key] = (digest(body), str(version))
 
+    def known(self, key: str) -> bool:
+        return key in self._last
+
     def forget(self, key: str) -> None:
         self._last.pop(key, None)

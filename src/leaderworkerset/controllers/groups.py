@@ -47,6 +47,27 @@ log = logging.getLogger(__name__)
 MISSING_REVISION_REQUEUE = 1.0
 
 
+# What _reconcile_pod answers when the restart policy is recreating the group.
+_GROUP_RECREATED = object()
+
+
+def _group_size(leader: JSON, view: LwsView) -> int:
+    """Hash mode: the size of the leader's own revision, which its annotation records;
+    mid-rollout it can differ from the live spec, and so does its gate. Ordinal mode
+    follows the live spec, as upstream."""
+    if view.hash_mode:
+        annotations = (leader.get("metadata") or {}).get("annotations") or {}
+        try:
+            return int(annotations.get(c.ANNOTATION_SIZE, view.size))
+        except (TypeError, ValueError):
+            return view.size
+    return view.size
+
+
+def _uid(pod: JSON) -> str:
+    return str((pod.get("metadata") or {}).get("uid", ""))
+
+
 class TopologyError(RuntimeError):
     """Exclusive placement cannot pin the workers (retried with backoff)."""
 
@@ -79,12 +100,27 @@ class PodReconciler:
         self.tombstones[object_key(pod)] = final
 
     async def __call__(self, key: str) -> Result | None:
-        pod = self.caches.pods.get_by_key(key)
+        live = self.caches.pods.get_by_key(key)
         tombstone = self.tombstones.pop(key, None)
-        if pod is None:
-            pod = tombstone
-        if pod is None:
+        if tombstone is not None and live is not None and _uid(live) == _uid(tombstone):
+            tombstone = None  # the deletion event of a pod we have seen terminate
+        if tombstone is not None:
+            # A vanished pod first: a StatefulSet may already have recreated one under
+            # the same name, which must not hide the loss from the restart policy.
+            try:
+                result = await self._reconcile_pod(tombstone, vanished=True)
+            except Exception:
+                # The retry needs the vanished pod's last state as much as this try did.
+                self.tombstones[key] = tombstone
+                raise
+            if result is _GROUP_RECREATED:
+                return None
+        if live is None:
             return None
+        result = await self._reconcile_pod(live, vanished=False)
+        return result if isinstance(result, Result) else None
+
+    async def _reconcile_pod(self, pod: JSON, *, vanished: bool) -> Result | object | None:
         labels = (pod.get("metadata") or {}).get("labels") or {}
         lws_name = labels.get(c.LABEL_SET_NAME)
         if not lws_name:
@@ -96,17 +132,12 @@ class PodReconciler:
         if lws is None:
             return None
         view = view_of(lws)
-
-        try:
-            recreating, event = await self.restarter.handle(pod, view)
-        except Exception:
-            if tombstone is not None:
-                # The retry needs the vanished pod's last state as much as this try did.
-                self.tombstones[key] = tombstone
-            raise
+        recreating, event = await self.restarter.handle(pod, view)
         if event is not None:
             record(self.recorder, lws, event)
-        if recreating or not is_leader(pod) or (tombstone is not None and pod is tombstone):
+        if recreating:
+            return _GROUP_RECREATED
+        if vanished or not is_leader(pod):
             return None
         return await self._reconcile_leader(pod, lws, view)
 
@@ -134,7 +165,7 @@ class PodReconciler:
             await self._ensure_group_service(lws, pod)
         if self.options.gang_scheduling:
             await ensure_pod_group(self.client, view, pod)
-        if view.size == 1:
+        if _group_size(pod, view) == 1:
             return None
 
         worker_sts = self.caches.statefulsets.get(view.namespace, str(meta.get("name")))

@@ -87,22 +87,22 @@ class LeaderWorkerSetReconciler:
         key = rev.revision_key(revision)
         updated = rev.detect_update(lws, sts, revision, revisions)
         if updated is not None:
-            revision = await self._create_revision(updated, revisions)
+            revision = await self._revision_for_update(lws, updated, revisions)
             key = rev.revision_key(revision)
-            record(self.recorder, lws, ev.revision_for_update(key, object_reference(revision)))
 
         leader_pods, worker_sets = self._groups(view)
         plan = rolling_update_parameters(
             lws, sts, key, updated is not None, leader_pods, worker_sets
         )
         body = leader_statefulset(lws, key, plan.partition, plan.replicas)
+        first_apply = sts is None and not self._applied_before(STATEFULSETS, body)
         try:
             await self._apply(STATEFULSETS, body, sts)
         except ApiError as exc:
             failure = ev.leader_create_failed if sts is None else ev.leader_update_failed
             record(self.recorder, lws, failure(view.name, exc.message))
             raise
-        if sts is None:
+        if first_apply:
             record(self.recorder, lws, ev.leader_created(view.name, object_reference(revision)))
         for event in plan.events:
             record(self.recorder, lws, event)
@@ -122,12 +122,7 @@ class LeaderWorkerSetReconciler:
         revision = await self._current_revision(lws, deployment, revisions)
         updated = rev.detect_update(lws, deployment, revision, revisions)
         if updated is not None:
-            revision = await self._create_revision(updated, revisions)
-            record(
-                self.recorder,
-                lws,
-                ev.revision_for_update(rev.revision_key(revision), object_reference(revision)),
-            )
+            revision = await self._revision_for_update(lws, updated, revisions)
         key = rev.revision_key(revision)
         body = leader_deployment(lws, key)
         try:
@@ -178,12 +173,42 @@ class LeaderWorkerSetReconciler:
         choice = rev.current_revision(lws, leader_workload, revisions)
         if not choice.create:
             return choice.revision
-        created = await self._create_revision(choice.revision, revisions)
-        if choice.event is not None:
+        if leader_workload is not None:
+            # Adopting a workload whose revision we do not see (§6.3.8) writes the live
+            # spec under its key. A revision cache that merely lags must not make us do
+            # that, so ask the API server first; this path is rare.
+            key = rev.revision_key(choice.revision)
+            stored = await self._stored_revision(lws, key)
+            if stored is not None:
+                revisions.append(stored)
+                return stored
+        created, new = await self._create_revision(choice.revision, revisions)
+        if new and choice.event is not None:
             record(self.recorder, lws, choice.event)
         return created
 
-    async def _create_revision(self, revision: JSON, revisions: list[JSON]) -> JSON:
+    async def _stored_revision(self, lws: JSON, key: str) -> JSON | None:
+        view = view_of(lws)
+        selector = f"{c.LABEL_SET_NAME}={view.name},{c.LABEL_TEMPLATE_REVISION_HASH}={key}"
+        answer = await self.client.list(
+            CONTROLLER_REVISIONS, view.namespace, label_selector=selector
+        )
+        return rev.find_revision(lws, answer.get("items", []), key)
+
+    async def _revision_for_update(self, lws: JSON, proposed: JSON, revisions: list[JSON]) -> JSON:
+        """The revision of a changed spec: one we already made for it (seen through a
+        leader workload the cache has not caught up with), else a new one (E2)."""
+        key = rev.revision_key(proposed)
+        existing = rev.find_revision(lws, revisions, key)
+        if existing is not None and rev.same_content(lws, proposed, existing):
+            return existing
+        created, new = await self._create_revision(proposed, revisions)
+        if new:
+            record(self.recorder, lws, ev.revision_for_update(key, object_reference(created)))
+        return created
+
+    async def _create_revision(self, revision: JSON, revisions: list[JSON]) -> tuple[JSON, bool]:
+        """(the revision, whether this call created it)."""
         try:
             created = await self.client.create(CONTROLLER_REVISIONS, revision)
         except ApiError as exc:
@@ -192,14 +217,25 @@ class LeaderWorkerSetReconciler:
             # Names carry the revision number, so a stale cache re-creating the same
             # revision collides by name instead of making a duplicate.
             meta = revision["metadata"]
-            created = await self.client.get(CONTROLLER_REVISIONS, meta["name"], meta["namespace"])
+            existing = await self.client.get(CONTROLLER_REVISIONS, meta["name"], meta["namespace"])
+            revisions.append(existing)
+            return existing, False
         revisions.append(created)
-        return created
+        return created, True
+
+    @staticmethod
+    def _applied_key(resource: Any, body: JSON) -> str:
+        meta = body["metadata"]
+        return f"{resource.plural}/{meta['namespace']}/{meta['name']}"
+
+    def _applied_before(self, resource: Any, body: JSON) -> bool:
+        """This process applied the object already (its cache may not show it yet)."""
+        assert self.applied is not None
+        return self.applied.known(self._applied_key(resource, body))
 
     async def _apply(self, resource: Any, body: JSON, live: JSON | None) -> JSON | None:
         assert self.applied is not None
-        meta = body["metadata"]
-        cache_key = f"{resource.plural}/{meta['namespace']}/{meta['name']}"
+        cache_key = self._applied_key(resource, body)
         if not self.applied.needs_apply(cache_key, body, live):
             return None
         answer = await self.client.apply(resource, body, field_manager=c.FIELD_MANAGER)

@@ -46,7 +46,15 @@ def is_leader(pod: JSON) -> bool:
 
 def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
     """Oldest first (creation time, then name), as the seed orders them."""
-    waiting = [p for p in pods if is_leader(p) and gate_index(p) is not None]
+    # A dying leader waits for nothing; counting it would take a live one's slot.
+    waiting = [
+        p
+        for p in pods
+        if is_leader(p)
+        and gate_index(p) is not None
+        and not pod_terminating(p)
+        and not pod_finished(p)
+    ]
     return sorted(
         waiting,
         key=lambda p: (
@@ -73,6 +81,8 @@ def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
             groups.setdefault(str(key), []).append(pod)
     tearing = set()
     for key, members in groups.items():
+        if all(gate_index(p) is not None for p in members):
+            continue  # never admitted, so it holds no capacity to wait for
         leaders = [p for p in members if is_leader(p)]
         if not leaders or all(leader_lost(p) for p in leaders):
             tearing.add(key)
@@ -127,16 +137,16 @@ class ReplacementReconciler:
         # A policy switched to Immediate releases whoever still waits.
         immediate = spec.get("groupReplacementPolicy") == c.GROUP_REPLACEMENT_IMMEDIATE
         admitted = to_admit(pods, immediate)
-        for pod in admitted:
-            await self._ungate(pod)
-        if len(gated_leaders(pods)) > len(admitted):
+        released = [await self._ungate(pod) for pod in admitted]
+        if len(gated_leaders(pods)) > len(admitted) or not all(released):
             return Result(requeue_after=WAITING_REQUEUE)
         return None
 
-    async def _ungate(self, pod: JSON) -> None:
+    async def _ungate(self, pod: JSON) -> bool:
+        """Whether the gate is off (removed now, or already gone with its pod)."""
         index = gate_index(pod)
         if index is None:
-            return
+            return True
         meta = meta_of(pod)
         try:
             await self.client.patch(
@@ -147,7 +157,10 @@ class ReplacementReconciler:
                 content_type=JSON_PATCH,
             )
         except ApiError as exc:
-            # Gone, or the gates changed under us: the pod event brings a fresh look.
-            if exc.not_found or exc.status in (409, 422):
-                return
+            if exc.not_found:
+                return True
+            # The gates changed under us: look again soon, whatever events come.
+            if exc.status in (409, 422):
+                return False
             raise
+        return True

@@ -9,6 +9,7 @@ leader pod.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +17,11 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.groups import PodReconciler
 from leaderworkerset.controllers.leaderworkerset import LeaderWorkerSetReconciler
+from leaderworkerset.controllers.objects import labels_of, meta_of
 from leaderworkerset.controllers.options import ControllerOptions
 from leaderworkerset.controllers.replacement import ReplacementReconciler, replacement_events
-from leaderworkerset.runtime.controller import Controller, own_key
+from leaderworkerset.runtime.controller import Controller, Predicate, own_key
+from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.manager import Manager
 from leaderworkerset.webhooks.admission import register_webhooks
 
@@ -42,6 +45,33 @@ def _no_keys(obj: JSON) -> tuple[str, ...]:
     return ()
 
 
+def _is_leader(pod: JSON) -> bool:
+    return labels_of(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+
+
+LEADER_PODS = Predicate.for_objects(_is_leader)
+
+
+def _leader_settings(lws: JSON) -> tuple[Any, Any]:
+    return (lws.get("spec") or {}).get("startupPolicy"), meta_of(lws).get("annotations")
+
+
+LEADER_SETTINGS_CHANGED = Predicate(
+    create=lambda obj: False,
+    update=lambda old, new: _leader_settings(old) != _leader_settings(new),
+    delete=lambda obj: False,
+)
+
+
+def leader_keys_of(caches: LwsCaches) -> Callable[[JSON], list[str]]:
+    def keys(lws: JSON) -> list[str]:
+        meta = meta_of(lws)
+        pods = LwsCaches.of_lws(caches.pods, str(meta.get("namespace")), str(meta.get("name")))
+        return [object_key(p) for p in pods if _is_leader(p)]
+
+    return keys
+
+
 def setup_controllers(
     manager: Manager,
     *,
@@ -62,16 +92,20 @@ def setup_controllers(
     lws_controller.watch(caches.leaderworkersets, own_key)
     for informer in (caches.statefulsets, caches.deployments, caches.services):
         lws_controller.watch_owned(informer, c.KIND, c.API_VERSION)
-    # Worker StatefulSets (readiness) and pods (Hash-mode leaders carry the group's
-    # readiness) reach the status through the LWS name label.
+    # Worker StatefulSets (readiness) and leader pods (a Hash-mode leader carries its
+    # group's readiness) reach the status through the LWS name label. Worker pods
+    # reach it through their StatefulSet's status, so they are left out.
     lws_controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME)
-    lws_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME)
+    lws_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, LEADER_PODS)
 
     pod_reconciler = PodReconciler(client, caches, manager.recorder, options=options)
     caches.pods.add_handler(on_delete=pod_reconciler.remember_deleted)
     pod_controller = Controller(POD_CONTROLLER, pod_reconciler, workers=pod_workers)
     pod_controller.watch(caches.pods, own_key)
     pod_controller.watch_owned(caches.statefulsets, "Pod", "v1")
+    # startupPolicy and the LWS annotations are not in the revision, yet decide what a
+    # leader gets (e.g. LeaderReady -> LeaderCreated releases waiting groups).
+    pod_controller.watch(caches.leaderworkersets, leader_keys_of(caches), LEADER_SETTINGS_CHANGED)
 
     replacement = ReplacementReconciler(client, caches)
     replacement_controller = Controller(REPLACEMENT_CONTROLLER, replacement, workers=2)

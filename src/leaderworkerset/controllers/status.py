@@ -12,6 +12,7 @@ of failing every status computation of the LWS.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -222,7 +223,11 @@ def hash_status(lws: JSON, key: str, leader_pods: Iterable[JSON], now: str) -> S
     view = view_of(lws)
     groups = hash_groups(view, key, leader_pods)
     # Partition is rejected in Hash mode; it means nothing to a Deployment.
-    return _status_update(lws, view, count_groups(groups), len(groups), 0, now, [])
+    counts = count_groups(groups)
+    update = _status_update(lws, view, counts, len(groups), 0, now, [])
+    # Old revisions may go only when no live leader still needs one to build its
+    # workers: the old ReplicaSet can keep leaders beside the best R for a while.
+    return dataclasses.replace(update, done=update.done and counts.updated == len(groups))
 
 
 def _status_update(

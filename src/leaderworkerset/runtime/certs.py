@@ -551,7 +551,7 @@ class CertRotator:
                 if exc.conflict:
                     continue
                 raise
-            log.info("injected CA bundle", extra={"kind": resource.kind, "name": name})
+            log.info("injected CA bundle", extra={"kind": resource.kind, "object": name})
             return
         raise RuntimeError(f"{resource.kind} {name} keeps changing")
 
