@@ -71,9 +71,15 @@ class LeaderWorkerSetReconciler:
             return None
         view = view_of(lws)
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
-        if view.hash_mode:
-            return await self._reconcile_hashed(lws, view, revisions)
-        return await self._reconcile_ordinal(lws, view, revisions)
+        try:
+            if view.hash_mode:
+                return await self._reconcile_hashed(lws, view, revisions)
+            return await self._reconcile_ordinal(lws, view, revisions)
+        except ApiError as exc:
+            # The namespace is going, and the LeaderWorkerSet with it: nothing to retry.
+            if exc.namespace_terminating:
+                return None
+            raise
 
     # -- Ordinal: a leader StatefulSet -------------------------------------------------
 

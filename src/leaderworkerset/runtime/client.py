@@ -115,6 +115,15 @@ class ApiError(Exception):
         return self.status == 404
 
     @property
+    def namespace_terminating(self) -> bool:
+        """A create refused because the namespace is being deleted."""
+        details = self.body.get("details") or {}
+        causes = details.get("causes") or []
+        return self.status == 403 and any(
+            cause.get("reason") == "NamespaceTerminating" for cause in causes
+        )
+
+    @property
     def conflict(self) -> bool:
         return self.status == 409 and self.reason != "AlreadyExists"
 
