@@ -113,6 +113,21 @@ async def status_counts(api: ApiClient, namespace: str, name: str) -> tuple[int,
 # --- PostTermination --------------------------------------------------------------------
 
 
+async def restart_group_held(
+    api: ApiClient, sim: NodeSimulator, namespace: str, name: str
+) -> tuple[JSON, list[JSON], JSON]:
+    """Hold the first group's pods in termination and delete its leader:
+    (old leader, old group's pods, the replacement leader)."""
+    before = await leaders(api, namespace, name)
+    victim = before[0]
+    old_group = await group_pods(api, namespace, name, key_of(victim))
+    for pod in old_group:
+        await sim.stall_termination(namespace, name_of(pod))
+    await api.delete(PODS, name_of(victim), namespace)
+    replacement = await new_leader(api, namespace, name, {key_of(p) for p in before})
+    return victim, old_group, replacement
+
+
 async def test_replacement_waits_for_the_old_group(
     lws_controller: RunningController,
     node_simulator: NodeSimulator,
@@ -236,13 +251,7 @@ async def test_scale_up_during_teardown_is_admitted_at_once(
     api, sim = nodesim_api, node_simulator
     await api.create(LEADERWORKERSETS, hash_lws("grow", namespace, replicas=2, size=2))
     await wait_ready(api, namespace, "grow", 2)
-    before = await leaders(api, namespace, "grow")
-    victim = before[0]
-    old_group = await group_pods(api, namespace, "grow", key_of(victim))
-    for pod in old_group:
-        await sim.stall_termination(namespace, name_of(pod))
-    await api.delete(PODS, name_of(victim), namespace)
-    replacement = await new_leader(api, namespace, "grow", {key_of(p) for p in before})
+    victim, old_group, replacement = await restart_group_held(api, sim, namespace, "grow")
 
     async def admitted_and_gated() -> tuple[set[str], set[str]]:
         live = await leaders(api, namespace, "grow")
@@ -289,13 +298,8 @@ async def test_controller_crash_while_gated(
     api, sim = nodesim_api, node_simulator
     await api.create(LEADERWORKERSETS, hash_lws("crash", namespace, replicas=2, size=3))
     await wait_ready(api, namespace, "crash", 2)
-    before = await leaders(api, namespace, "crash")
-    victim = before[0]
-    old_group = await group_pods(api, namespace, "crash", key_of(victim))
-    for pod in old_group:
-        await sim.stall_termination(namespace, name_of(pod))
-    await api.delete(PODS, name_of(victim), namespace)
-    replacement = name_of(await new_leader(api, namespace, "crash", {key_of(p) for p in before}))
+    _, old_group, replaced = await restart_group_held(api, sim, namespace, "crash")
+    replacement = name_of(replaced)
 
     async def gated() -> JSON | None:
         pod = await api.get(PODS, replacement, namespace)
@@ -390,20 +394,6 @@ async def fillers_untouched(api: ApiClient, namespace: str, fillers: list[JSON])
     return True
 
 
-async def restart_group_held(
-    api: ApiClient, sim: NodeSimulator, namespace: str
-) -> tuple[list[JSON], str]:
-    """Hold a group's pods in termination and delete its leader: (old pods, replacement)."""
-    before = await leaders(api, namespace, "full")
-    victim = before[0]
-    old_group = await group_pods(api, namespace, "full", key_of(victim))
-    for pod in old_group:
-        await sim.stall_termination(namespace, name_of(pod))
-    await api.delete(PODS, name_of(victim), namespace)
-    replacement = await new_leader(api, namespace, "full", {key_of(p) for p in before})
-    return old_group, name_of(replacement)
-
-
 async def test_full_cluster_immediate_preempts(
     lws_controller: RunningController,
     node_simulator_factory: SimulatorFactory,
@@ -415,7 +405,8 @@ async def test_full_cluster_immediate_preempts(
     sim, fillers = await full_cluster(
         node_simulator_factory, api, namespace, priority_classes, c.GROUP_REPLACEMENT_IMMEDIATE
     )
-    old_group, replacement = await restart_group_held(api, sim, namespace)
+    _, old_group, replaced = await restart_group_held(api, sim, namespace, "full")
+    replacement = name_of(replaced)
     assert not gated_pod(await api.get(PODS, replacement, namespace))
 
     async def preempted() -> bool:
@@ -449,7 +440,8 @@ async def test_full_cluster_post_termination_takes_the_freed_capacity(
         priority_classes,
         c.GROUP_REPLACEMENT_POST_TERMINATION,
     )
-    old_group, replacement = await restart_group_held(api, sim, namespace)
+    _, old_group, replaced = await restart_group_held(api, sim, namespace, "full")
+    replacement = name_of(replaced)
 
     async def waiting_quietly() -> bool:
         pod = await api.get(PODS, replacement, namespace)
