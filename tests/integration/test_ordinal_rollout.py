@@ -311,6 +311,14 @@ async def current_key(api: ApiClient, namespace: str, name: str) -> str:
     return key_of(await leader_sts(api, namespace, name))
 
 
+async def create_settled(api: ApiClient, manifest: JSON) -> str:
+    """Create the LWS, wait until all its groups are ready; its revision key."""
+    meta = manifest["metadata"]
+    await api.create(LEADERWORKERSETS, manifest)
+    await wait_ready(api, meta["namespace"], meta["name"], manifest["spec"]["replicas"])
+    return await current_key(api, meta["namespace"], meta["name"])
+
+
 async def wait_new_key(api: ApiClient, namespace: str, name: str, old: str) -> str:
     async def probe() -> str | None:
         key = await current_key(api, namespace, name)
@@ -424,9 +432,7 @@ async def test_rolling_update_default_max_unavailable(
     lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
 ) -> None:
     api, name, r, size = nodesim_api, "roll", 4, 2
-    await api.create(LEADERWORKERSETS, lws_manifest(name, namespace, replicas=r, size=size))
-    await wait_ready(api, namespace, name, r)
-    old = await current_key(api, namespace, name)
+    old = await create_settled(api, lws_manifest(name, namespace, replicas=r, size=size))
     assert await revision_keys(api, namespace, name) == [old]
 
     async with RolloutRecorder(api, namespace, name, r, size) as rec:
@@ -469,9 +475,7 @@ async def test_rolling_update_with_surge(
 ) -> None:
     api, name, r, size = nodesim_api, "surge", 3, 2
     manifest = lws_manifest(name, namespace, replicas=r, size=size, rolloutStrategy=strategy(0, 1))
-    await api.create(LEADERWORKERSETS, manifest)
-    await wait_ready(api, namespace, name, r)
-    old = await current_key(api, namespace, name)
+    old = await create_settled(api, manifest)
 
     async with RolloutRecorder(api, namespace, name, r, size) as rec:
         await change_template(api, namespace, name, "v2")
@@ -499,9 +503,7 @@ async def test_rolling_update_unavailable_and_surge(
 ) -> None:
     api, name, r, size = nodesim_api, "both", 4, 2
     manifest = lws_manifest(name, namespace, replicas=r, size=size, rolloutStrategy=strategy(2, 2))
-    await api.create(LEADERWORKERSETS, manifest)
-    await wait_ready(api, namespace, name, r)
-    old = await current_key(api, namespace, name)
+    old = await create_settled(api, manifest)
 
     async with RolloutRecorder(api, namespace, name, r, size) as rec:
         await change_template(api, namespace, name, "v2")
@@ -541,9 +543,7 @@ async def test_rollout_with_unready_groups(
     so they never block the rollout (with maxUnavailable 1 an unready group in the
     middle would: it already uses the whole budget)."""
     api, name, size = nodesim_api, "sick", 2
-    await api.create(LEADERWORKERSETS, lws_manifest(name, namespace, replicas=replicas, size=size))
-    await wait_ready(api, namespace, name, replicas)
-    old = await current_key(api, namespace, name)
+    old = await create_settled(api, lws_manifest(name, namespace, replicas=replicas, size=size))
     sick = {g: f"{name}-{g}-1" for g in unready}
     before = await pods_by_name(api, namespace, name)
     for pod in sick.values():
@@ -618,9 +618,7 @@ async def test_partition_holds_lower_groups(
     manifest = lws_manifest(
         name, namespace, replicas=r, size=size, rolloutStrategy=strategy(partition=2)
     )
-    await api.create(LEADERWORKERSETS, manifest)
-    await wait_ready(api, namespace, name, r)
-    old = await current_key(api, namespace, name)
+    old = await create_settled(api, manifest)
     assert sts_shape(await leader_sts(api, namespace, name)) == (2, r)
 
     async with RolloutRecorder(api, namespace, name, r, size) as rec:
@@ -667,9 +665,7 @@ async def test_controller_restart_mid_rollout(
     lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
 ) -> None:
     api, name, r, size = nodesim_api, "crash", 4, 2
-    await api.create(LEADERWORKERSETS, lws_manifest(name, namespace, replicas=r, size=size))
-    await wait_ready(api, namespace, name, r)
-    old = await current_key(api, namespace, name)
+    old = await create_settled(api, lws_manifest(name, namespace, replicas=r, size=size))
 
     async with RolloutRecorder(api, namespace, name, r, size) as rec:
         await change_template(api, namespace, name, "v2")
