@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from leaderworkerset.api import constants as c
@@ -26,6 +26,7 @@ from leaderworkerset.controllers.ownership import controller_of
 from leaderworkerset.controllers.rolling_update import rolling_update_parameters
 from leaderworkerset.controllers.services import shared_service, wants_shared_service
 from leaderworkerset.controllers.status import StatusUpdate, hash_status, ordinal_status
+from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
     DEPLOYMENTS,
@@ -34,6 +35,7 @@ from leaderworkerset.runtime.client import (
     STATEFULSETS,
     ApiClient,
     ApiError,
+    Resource,
 )
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
@@ -59,10 +61,7 @@ class LeaderWorkerSetReconciler:
     client: ApiClient
     caches: LwsCaches
     recorder: EventRecorder | None = None
-    applied: AppliedObjects | None = None
-
-    def __post_init__(self) -> None:
-        self.applied = self.applied or AppliedObjects()
+    applied: AppliedObjects = field(default_factory=AppliedObjects)
 
     async def __call__(self, key: str) -> Result | None:
         lws = self.caches.leaderworkersets.get_by_key(key)
@@ -144,7 +143,7 @@ class LeaderWorkerSetReconciler:
 
     # -- shared steps ------------------------------------------------------------------
 
-    def _owned(self, informer: Any, view: LwsView) -> JSON | None:
+    def _owned(self, informer: Informer, view: LwsView) -> JSON | None:
         obj: JSON | None = informer.get(view.namespace, view.name)
         if obj is None:
             return None
@@ -230,17 +229,15 @@ class LeaderWorkerSetReconciler:
         return created, True
 
     @staticmethod
-    def _applied_key(resource: Any, body: JSON) -> str:
+    def _applied_key(resource: Resource, body: JSON) -> str:
         meta = body["metadata"]
         return f"{resource.plural}/{meta['namespace']}/{meta['name']}"
 
-    def _applied_before(self, resource: Any, body: JSON) -> bool:
+    def _applied_before(self, resource: Resource, body: JSON) -> bool:
         """This process applied the object already (its cache may not show it yet)."""
-        assert self.applied is not None
         return self.applied.known(self._applied_key(resource, body))
 
-    async def _apply(self, resource: Any, body: JSON, live: JSON | None) -> JSON | None:
-        assert self.applied is not None
+    async def _apply(self, resource: Resource, body: JSON, live: JSON | None) -> JSON | None:
         cache_key = self._applied_key(resource, body)
         if not self.applied.needs_apply(cache_key, body, live):
             return None
