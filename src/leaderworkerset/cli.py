@@ -18,12 +18,12 @@ from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
-from leaderworkerset.controllers.setup import setup_controllers
 from leaderworkerset.localcluster.cli import dev
 from leaderworkerset.localcluster.demo import demo
 from leaderworkerset.runtime.certs import CertsNotReadyError
 from leaderworkerset.runtime.config import Settings, controller_command
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager
+from leaderworkerset.wiring import setup_controllers
 
 
 @click.group()

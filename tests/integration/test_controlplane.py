@@ -25,9 +25,9 @@ from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfigur
 from lightkube.resources.apps_v1 import StatefulSet
 from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod
 
-from leaderworkerset.localcluster import pki
 from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.localcluster.fixtures import ExternalCluster, create_namespace, make_client
+from leaderworkerset.runtime import pki
 
 pytestmark = pytest.mark.cluster
 

@@ -8,7 +8,7 @@ import pytest
 import pytest_asyncio
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.gang import PODGROUPS
+from leaderworkerset.controllers.pod.gang_scheduling import PODGROUPS
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim_testing import eventually
 from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient

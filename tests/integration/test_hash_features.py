@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.naming import subgroup_key
+from leaderworkerset.group.names import subgroup_key
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim import STARTUP_DELAY_ANNOTATION, NodeSimulator
+from leaderworkerset.localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
 from leaderworkerset.localcluster.nodesim_fixtures import ZONE_LABEL, NodePool, isolated_pod_spec
 from leaderworkerset.localcluster.nodesim_testing import condition_is, eventually, is_ready
 from leaderworkerset.runtime.client import (

@@ -12,7 +12,7 @@ import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim import NodeSimulator
+from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.localcluster.nodesim_testing import condition_is, eventually, is_ready
 from leaderworkerset.runtime.client import (
     DEPLOYMENTS,

@@ -17,13 +17,16 @@ import pytest_asyncio
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim import TERMINATION_DELAY_ANNOTATION, NodeSimulator
+from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
+from leaderworkerset.localcluster.nodesim.simulator import (
+    TERMINATION_DELAY_ANNOTATION,
+    NodeSimulator,
+)
 from leaderworkerset.localcluster.nodesim_fixtures import (
     SimulatorFactory,
     isolated,
     isolated_pod_spec,
 )
-from leaderworkerset.localcluster.nodesim_nodes import NodeSpec
 from leaderworkerset.localcluster.nodesim_testing import (
     condition,
     eventually,

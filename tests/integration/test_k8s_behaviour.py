@@ -8,15 +8,18 @@ import secrets
 
 import pytest
 
-from leaderworkerset.localcluster.nodesim import TERMINATION_DELAY_ANNOTATION, NodeSimulator
-from leaderworkerset.localcluster.nodesim_api import JsonObj, list_all, rfc3339
+from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all, rfc3339
+from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
+from leaderworkerset.localcluster.nodesim.simulator import (
+    TERMINATION_DELAY_ANNOTATION,
+    NodeSimulator,
+)
 from leaderworkerset.localcluster.nodesim_fixtures import (
     SimulatorFactory,
     isolated,
     isolated_pod_spec,
     unique_node_name,
 )
-from leaderworkerset.localcluster.nodesim_nodes import NodeSpec
 from leaderworkerset.localcluster.nodesim_testing import (
     PAUSE_IMAGE,
     condition,

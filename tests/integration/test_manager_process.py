@@ -37,7 +37,7 @@ import yaml
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import free_port, install
 from leaderworkerset.localcluster.lws_fixtures import paused_lws_controller
-from leaderworkerset.localcluster.nodesim import NodeSimulator
+from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.localcluster.nodesim_testing import eventually
 from leaderworkerset.runtime.certs import CA_CERT
 from leaderworkerset.runtime.client import (

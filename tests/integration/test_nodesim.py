@@ -9,25 +9,25 @@ import time
 
 import pytest
 
-from leaderworkerset.localcluster.nodesim import (
+from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all
+from leaderworkerset.localcluster.nodesim.cache import PodCache, PodKey
+from leaderworkerset.localcluster.nodesim.pods import (
+    PodRuntime,
+    desired_status,
+    ensure_containers,
+    status_patch,
+)
+from leaderworkerset.localcluster.nodesim.simulator import (
     TERMINATION_DELAY_ANNOTATION,
     NodeSimulator,
     NodeSpec,
 )
-from leaderworkerset.localcluster.nodesim_api import JsonObj, list_all
-from leaderworkerset.localcluster.nodesim_cache import PodCache, PodKey
 from leaderworkerset.localcluster.nodesim_fixtures import (
     NodePool,
     SimulatorFactory,
     isolated,
     isolated_pod_spec,
     unique_node_name,
-)
-from leaderworkerset.localcluster.nodesim_pods import (
-    PodRuntime,
-    desired_status,
-    ensure_containers,
-    status_patch,
 )
 from leaderworkerset.localcluster.nodesim_testing import (
     PodEventRecorder,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.naming import ordinal_group_key
+from leaderworkerset.group.names import ordinal_group_key
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient
 

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.naming import ordinal_group_key, subgroup_key
+from leaderworkerset.group.names import ordinal_group_key, subgroup_key
 from leaderworkerset.localcluster.deploy import RunningController
+from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
 from leaderworkerset.localcluster.nodesim_fixtures import (
     ZONE_LABEL,
     NodePool,
@@ -23,7 +24,6 @@ from leaderworkerset.localcluster.nodesim_fixtures import (
     isolated_pod_spec,
     unique_node_name,
 )
-from leaderworkerset.localcluster.nodesim_nodes import NodeSpec
 from leaderworkerset.localcluster.nodesim_testing import eventually, is_ready
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,

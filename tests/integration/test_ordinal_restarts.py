@@ -15,7 +15,7 @@ import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim import STARTUP_DELAY_ANNOTATION, NodeSimulator
+from leaderworkerset.localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
 from leaderworkerset.localcluster.nodesim_testing import eventually, is_ready
 from leaderworkerset.runtime.client import EVENTS, LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
 

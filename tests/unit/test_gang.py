@@ -9,8 +9,8 @@ import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.quantity import format_quantity, parse_quantity, sum_resources
-from leaderworkerset.controllers.gang import pod_group
-from leaderworkerset.controllers.lws_view import view_of
+from leaderworkerset.controllers.pod.gang_scheduling import pod_group
+from leaderworkerset.group.view import view_of
 
 
 def lws(size: int, *, startup: str = "LeaderCreated", leader: bool = True) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api import naming
+from leaderworkerset.group import names as naming
 from leaderworkerset.webhooks.pods import (
     Denied,
     PodAdmissionContext,

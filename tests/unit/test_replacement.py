@@ -9,15 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.readiness import pod_finished
-from leaderworkerset.controllers.replacement import (
+from leaderworkerset.controllers.lws.status import hash_groups
+from leaderworkerset.controllers.replacement.reconciler import (
     gated_leaders,
     leader_lost,
     replacement_events,
     tearing_down_groups,
     to_admit,
 )
-from leaderworkerset.controllers.status import hash_groups
+from leaderworkerset.group.readiness import pod_finished
 
 from .group_objects import NOW, lws_object
 

@@ -10,9 +10,9 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.caches import LwsCaches
-from leaderworkerset.controllers.lws_view import view_of
-from leaderworkerset.controllers.restarts import DELETED_LEADER_MEMORY, GroupRestarter
+from leaderworkerset.controllers.pod.restart_policy import DELETED_LEADER_MEMORY, GroupRestarter
+from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiClient, ApiError
 
 from .builders import lws_json

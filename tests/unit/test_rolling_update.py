@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.ordinal import leader_statefulset
-from leaderworkerset.controllers.rolling_update import (
+from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
+from leaderworkerset.controllers.lws.rolling_update import (
     ReplicaState,
     RollingUpdateError,
     RollingUpdatePlan,

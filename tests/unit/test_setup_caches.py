@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.controllers.caches import LwsCaches
-from leaderworkerset.controllers.setup import LwsControllers, setup_controllers
+from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.controller import Controller
+from leaderworkerset.wiring import LwsControllers, setup_controllers
 
 
 class FakeManager:

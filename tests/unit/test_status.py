@@ -10,13 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.readiness import (
-    container_restarted,
-    pod_running_and_ready,
-    statefulset_ready,
-    workers_ready_for_leader,
-)
-from leaderworkerset.controllers.status import (
+from leaderworkerset.controllers.lws.status import (
     EXCLUSIVE_PAIRS,
     GroupCounts,
     GroupObservation,
@@ -30,6 +24,12 @@ from leaderworkerset.controllers.status import (
     ordinal_groups,
     ordinal_status,
     status_changed,
+)
+from leaderworkerset.group.readiness import (
+    container_restarted,
+    pod_running_and_ready,
+    statefulset_ready,
+    workers_ready_for_leader,
 )
 
 from .group_objects import LATER, NOW, leader_pod, leader_sts, lws_object, worker_sts

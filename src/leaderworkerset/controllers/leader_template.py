@@ -9,7 +9,7 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.types import LeaderWorkerTemplate
-from leaderworkerset.controllers.lws_view import LwsView, view_of
+from leaderworkerset.group.view import LwsView, view_of
 
 JSON = dict[str, Any]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.lws_view import view_of
-from leaderworkerset.controllers.ownership import lws_reference, pod_reference
+from leaderworkerset.group.ownership import lws_reference, pod_reference
+from leaderworkerset.group.view import view_of
 from leaderworkerset.webhooks.pods import hash_group_service_name
 
 JSON = dict[str, Any]

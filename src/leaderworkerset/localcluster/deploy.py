@@ -25,7 +25,6 @@ import yaml
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.crd import build_crd
-from leaderworkerset.controllers.setup import LwsControllers, setup_controllers
 from leaderworkerset.runtime.certs import CertRotatorOptions
 from leaderworkerset.runtime.client import (
     CRDS,
@@ -36,6 +35,7 @@ from leaderworkerset.runtime.client import (
     ApiError,
 )
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
+from leaderworkerset.wiring import LwsControllers, setup_controllers
 
 JSON = dict[str, Any]
 WEBHOOK_MANIFESTS = "config/webhook/manifests.yaml"

@@ -25,7 +25,7 @@ from leaderworkerset.localcluster.deploy import (
     install,
     running_controller,
 )
-from leaderworkerset.localcluster.nodesim import NodeSimulator
+from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import ApiClient
 
 # The session's in-process controller while the `lws_controller` fixture lives.

@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest_asyncio
 
-from leaderworkerset.localcluster.nodesim import NodeSimulator
-from leaderworkerset.localcluster.nodesim_api import JsonObj, simulator_client
-from leaderworkerset.localcluster.nodesim_fleet import SimNode
-from leaderworkerset.localcluster.nodesim_nodes import NodeSpec
+from leaderworkerset.localcluster.nodesim.api import JsonObj, simulator_client
+from leaderworkerset.localcluster.nodesim.fleet import SimNode
+from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
+from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import ApiClient
 
 ZONE_LABEL = "topology.kubernetes.io/zone"

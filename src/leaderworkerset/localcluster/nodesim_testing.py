@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from leaderworkerset.localcluster.nodesim_api import JsonObj
+from leaderworkerset.localcluster.nodesim.api import JsonObj
 from leaderworkerset.runtime.client import PODS, ApiClient
 
 T = TypeVar("T")

@@ -12,8 +12,8 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.errors import ErrorType
-from leaderworkerset.controllers.caches import LwsCaches
-from leaderworkerset.controllers.options import ControllerOptions
+from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
 from leaderworkerset.runtime.webhook import (
     AdmissionResponse,

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api import naming
+from leaderworkerset.group import names as naming
 
 Pod = dict[str, Any]
 EnvVar = dict[str, Any]

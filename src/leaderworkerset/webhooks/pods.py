@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api import naming
+from leaderworkerset.group import names as naming
 from leaderworkerset.webhooks.affinity import add_exclusive_affinity
 from leaderworkerset.webhooks.env import (
     Denied,

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api import naming
 from leaderworkerset.api.quantity import parse_quantity
+from leaderworkerset.group import names as naming
 from leaderworkerset.webhooks.env import Denied, EnvVar, Pod, atoi, display_name, go_div, go_mod
 
 Container = dict[str, Any]

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.naming import parse_ordinal
+from leaderworkerset.api.objects import labels_of, meta_of
 from leaderworkerset.controllers import events as ev
-from leaderworkerset.controllers.caches import LwsCaches
-from leaderworkerset.controllers.lws_view import LwsView
-from leaderworkerset.controllers.objects import labels_of, meta_of
-from leaderworkerset.controllers.ownership import controller_of
-from leaderworkerset.controllers.readiness import container_restarted, pod_terminating
+from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.names import parse_ordinal
+from leaderworkerset.group.ownership import controller_of
+from leaderworkerset.group.readiness import container_restarted, pod_terminating
+from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
 

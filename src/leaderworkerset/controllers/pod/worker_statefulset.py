@@ -21,9 +21,9 @@ from leaderworkerset.controllers.leader_template import (
     merge_metadata,
     subgroup_annotations,
 )
-from leaderworkerset.controllers.lws_view import view_of
-from leaderworkerset.controllers.ownership import pod_reference
 from leaderworkerset.controllers.services import group_service_name
+from leaderworkerset.group.ownership import pod_reference
+from leaderworkerset.group.view import view_of
 from leaderworkerset.webhooks.tpu import pod_requests_tpus
 
 JSON = dict[str, Any]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from leaderworkerset.localcluster.nodesim_api import JsonObj, resource_version_newer
-from leaderworkerset.localcluster.nodesim_pods import PodRuntime
+from leaderworkerset.localcluster.nodesim.api import JsonObj, resource_version_newer
+from leaderworkerset.localcluster.nodesim.pods import PodRuntime
 
 PodKey = tuple[str, str]
 

@@ -16,16 +16,16 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers import events as ev
-from leaderworkerset.controllers import revisions as rev
-from leaderworkerset.controllers.applied import AppliedObjects
-from leaderworkerset.controllers.caches import LwsCaches
-from leaderworkerset.controllers.hashed import leader_deployment
-from leaderworkerset.controllers.lws_view import LwsView, view_of
-from leaderworkerset.controllers.ordinal import leader_statefulset
-from leaderworkerset.controllers.ownership import controller_of
-from leaderworkerset.controllers.rolling_update import rolling_update_parameters
+from leaderworkerset.controllers.lws import revisions as rev
+from leaderworkerset.controllers.lws.applied import AppliedObjects
+from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
+from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
+from leaderworkerset.controllers.lws.rolling_update import rolling_update_parameters
+from leaderworkerset.controllers.lws.status import StatusUpdate, hash_status, ordinal_status
 from leaderworkerset.controllers.services import shared_service, wants_shared_service
-from leaderworkerset.controllers.status import StatusUpdate, hash_status, ordinal_status
+from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.ownership import controller_of
+from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,

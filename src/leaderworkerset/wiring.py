@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.caches import LwsCaches, build_caches
-from leaderworkerset.controllers.groups import PodReconciler
-from leaderworkerset.controllers.leaderworkerset import LeaderWorkerSetReconciler
-from leaderworkerset.controllers.objects import labels_of, meta_of
-from leaderworkerset.controllers.options import ControllerOptions
-from leaderworkerset.controllers.replacement import ReplacementReconciler, replacement_events
+from leaderworkerset.api.objects import labels_of, meta_of
+from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
+from leaderworkerset.controllers.pod.reconciler import PodReconciler
+from leaderworkerset.controllers.replacement.reconciler import (
+    ReplacementReconciler,
+    replacement_events,
+)
+from leaderworkerset.group.caches import LwsCaches, build_caches
+from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.controller import Controller, Predicate, own_key
 from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.manager import Manager

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from leaderworkerset.localcluster.nodesim_api import JsonObj, rfc3339
-from leaderworkerset.localcluster.nodesim_pods import (
+from leaderworkerset.localcluster.nodesim.api import JsonObj, rfc3339
+from leaderworkerset.localcluster.nodesim.pods import (
     ContainerRuntime,
     PodRuntime,
     Termination,
@@ -22,7 +22,7 @@ PodChange = Callable[[PodRuntime, JsonObj], None]
 
 
 class PodFaults:
-    """Fault methods of :class:`~leaderworkerset.localcluster.nodesim.NodeSimulator`."""
+    """Fault methods of :class:`~leaderworkerset.localcluster.nodesim.simulator.NodeSimulator`."""
 
     async def _change_pod(self, namespace: str, name: str, change: PodChange) -> None:
         """Apply ``change`` to the pod's runtime state and write the resulting status."""

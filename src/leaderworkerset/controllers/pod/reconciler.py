@@ -14,21 +14,21 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers import events as ev
-from leaderworkerset.controllers import revisions as rev
-from leaderworkerset.controllers.caches import LwsCaches
-from leaderworkerset.controllers.gang import ensure_pod_group
-from leaderworkerset.controllers.group_ready import sync_group_ready
-from leaderworkerset.controllers.leaderworkerset import record
-from leaderworkerset.controllers.lws_view import LwsView, view_of
-from leaderworkerset.controllers.options import ControllerOptions
-from leaderworkerset.controllers.readiness import (
+from leaderworkerset.controllers.lws import revisions as rev
+from leaderworkerset.controllers.lws.reconciler import record
+from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group
+from leaderworkerset.controllers.pod.group_ready import sync_group_ready
+from leaderworkerset.controllers.pod.restart_policy import GroupRestarter, is_leader
+from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
+from leaderworkerset.controllers.services import group_service, group_service_name
+from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.readiness import (
     pod_condition_true,
     pod_finished,
     pod_terminating,
 )
-from leaderworkerset.controllers.restarts import GroupRestarter, is_leader
-from leaderworkerset.controllers.services import group_service, group_service_name
-from leaderworkerset.controllers.workers import build_worker_statefulset
+from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.client import (
     NODES,
     SERVICES,

@@ -13,9 +13,9 @@ from leaderworkerset.controllers.leader_template import (
     leader_pod_template,
     leader_selector,
 )
-from leaderworkerset.controllers.lws_view import view_of
-from leaderworkerset.controllers.ownership import lws_reference
-from leaderworkerset.controllers.rolling_update import leader_max_unavailable
+from leaderworkerset.controllers.lws.rolling_update import leader_max_unavailable
+from leaderworkerset.group.ownership import lws_reference
+from leaderworkerset.group.view import view_of
 
 JSON = dict[str, Any]
 

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.naming import hpa_pod_selector
+from leaderworkerset.api.objects import labels_of
 from leaderworkerset.controllers import events
-from leaderworkerset.controllers.lws_view import LwsView, view_of
-from leaderworkerset.controllers.objects import labels_of
-from leaderworkerset.controllers.readiness import (
+from leaderworkerset.controllers.lws.rolling_update import parse_index
+from leaderworkerset.group.names import hpa_pod_selector
+from leaderworkerset.group.readiness import (
     pod_finished,
     pod_running_and_ready,
     pod_terminating,
     statefulset_ready,
 )
-from leaderworkerset.controllers.rolling_update import parse_index
+from leaderworkerset.group.view import LwsView, view_of
 
 JSON = dict[str, Any]
 

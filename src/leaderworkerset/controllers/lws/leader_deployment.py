@@ -19,8 +19,8 @@ from leaderworkerset.controllers.leader_template import (
     leader_pod_template,
     leader_selector,
 )
-from leaderworkerset.controllers.lws_view import LwsView, view_of
-from leaderworkerset.controllers.ownership import lws_reference
+from leaderworkerset.group.ownership import lws_reference
+from leaderworkerset.group.view import LwsView, view_of
 
 JSON = dict[str, Any]
 

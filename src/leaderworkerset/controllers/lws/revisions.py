@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.naming import revision_name
+from leaderworkerset.api.objects import labels_of
 from leaderworkerset.controllers import events
-from leaderworkerset.controllers.objects import labels_of
-from leaderworkerset.controllers.ownership import controller_of, lws_reference
-from leaderworkerset.controllers.semantic_json import normalized
+from leaderworkerset.controllers.lws.semantic_json import normalized
+from leaderworkerset.group.names import revision_name
+from leaderworkerset.group.ownership import controller_of, lws_reference
 from leaderworkerset.runtime.events import object_reference
 
 JSON = dict[str, Any]

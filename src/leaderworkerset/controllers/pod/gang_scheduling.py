@@ -13,8 +13,8 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.quantity import format_quantity, sum_resources
-from leaderworkerset.controllers.lws_view import LwsView
-from leaderworkerset.controllers.ownership import pod_reference
+from leaderworkerset.group.ownership import pod_reference
+from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
 
 JSON = dict[str, Any]

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 
 import httpx2
 
-from leaderworkerset.localcluster.nodesim_api import (
+from leaderworkerset.localcluster.nodesim.api import (
     JsonObj,
     delete_if_present,
     list_all,
     micro_time,
     rfc3339,
 )
-from leaderworkerset.localcluster.nodesim_nodes import (
+from leaderworkerset.localcluster.nodesim.nodes import (
     LEASE_NAMESPACE,
     NOT_READY_TAINT,
     UNREACHABLE_TAINT,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.objects import labels_of
+from leaderworkerset.api.objects import labels_of
 
 JSON = dict[str, Any]
 

@@ -14,7 +14,7 @@ import datetime
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.readiness import workers_ready_for_leader
+from leaderworkerset.group.readiness import workers_ready_for_leader
 from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 
 JSON = dict[str, Any]

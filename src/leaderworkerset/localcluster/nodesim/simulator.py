@@ -20,23 +20,23 @@ from types import TracebackType
 
 import httpx2
 
-from leaderworkerset.localcluster.nodesim_api import (
+from leaderworkerset.localcluster.nodesim.api import (
     JsonObj,
     delete_if_present,
     list_all,
     rfc3339,
     simulator_client,
 )
-from leaderworkerset.localcluster.nodesim_cache import PodCache, PodKey, meta_of
-from leaderworkerset.localcluster.nodesim_faults import PodChange, PodFaults
-from leaderworkerset.localcluster.nodesim_fleet import NodeFleet, SimNode
-from leaderworkerset.localcluster.nodesim_nodes import (
+from leaderworkerset.localcluster.nodesim.cache import PodCache, PodKey, meta_of
+from leaderworkerset.localcluster.nodesim.faults import PodChange, PodFaults
+from leaderworkerset.localcluster.nodesim.fleet import NodeFleet, SimNode
+from leaderworkerset.localcluster.nodesim.nodes import (
     AddressPool,
     NodeSpec,
     claim_networks,
     release_networks,
 )
-from leaderworkerset.localcluster.nodesim_pods import (
+from leaderworkerset.localcluster.nodesim.pods import (
     STARTUP_DELAY_ANNOTATION,
     TERMINAL_PHASES,
     TERMINATION_DELAY_ANNOTATION,
@@ -48,8 +48,8 @@ from leaderworkerset.localcluster.nodesim_pods import (
     ensure_containers,
     status_patch,
 )
-from leaderworkerset.localcluster.nodesim_watch import PodWatch
-from leaderworkerset.localcluster.nodesim_workqueue import WorkQueue
+from leaderworkerset.localcluster.nodesim.watch import PodWatch
+from leaderworkerset.localcluster.nodesim.workqueue import WorkQueue
 from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 
 __all__ = [

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import httpx2
 import orjson
 
-from leaderworkerset.localcluster.nodesim_api import JsonObj, list_all
+from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
 
 log = logging.getLogger(__name__)

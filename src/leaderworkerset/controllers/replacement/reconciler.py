@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.caches import LwsCaches
-from leaderworkerset.controllers.lws_view import view_of
-from leaderworkerset.controllers.objects import labels_of, meta_of
-from leaderworkerset.controllers.readiness import pod_finished, pod_terminating
+from leaderworkerset.api.objects import labels_of, meta_of
+from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.readiness import pod_finished, pod_terminating
+from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
 from leaderworkerset.runtime.controller import Predicate, Result
 

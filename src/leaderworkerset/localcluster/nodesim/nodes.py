@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderworkerset.localcluster.nodesim_api import JsonObj, micro_time, rfc3339
+from leaderworkerset.localcluster.nodesim.api import JsonObj, micro_time, rfc3339
 
 KUBELET_VERSION = "v1.37.2"
 LEASE_NAMESPACE = "kube-node-lease"

@@ -17,11 +17,11 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import scaled_value
-from leaderworkerset.api.naming import leader_pod_name
+from leaderworkerset.api.objects import labels_of
 from leaderworkerset.controllers import events
-from leaderworkerset.controllers.lws_view import LwsView, view_of
-from leaderworkerset.controllers.objects import labels_of
-from leaderworkerset.controllers.readiness import pod_running_and_ready, statefulset_ready
+from leaderworkerset.group.names import leader_pod_name
+from leaderworkerset.group.readiness import pod_running_and_ready, statefulset_ready
+from leaderworkerset.group.view import LwsView, view_of
 
 JSON = dict[str, Any]
 

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderworkerset.localcluster.nodesim_api import JsonObj, rfc3339
+from leaderworkerset.localcluster.nodesim.api import JsonObj, rfc3339
 
 ANNOTATION_PREFIX = "nodesim.leaderworkerset.dev/"
 TERMINATION_DELAY_ANNOTATION = ANNOTATION_PREFIX + "termination-delay-seconds"
