@@ -30,6 +30,7 @@ lint: setup
 	$(BIN)/ruff check src tests bench hack
 	$(BIN)/ruff format --check src tests bench hack
 	$(BIN)/mypy
+	PYTHONPATH=src $(BIN)/lint-imports
 
 unit: setup
 	$(BIN)/pytest -q tests/unit
