@@ -1,17 +1,18 @@
 # Two commands do all set-up on a fresh machine:
 #   make run    a local Kubernetes control plane with simulated nodes and a sample LeaderWorkerSet
-#   make test   lint, type checks, unit tests and integration tests against a real control plane
+#   make test   lint, type checks, a check of the plain install, unit tests and integration
+#               tests against a real control plane
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane lint unit integration crd clean
+.PHONY: run test setup controlplane lint install-check unit integration crd clean
 
 run: setup controlplane
 	$(BIN)/lws demo
 
-test: setup controlplane lint
+test: setup controlplane lint install-check
 	$(BIN)/pytest -q tests
 
 setup: $(STAMP)
@@ -31,6 +32,24 @@ lint: setup
 	$(BIN)/ruff format --check src tests bench hack
 	$(BIN)/mypy
 	PYTHONPATH=src $(BIN)/lint-imports
+
+# What `pip install .` gives a user (no extras, not editable) must start: the package is
+# built from a copy of the sources (no stale build/ or egg-info) into a fresh venv, and
+# the commands that need no cluster are run against every sample.
+install-check:
+	@set -eu; \
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	tar --exclude=__pycache__ --exclude='*.egg-info' -cf - pyproject.toml README.md src \
+		| tar -xf - -C "$$tmp"; \
+	cp constraints.txt "$$tmp"/; \
+	$(PYTHON) -m venv "$$tmp/venv"; \
+	(cd "$$tmp" && venv/bin/pip install -q -c constraints.txt .); \
+	"$$tmp/venv/bin/lws" --help >/dev/null; \
+	"$$tmp/venv/bin/lws" controller --help >/dev/null; \
+	for sample in config/samples/*.yaml; do \
+		"$$tmp/venv/bin/lws" validate "$$sample" >/dev/null; \
+	done; \
+	echo "install-check: the plain install starts and validates every sample"
 
 unit: setup
 	$(BIN)/pytest -q tests/unit

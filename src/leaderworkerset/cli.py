@@ -1,10 +1,16 @@
-"""`lws`: the command line of the project."""
+"""`lws`: the command line of the project.
+
+The local-cluster commands (`lws dev`, `lws demo`) are imported only when run, so the
+controller, `validate` and `--help` never load the local cluster and its simulator.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +24,65 @@ from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
-from leaderworkerset.localcluster.cli import dev
-from leaderworkerset.localcluster.demo import demo
 from leaderworkerset.runtime.certs import CertsNotReadyError
 from leaderworkerset.runtime.config import Settings, controller_command
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager
 from leaderworkerset.wiring import setup_controllers
 
 
-@click.group()
+@dataclass(frozen=True)
+class LazyCommand:
+    """Where a subcommand lives, and the one line `lws --help` shows for it."""
+
+    target: str  # "module:attribute"
+    short_help: str
+
+    def load(self) -> click.Command:
+        module, _, attribute = self.target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+
+LAZY_COMMANDS = {
+    "dev": LazyCommand(
+        "leaderworkerset.localcluster.cli:dev",
+        "Run a local Kubernetes control plane (etcd, apiserver, kcm, scheduler).",
+    ),
+    "demo": LazyCommand(
+        "leaderworkerset.localcluster.demo:demo",
+        "Local control plane + simulated nodes + the controller + a sample LeaderWorkerSet.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """Lists :data:`LAZY_COMMANDS` by their short help and imports one only when it is
+    resolved to run (or to show its own help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        lazy = LAZY_COMMANDS.get(cmd_name)
+        if lazy is None:
+            return super().get_command(ctx, cmd_name)
+        # A stand-in with the short help: enough for the group's command list.
+        return click.Command(cmd_name, short_help=lazy.short_help)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name in LAZY_COMMANDS:
+            command = LAZY_COMMANDS[name].load()
+        return name, command, rest
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(__version__, prog_name="lws")
 def main() -> None:
     """LeaderWorkerSet controller, tools and local cluster."""
-
-
-main.add_command(dev)
-main.add_command(demo)
 
 
 def run_controller(settings: Settings) -> None:

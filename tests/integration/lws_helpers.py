@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.nodesim_testing import eventually
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
+from tests.waiting import eventually
 
 JSON = dict[str, Any]
 PAUSE = "registry.k8s.io/pause:3.10"

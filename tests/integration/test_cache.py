@@ -23,7 +23,6 @@ import httpx2 as httpx
 import pytest
 
 from leaderworkerset.localcluster.controlplane import ControlPlane
-from leaderworkerset.localcluster.fixtures import TEST_NAMESPACE_LABEL
 from leaderworkerset.runtime.cache import Backoff, DeletedFinalStateUnknown, Informer
 from leaderworkerset.runtime.client import CONFIGMAPS, NAMESPACES, ApiClient, ApiError
 from leaderworkerset.runtime.indexes import (
@@ -32,6 +31,7 @@ from leaderworkerset.runtime.indexes import (
     label_index_value,
     object_key,
 )
+from tests.fixtures.controlplane import TEST_NAMESPACE_LABEL
 
 pytestmark = [
     pytest.mark.cluster,

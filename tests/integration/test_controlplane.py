@@ -26,8 +26,8 @@ from lightkube.resources.apps_v1 import StatefulSet
 from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod
 
 from leaderworkerset.localcluster.controlplane import ControlPlane
-from leaderworkerset.localcluster.fixtures import ExternalCluster, create_namespace, make_client
 from leaderworkerset.runtime import pki
+from tests.fixtures.controlplane import ExternalCluster, create_namespace, make_client
 
 pytestmark = pytest.mark.cluster
 

@@ -16,8 +16,8 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.crd import build_crd
 from leaderworkerset.api.defaults import apply_schema_defaults
 from leaderworkerset.api.types import LeaderWorkerSet
-from leaderworkerset.localcluster.nodesim_testing import eventually
 from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient, ApiError
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

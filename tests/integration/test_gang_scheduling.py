@@ -10,8 +10,8 @@ import pytest_asyncio
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.pod.gang_scheduling import PODGROUPS
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim_testing import eventually
 from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient
+from tests.waiting import eventually
 
 from .lws_helpers import labels, live_pods, lws_manifest, name_of, wait_ready
 

@@ -19,9 +19,8 @@ import pytest
 from leaderworkerset.api import constants as c
 from leaderworkerset.group.names import subgroup_key
 from leaderworkerset.localcluster.deploy import RunningController
+from leaderworkerset.localcluster.nodesim.nodes import ZONE_LABEL
 from leaderworkerset.localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
-from leaderworkerset.localcluster.nodesim_fixtures import ZONE_LABEL, NodePool, isolated_pod_spec
-from leaderworkerset.localcluster.nodesim_testing import condition_is, eventually, is_ready
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
     PODS,
@@ -29,6 +28,9 @@ from leaderworkerset.runtime.client import (
     STATEFULSETS,
     ApiClient,
 )
+from tests.fixtures.nodesim import NodePool, isolated_pod_spec
+from tests.fixtures.pods import condition_is, is_ready
+from tests.waiting import eventually
 
 from .lws_helpers import labels, live_pods, lws_pods, name_of, wait_ready
 from .test_hash_mode import env_of, hash_lws, is_leader, key_of, leaders, workers_of

@@ -13,7 +13,6 @@ import pytest
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.localcluster.nodesim_testing import condition_is, eventually, is_ready
 from leaderworkerset.runtime.client import (
     DEPLOYMENTS,
     LEADERWORKERSETS,
@@ -22,6 +21,8 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
+from tests.fixtures.pods import condition_is, is_ready
+from tests.waiting import eventually
 
 from .lws_helpers import (
     get_lws,

@@ -22,17 +22,6 @@ from leaderworkerset.localcluster.nodesim.simulator import (
     TERMINATION_DELAY_ANNOTATION,
     NodeSimulator,
 )
-from leaderworkerset.localcluster.nodesim_fixtures import (
-    SimulatorFactory,
-    isolated,
-    isolated_pod_spec,
-)
-from leaderworkerset.localcluster.nodesim_testing import (
-    condition,
-    eventually,
-    is_ready,
-    pod_manifest,
-)
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
     PODS,
@@ -42,6 +31,9 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
+from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
+from tests.fixtures.pods import condition, is_ready, pod_manifest
+from tests.waiting import eventually
 
 from .lws_helpers import get_lws, lws_pods, name_of, wait_ready
 from .test_hash_mode import gated_pod, hash_lws, is_leader, key_of, leaders, terminating

@@ -14,23 +14,6 @@ from leaderworkerset.localcluster.nodesim.simulator import (
     TERMINATION_DELAY_ANNOTATION,
     NodeSimulator,
 )
-from leaderworkerset.localcluster.nodesim_fixtures import (
-    SimulatorFactory,
-    isolated,
-    isolated_pod_spec,
-    unique_node_name,
-)
-from leaderworkerset.localcluster.nodesim_testing import (
-    PAUSE_IMAGE,
-    condition,
-    condition_is,
-    eventually,
-    get_pod,
-    is_ready,
-    pod_manifest,
-    wait_pod,
-    wait_pod_gone,
-)
 from leaderworkerset.runtime.client import (
     DEPLOYMENTS,
     PODS,
@@ -39,6 +22,18 @@ from leaderworkerset.runtime.client import (
     STRATEGIC_MERGE_PATCH,
     ApiClient,
 )
+from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec, unique_node_name
+from tests.fixtures.pods import (
+    PAUSE_IMAGE,
+    condition,
+    condition_is,
+    get_pod,
+    is_ready,
+    pod_manifest,
+    wait_pod,
+    wait_pod_gone,
+)
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="session")]
 

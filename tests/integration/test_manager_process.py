@@ -36,9 +36,7 @@ import yaml
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import free_port, install
-from leaderworkerset.localcluster.lws_fixtures import paused_lws_controller
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.localcluster.nodesim_testing import eventually
 from leaderworkerset.runtime.certs import CA_CERT
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
@@ -49,6 +47,8 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
+from tests.fixtures.lws import paused_lws_controller
+from tests.waiting import eventually
 
 from .lws_helpers import live_pods, lws_manifest, wait_ready
 

@@ -22,25 +22,25 @@ from leaderworkerset.localcluster.nodesim.simulator import (
     NodeSimulator,
     NodeSpec,
 )
-from leaderworkerset.localcluster.nodesim_fixtures import (
+from leaderworkerset.runtime.client import NODES, PODS, ApiClient
+from tests.fixtures.nodesim import (
     NodePool,
     SimulatorFactory,
     isolated,
     isolated_pod_spec,
     unique_node_name,
 )
-from leaderworkerset.localcluster.nodesim_testing import (
+from tests.fixtures.pods import (
     PodEventRecorder,
     condition,
     condition_is,
-    eventually,
     get_pod,
     is_ready,
     pod_manifest,
     wait_pod,
     wait_pod_gone,
 )
-from leaderworkerset.runtime.client import NODES, PODS, ApiClient
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="session")]
 

@@ -15,7 +15,6 @@ import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim_testing import eventually, is_ready
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
     LEADERWORKERSETS,
@@ -25,6 +24,8 @@ from leaderworkerset.runtime.client import (
     STRATEGIC_MERGE_PATCH,
     ApiClient,
 )
+from tests.fixtures.pods import is_ready
+from tests.waiting import eventually
 
 from .lws_helpers import (
     condition,

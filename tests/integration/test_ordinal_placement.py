@@ -16,15 +16,7 @@ import pytest
 from leaderworkerset.api import constants as c
 from leaderworkerset.group.names import ordinal_group_key, subgroup_key
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
-from leaderworkerset.localcluster.nodesim_fixtures import (
-    ZONE_LABEL,
-    NodePool,
-    isolated,
-    isolated_pod_spec,
-    unique_node_name,
-)
-from leaderworkerset.localcluster.nodesim_testing import eventually, is_ready
+from leaderworkerset.localcluster.nodesim.nodes import ZONE_LABEL, NodeSpec
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
     NODES,
@@ -33,6 +25,9 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     Resource,
 )
+from tests.fixtures.nodesim import NodePool, isolated, isolated_pod_spec, unique_node_name
+from tests.fixtures.pods import is_ready
+from tests.waiting import eventually
 
 from .lws_helpers import (
     JSON,

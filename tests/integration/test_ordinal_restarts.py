@@ -16,8 +16,9 @@ import pytest
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
-from leaderworkerset.localcluster.nodesim_testing import eventually, is_ready
 from leaderworkerset.runtime.client import EVENTS, LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
+from tests.fixtures.pods import is_ready
+from tests.waiting import eventually
 
 from .lws_helpers import lws_manifest, lws_pods, name_of, wait_ready
 

@@ -19,7 +19,6 @@ import pytest
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.localcluster.nodesim_testing import eventually, is_ready
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
     LEADERWORKERSETS,
@@ -28,6 +27,8 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     Resource,
 )
+from tests.fixtures.pods import is_ready
+from tests.waiting import eventually
 
 from .lws_helpers import (
     JSON,

@@ -39,8 +39,7 @@ from leaderworkerset.runtime.indexes import (
     label_index_value,
     object_key,
 )
-
-from .waiting import eventually
+from tests.waiting import eventually
 
 JSON = dict[str, Any]
 LABEL = "leaderworkerset.sigs.k8s.io/name"

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.runtime.expectations import EXPECTATIONS_TIMEOUT, Expectations
-from leaderworkerset.runtime.queue import FakeClock
+from tests.doubles import FakeClock
 
 LWS = "ns/sample"
 

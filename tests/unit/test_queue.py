@@ -20,12 +20,11 @@ from leaderworkerset.runtime.metrics import REGISTRY
 from leaderworkerset.runtime.queue import (
     BucketRateLimiter,
     ExponentialRateLimiter,
-    FakeClock,
     MaxOfRateLimiter,
     WorkQueue,
 )
-
-from .waiting import eventually
+from tests.doubles import FakeClock
+from tests.waiting import eventually
 
 KEYS = st.sampled_from(["ns/a", "ns/b", "ns/c", "ns/d"])
 BASE, CAP = 0.01, 1.0

@@ -21,8 +21,8 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.binaries import ensure_binaries
 from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.localcluster.deploy import running_controller
+from leaderworkerset.localcluster.nodesim.nodes import default_nodes
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.localcluster.nodesim_fixtures import default_nodes
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient, ApiError
 
 JSON = dict[str, Any]

@@ -1,4 +1,5 @@
-"""Simulated Node objects: their spec, the status a kubelet would report, and their Lease."""
+"""Simulated Node objects: their spec, the status a kubelet would report, and their Lease;
+and the default fleet that the demo, benchmarks and tests start with."""
 
 from __future__ import annotations
 
@@ -53,6 +54,31 @@ class NodeSpec:
             resources[GPU] = str(self.gpus)
         resources.update({k: str(v) for k, v in self.extended.items()})
         return resources
+
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+DEFAULT_ZONES = ("zone-a", "zone-b")
+
+
+def default_nodes(count: int = 4, prefix: str = "sim-node") -> list[NodeSpec]:
+    """GPU nodes (8 cpu, 32Gi, 110 pods, 8 GPUs) of one pool, spread over two zones."""
+    return [
+        NodeSpec(
+            name=f"{prefix}-{i}",
+            cpu="8",
+            memory="32Gi",
+            pods=110,
+            gpus=8,
+            labels={
+                ZONE_LABEL: DEFAULT_ZONES[i % len(DEFAULT_ZONES)],
+                REGION_LABEL: "sim-region",
+                NODEPOOL_LABEL: "default-pool",
+            },
+        )
+        for i in range(count)
+    ]
 
 
 class AddressPool:

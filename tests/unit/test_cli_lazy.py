@@ -1,0 +1,51 @@
+"""The local-cluster commands of `lws` load only when they run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from leaderworkerset.cli import LAZY_COMMANDS, main
+
+SAMPLE = Path(__file__).resolve().parents[2] / "config" / "samples" / "worker-template-only.yaml"
+
+# Runs `lws ARGS` in a fresh interpreter and prints the local-cluster modules it loaded.
+PROBE = """
+import sys
+from leaderworkerset.cli import main
+try:
+    main(sys.argv[1:], prog_name="lws")
+except SystemExit as exit:
+    if exit.code:
+        raise
+print("LOADED", sorted(m for m in sys.modules if m.startswith("leaderworkerset.localcluster")))
+"""
+
+
+@pytest.mark.parametrize(
+    "args", [["--help"], ["controller", "--help"], ["validate", str(SAMPLE)]], ids=" ".join
+)
+def test_commands_outside_the_local_cluster_do_not_load_it(args: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "LOADED []"
+
+
+@pytest.mark.parametrize("name", sorted(LAZY_COMMANDS))
+def test_the_listed_help_is_the_command_s_own(name: str) -> None:
+    command = LAZY_COMMANDS[name].load()
+    assert command.name == name
+    assert LAZY_COMMANDS[name].short_help == command.get_short_help_str(limit=1000)
+
+
+@pytest.mark.parametrize("name", sorted(LAZY_COMMANDS))
+def test_a_lazy_command_shows_its_own_help(name: str) -> None:
+    result = CliRunner().invoke(main, [name, "--help"])
+    assert result.exit_code == 0, result.output
+    assert f"main {name} [OPTIONS]" in result.output
