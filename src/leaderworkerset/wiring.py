@@ -44,10 +44,6 @@ class LwsControllers:
     options: ControllerOptions
 
 
-def _no_keys(obj: JSON) -> tuple[str, ...]:
-    return ()
-
-
 def _is_leader(pod: JSON) -> bool:
     return labels_of(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
 
@@ -114,17 +110,6 @@ def setup_controllers(
     replacement_controller = Controller(REPLACEMENT_CONTROLLER, replacement, workers=2)
     replacement_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, replacement_events())
     replacement_controller.watch(caches.leaderworkersets, own_key)
-
-    # A controller starts once the caches of its sources have synced, but the
-    # reconcilers also read caches they do not watch. A cache still listing reads as
-    # empty, which is wrong rather than stale: a restarted manager's LWS reconciler
-    # saw no revision for the leader StatefulSet's key and created a duplicate under
-    # that key (the adoption path of §6.3.8), which truncation never removes; the pod
-    # reconciler drops a leader whose LeaderWorkerSet it cannot find. So those caches
-    # are sources too, mapped to no keys: the controller only waits for them.
-    lws_controller.watch(caches.revisions, _no_keys)
-    for informer in (caches.leaderworkersets, caches.revisions, caches.services):
-        pod_controller.watch(informer, _no_keys)
 
     for controller in (lws_controller, pod_controller, replacement_controller):
         manager.add(controller)

@@ -1,5 +1,9 @@
 """The controllers start only once every cache their reconcilers read has synced.
 
+A reconciler reads caches its controller does not watch, so waiting for a
+controller's own sources is not enough: the wiring gives every cache to the
+manager, which starts no controller before all of them have synced.
+
 Regression: a restarted manager's LWS reconciler ran before the ControllerRevision
 cache had listed, found no revision for the leader StatefulSet's key, and created a
 duplicate revision under that key that truncation never removes.
@@ -7,35 +11,23 @@ duplicate revision under that key that truncation never removes.
 
 from __future__ import annotations
 
+import asyncio
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import cast
 
 import pytest
 
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.runtime.cache import Informer
+from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.controller import Controller
+from leaderworkerset.runtime.manager import Manager, ManagerOptions
 from leaderworkerset.wiring import LwsControllers, setup_controllers
+from tests.unit.waiting import eventually
 
-
-class FakeManager:
-    """What setup_controllers needs of a Manager; nothing is started."""
-
-    def __init__(self) -> None:
-        self.client: Any = object()
-        self.recorder = None
-        self.caches: list[Informer] = []
-        self.runnables: list[Any] = []
-
-    def add_cache(self, cache: Informer, *, name: str = "") -> None:
-        self.caches.append(cache)
-
-    def add(self, runnable: Any, **_: Any) -> None:
-        self.runnables.append(runnable)
-
-
-def wired() -> LwsControllers:
-    return setup_controllers(FakeManager(), enable_webhooks=False)  # type: ignore[arg-type]
+CONTROLLERS = ("leaderworkerset", "pod", "group-replacement")
 
 
 def read_caches(caches: LwsCaches) -> dict[str, list[Informer]]:
@@ -53,34 +45,75 @@ def read_caches(caches: LwsCaches) -> dict[str, list[Informer]]:
     }
 
 
-def controller_named(wiring: LwsControllers, name: str) -> Controller:
-    (found,) = [
-        ctrl
-        for ctrl in (wiring.leaderworkersets, wiring.pods, wiring.replacement)
-        if ctrl.name == name
-    ]
-    return found
+class Wired:
+    """setup_controllers on a real manager whose caches never list: the test syncs them.
+
+    Each controller's start notes which of the caches its reconciler reads had synced.
+    """
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        options = ManagerOptions(
+            namespace="default",
+            webhook_host="127.0.0.1",
+            webhook_port=0,
+            cert_dir=tmp_path,
+            handle_signals=False,
+            graceful_shutdown_timeout=5,
+            cache_sync_timeout=0.05,
+        )
+        # Without a rotator, an elector or a recorder, the manager never calls the API.
+        self.manager = Manager(options, client=cast(ApiClient, object()))
+        self.wiring: LwsControllers = setup_controllers(self.manager, enable_webhooks=False)
+        for informer in self.wiring.caches.all():
+            monkeypatch.setattr(informer, "start", lambda: None)
+        self.unsynced_at_start: dict[str, list[str]] = {}
+        reads = read_caches(self.wiring.caches)
+        for ctrl in self.controllers():
+            monkeypatch.setattr(ctrl, "start", self._noting(ctrl, reads[ctrl.name]))
+
+    def controllers(self) -> list[Controller]:
+        return [self.wiring.leaderworkersets, self.wiring.pods, self.wiring.replacement]
+
+    def _noting(self, ctrl: Controller, reads: list[Informer]) -> Callable[[], Awaitable[None]]:
+        start = ctrl.start
+
+        async def noting_start() -> None:
+            unsynced = [informer.name for informer in reads if not informer.has_synced]
+            self.unsynced_at_start[ctrl.name] = unsynced
+            await start()
+
+        return noting_start
 
 
-@pytest.mark.parametrize("controller", ["leaderworkerset", "pod", "group-replacement"])
-async def test_controller_waits_for_every_cache_it_reads(controller: str) -> None:
-    for position in range(len(read_caches(wired().caches)[controller])):
-        wiring = wired()
-        missing = read_caches(wiring.caches)[controller][position]
-        for informer in wiring.caches.all():
+@pytest.mark.parametrize("controller", CONTROLLERS)
+async def test_no_controller_starts_before_a_cache_it_reads_synced(
+    controller: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    positions = range(len(read_caches(Wired(tmp_path, monkeypatch).wiring.caches)[controller]))
+    for position in positions:
+        wired = Wired(tmp_path, monkeypatch)
+        missing = read_caches(wired.wiring.caches)[controller][position]
+        for informer in wired.wiring.caches.all():
             if informer is not missing:
                 informer.synced.set()
-        ctrl = controller_named(wiring, controller)
-        ctrl.sync_timeout = 0.01
         with pytest.raises(TimeoutError, match=f"cache {re.escape(missing.name)} not synced"):
-            await ctrl.start()
+            await asyncio.wait_for(wired.manager.run(), 10)
+        assert wired.unsynced_at_start == {}
 
 
-async def test_controllers_start_once_all_caches_synced() -> None:
-    wiring = wired()
-    for informer in wiring.caches.all():
+async def test_controllers_start_once_all_caches_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wired = Wired(tmp_path, monkeypatch)
+    for informer in wired.wiring.caches.all():
         informer.synced.set()
-    for name in ("leaderworkerset", "pod", "group-replacement"):
-        ctrl = controller_named(wiring, name)
-        await ctrl.start()
-        await ctrl.stop()
+    run = asyncio.create_task(wired.manager.run())
+    try:
+        await eventually(
+            lambda: all(ctrl.running for ctrl in wired.controllers()) or run.done(),
+            "every controller's workers to start",
+        )
+    finally:
+        wired.manager.request_stop()
+        await asyncio.wait_for(run, 10)
+    assert wired.unsynced_at_start == {name: [] for name in CONTROLLERS}

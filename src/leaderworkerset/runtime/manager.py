@@ -3,9 +3,10 @@
 Every replica serves webhooks, probes and metrics and keeps the serving certificate
 valid; only the elected leader runs the runnables that need leader election (the
 controllers). Start-up and shutdown follow controller-runtime's order: runnables start
-once certificates are ready (and, for leader-elected ones, once this replica leads);
-shutdown stops the leader-elected runnables first, then caches and the rest, then the
-webhook server, releases the lease, and closes the probe and metrics servers last.
+once certificates are ready and every cache has synced (and, for leader-elected ones,
+once this replica leads); shutdown stops the leader-elected runnables first, then
+caches and the rest, then the webhook server, releases the lease, and closes the probe
+and metrics servers last.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class Cache(Protocol):
     @property
     def has_synced(self) -> bool: ...
 
+    # The name and meaning of `timeout` are those of the informer's method.
+    async def wait_synced(self, timeout: float | None = None) -> bool: ...  # noqa: ASYNC109
+
 
 class LeaderElectionLostError(RuntimeError):
     pass
@@ -89,6 +93,7 @@ class ManagerOptions:
     cert_rotator: CertRotatorOptions | None = None
     event_reporting_controller: str = ""
     graceful_shutdown_timeout: float = 30.0
+    cache_sync_timeout: float = 120.0
     handle_signals: bool = True
 
 
@@ -142,7 +147,7 @@ class Manager:
                 self.client, options.leader_election, recorder=self.recorder
             )
         self._entries: list[_Entry] = []
-        self._caches: list[Cache] = []
+        self._caches: list[tuple[str, Cache]] = []
         self._stop_requested = asyncio.Event()
         self._certs_ready = False
         self._leader_started = False
@@ -172,8 +177,9 @@ class Manager:
         self._entries.append(_Entry(runnable, leader_only))
 
     def add_cache(self, cache: Cache, *, name: str = "") -> None:
-        self._caches.append(cache)
-        label = name or str(getattr(cache, "name", f"cache-{len(self._caches)}"))
+        """Start `cache` on every replica; no runnable starts before it has synced."""
+        label = name or str(getattr(cache, "name", f"cache-{len(self._caches) + 1}"))
+        self._caches.append((label, cache))
         self.health.add_readyz_check(f"informer-sync-{label}", lambda: cache.has_synced)
 
     def add_healthz_check(self, name: str, check: Check) -> None:
@@ -229,8 +235,9 @@ class Manager:
         stop = asyncio.create_task(self._stop_requested.wait(), name="stop-requested")
         try:
             await self._first(stop, elector_task, self._wait_certs())
-            for cache in self._caches:
+            for _name, cache in self._caches:
                 cache.start()
+            await self._first(stop, elector_task, self._wait_caches())
             self._start(leader_only=False)
             if self.elector is None:
                 self._start(leader_only=True)
@@ -309,6 +316,16 @@ class Manager:
         self._certs_ready = True
         log.info("certificates are ready")
 
+    async def _wait_caches(self) -> None:
+        # Reconcilers read caches they do not watch, and a cache still listing reads as
+        # empty, which is wrong rather than stale: so every cache, not just the sources.
+        timeout = self.options.cache_sync_timeout
+        deadline = time.monotonic() + timeout
+        for name, cache in self._caches:
+            if not await cache.wait_synced(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(f"cache {name} not synced after {timeout}s")
+        log.info("caches are synced")
+
     def _start(self, *, leader_only: bool) -> None:
         for entry in self._entries:
             if entry.leader_only == leader_only and entry.task is None:
@@ -324,7 +341,7 @@ class Manager:
             return max(0.0, deadline - time.monotonic())
 
         await self._stop_entries(leader_only=True, deadline=deadline)
-        for cache in reversed(self._caches):
+        for _name, cache in reversed(self._caches):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(cache.stop(), left() or 0.1)
         await self._stop_entries(leader_only=False, deadline=deadline)
