@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -18,12 +17,9 @@ from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
+from leaderworkerset.controller_command import controller
 from leaderworkerset.localcluster.cli import dev
 from leaderworkerset.localcluster.demo import demo
-from leaderworkerset.runtime.certs import CertsNotReadyError
-from leaderworkerset.runtime.config import Settings, controller_command
-from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager
-from leaderworkerset.wiring import setup_controllers
 
 
 @click.group()
@@ -36,25 +32,7 @@ main.add_command(dev)
 main.add_command(demo)
 
 
-def run_controller(settings: Settings) -> None:
-    """`lws controller`: the manager with the LeaderWorkerSet controllers and webhooks."""
-
-    async def serve() -> None:
-        manager = Manager(settings.manager_options())
-        setup_controllers(
-            manager,
-            enable_webhooks=settings.enable_webhooks,
-            gang_scheduling=settings.gang_scheduling_provider is not None,
-        )
-        await manager.run()
-
-    try:
-        asyncio.run(serve())
-    except (LeaderElectionLostError, CertsNotReadyError) as exc:
-        sys.exit(f"{exc}")
-
-
-main.add_command(controller_command(run_controller, version=__version__))
+main.add_command(controller)
 
 
 @main.command()

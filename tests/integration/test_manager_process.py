@@ -39,7 +39,6 @@ from leaderworkerset.localcluster.deploy import free_port, install
 from leaderworkerset.localcluster.lws_fixtures import paused_lws_controller
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.localcluster.nodesim_testing import eventually
-from leaderworkerset.runtime.certs import CA_CERT
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
     LEASES,
@@ -49,6 +48,7 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
+from leaderworkerset.runtime.pki import CA_CERT
 
 from .lws_helpers import live_pods, lws_manifest, wait_ready
 
