@@ -353,11 +353,11 @@ class ControlPlanePKI:
 
     @property
     def ca_crt(self) -> Path:
-        return self.directory / "ca.crt"
+        return self.crt("ca")
 
     @property
     def ca_key(self) -> Path:
-        return self.directory / "ca.key"
+        return self.key("ca")
 
     def crt(self, stem: str) -> Path:
         return self.directory / f"{stem}.crt"
