@@ -5,7 +5,8 @@ keeps a Secret holding a self-signed CA and a serving certificate valid, writes 
 files the webhook server reads, and injects the CA into the webhook configurations (and
 CRD conversion webhooks) that point at the server, so no cert-manager is needed.
 Replicas race through optimistic concurrency on the Secret: the loser re-reads and
-adopts the winner's certificates.
+adopts the winner's certificates. The certificates themselves are built and checked by
+`runtime.pki`.
 """
 
 from __future__ import annotations
