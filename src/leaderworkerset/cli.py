@@ -6,7 +6,6 @@ controller, `validate` and `--help` never load the local cluster and its simulat
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
 import sys
@@ -24,10 +23,7 @@ from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
-from leaderworkerset.runtime.certs import CertsNotReadyError
-from leaderworkerset.runtime.config import Settings, controller_command
-from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager
-from leaderworkerset.wiring import setup_controllers
+from leaderworkerset.controller_command import controller
 
 
 @dataclass(frozen=True)
@@ -85,25 +81,7 @@ def main() -> None:
     """LeaderWorkerSet controller, tools and local cluster."""
 
 
-def run_controller(settings: Settings) -> None:
-    """`lws controller`: the manager with the LeaderWorkerSet controllers and webhooks."""
-
-    async def serve() -> None:
-        manager = Manager(settings.manager_options())
-        setup_controllers(
-            manager,
-            enable_webhooks=settings.enable_webhooks,
-            gang_scheduling=settings.gang_scheduling_provider is not None,
-        )
-        await manager.run()
-
-    try:
-        asyncio.run(serve())
-    except (LeaderElectionLostError, CertsNotReadyError) as exc:
-        sys.exit(f"{exc}")
-
-
-main.add_command(controller_command(run_controller, version=__version__))
+main.add_command(controller)
 
 
 @main.command()

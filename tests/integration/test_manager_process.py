@@ -37,7 +37,6 @@ import yaml
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import free_port, install
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.certs import CA_CERT
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
     LEASES,
@@ -47,6 +46,7 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
+from leaderworkerset.runtime.pki import CA_CERT
 from tests.fixtures.lws import paused_lws_controller
 from tests.waiting import eventually
 

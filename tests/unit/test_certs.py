@@ -20,12 +20,8 @@ from leaderworkerset.runtime.certs import (
     CertRotator,
     CertRotatorOptions,
     CertsNotReadyError,
-    KeyPairs,
     TLSOptions,
-    check_key_pairs,
-    generate_key_pairs,
     load_key_pair,
-    self_signed_cert,
     server_ssl_context,
 )
 from leaderworkerset.runtime.client import (
@@ -35,6 +31,12 @@ from leaderworkerset.runtime.client import (
     VALIDATING_WEBHOOKS,
     ApiError,
     Resource,
+)
+from leaderworkerset.runtime.pki import (
+    KeyPairs,
+    check_key_pairs,
+    generate_key_pairs,
+    self_signed_cert,
 )
 
 DNS = ("svc.ns.svc", "svc.ns.svc.cluster.local")

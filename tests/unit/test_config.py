@@ -11,17 +11,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from leaderworkerset.runtime import config
-from leaderworkerset.runtime import logging as runtime_logging
-from leaderworkerset.runtime.config import (
-    ConfigError,
+from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
+from leaderworkerset.api.config.defaults import set_defaults
+from leaderworkerset.api.config.validation import validate
+from leaderworkerset.api.godurations import format_duration, parse_duration
+from leaderworkerset.controller_command import (
     Settings,
     controller_command,
-    decode_configuration,
     load_configuration,
-    set_defaults,
-    validate,
+    operator_namespace,
+    user_agent,
+    webhooks_enabled,
 )
+from leaderworkerset.runtime import logging as runtime_logging
 
 HEADER = "apiVersion: config.lws.x-k8s.io/v1alpha1\nkind: Configuration\n"
 
@@ -127,7 +129,7 @@ clientConnection: {qps: 50.5, burst: 100}
     assert cfg.gang_scheduling_management.scheduler_provider == "volcano"
     assert cfg.client_connection is not None and cfg.client_connection.qps == 50.5
     # The effective configuration logs in the file's own spelling.
-    rendered = config.configuration_yaml(cfg)
+    rendered = configuration_yaml(cfg)
     assert "leaseDuration: 1m30s" in rendered and "renewDeadline: 500ms" in rendered
 
 
@@ -212,17 +214,17 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     ],
 )
 def test_go_durations(text: str, seconds: float) -> None:
-    assert config.parse_duration(text) == pytest.approx(seconds)
+    assert parse_duration(text) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("text", ["", "15", "s", "1x", "1s2", "--1s"])
 def test_invalid_go_durations(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):
-        config.parse_duration(text)
+        parse_duration(text)
 
 
 def test_durations_format_like_go() -> None:
-    assert [config.format_duration(s) for s in (15, 90, 0.5, 3600, 3725, 0)] == [
+    assert [format_duration(s) for s in (15, 90, 0.5, 3600, 3725, 0)] == [
         "15s",
         "1m30s",
         "500ms",
@@ -310,23 +312,23 @@ def test_load_configuration_reports_all_errors(tmp_path: Path) -> None:
 
 def test_operator_namespace(tmp_path: Path) -> None:
     sa = tmp_path / "namespace"
-    assert config.operator_namespace(sa_file=sa) == "lws-system"
+    assert operator_namespace(sa_file=sa) == "lws-system"
     sa.write_text("  custom-ns\n")
-    assert config.operator_namespace(sa_file=sa) == "custom-ns"
-    assert config.operator_namespace("override", sa_file=sa) == "override"
+    assert operator_namespace(sa_file=sa) == "custom-ns"
+    assert operator_namespace("override", sa_file=sa) == "override"
 
 
 def test_enable_webhooks_env() -> None:
-    assert config.webhooks_enabled({})
-    assert config.webhooks_enabled({"ENABLE_WEBHOOKS": "true"})
-    assert not config.webhooks_enabled({"ENABLE_WEBHOOKS": "false"})
+    assert webhooks_enabled({})
+    assert webhooks_enabled({"ENABLE_WEBHOOKS": "true"})
+    assert not webhooks_enabled({"ENABLE_WEBHOOKS": "false"})
 
 
 def test_user_agent_shape() -> None:
-    agent = config.user_agent("v0.7.0", "0123456789abcdef")
+    agent = user_agent("v0.7.0", "0123456789abcdef")
     assert agent.startswith("lws/v0.7.0 (")
     assert agent.endswith(") 0123456")
-    assert config.user_agent("v0.7.0").endswith(" unknown")
+    assert user_agent("v0.7.0").endswith(" unknown")
 
 
 # --- flags --------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.runtime import metrics
-from leaderworkerset.runtime.certs import KeyPairs, generate_key_pairs
+from leaderworkerset.runtime.pki import KeyPairs, generate_key_pairs
 from leaderworkerset.runtime.webhook import (
     AdmissionResponse,
     WebhookServer,

@@ -5,7 +5,8 @@ keeps a Secret holding a self-signed CA and a serving certificate valid, writes 
 files the webhook server reads, and injects the CA into the webhook configurations (and
 CRD conversion webhooks) that point at the server, so no cert-manager is needed.
 Replicas race through optimistic concurrency on the Secret: the loser re-reads and
-adopts the winner's certificates.
+adopts the winner's certificates. The certificates themselves are built and checked by
+`runtime.pki`.
 """
 
 from __future__ import annotations
@@ -15,22 +16,16 @@ import base64
 import contextlib
 import datetime
 import errno
-import ipaddress
 import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
+from leaderworkerset.api.config.tls import CIPHER_SUITES, TLS_VERSIONS
 from leaderworkerset.runtime.client import (
     CRDS,
     JSON,
@@ -41,51 +36,17 @@ from leaderworkerset.runtime.client import (
     ApiError,
     Resource,
 )
+from leaderworkerset.runtime.pki import (
+    CA_CERT,
+    TLS_CERT,
+    TLS_KEY,
+    YEAR,
+    KeyPairs,
+    check_key_pairs,
+    generate_key_pairs,
+)
 
 log = logging.getLogger("cert-rotation")
-
-CA_CERT = "ca.crt"
-CA_KEY = "ca.key"
-TLS_CERT = "tls.crt"
-TLS_KEY = "tls.key"
-
-# Go's crypto/tls version names, as the configuration file spells them.
-TLS_VERSIONS = {
-    "VersionTLS10": ssl.TLSVersion.TLSv1,
-    "VersionTLS11": ssl.TLSVersion.TLSv1_1,
-    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
-    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
-}
-
-# IANA/Go cipher-suite names that OpenSSL can serve, with OpenSSL's name for each.
-# TLS 1.3 suites are not configurable (as in Go), so they map to None and are skipped.
-CIPHER_SUITES: dict[str, str | None] = {
-    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
-    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
-    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
-    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
-    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305": "ECDHE-ECDSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305": "ECDHE-RSA-CHACHA20-POLY1305",
-    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
-    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
-    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA": "ECDHE-ECDSA-AES256-SHA",
-    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA": "ECDHE-RSA-AES256-SHA",
-    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256": "ECDHE-ECDSA-AES128-SHA256",
-    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
-    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
-    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
-    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
-    "TLS_RSA_WITH_AES_256_CBC_SHA": "AES256-SHA",
-    "TLS_RSA_WITH_AES_128_CBC_SHA256": "AES128-SHA256",
-    "TLS_AES_128_GCM_SHA256": None,
-    "TLS_AES_256_GCM_SHA384": None,
-    "TLS_CHACHA20_POLY1305_SHA256": None,
-}
-
-_BACKDATE = datetime.timedelta(hours=1)  # tolerate clock skew between us and API servers
-YEAR = datetime.timedelta(days=365)
 
 
 @dataclass(frozen=True)
@@ -132,197 +93,6 @@ def load_key_pair(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
         with os.fdopen(fd, "wb") as out:
             out.write(key_pem)
         ctx.load_cert_chain(cert_path, key_path)
-
-
-# --- Generation and validation ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KeyPairs:
-    """A CA and the serving certificate it signed, all PEM."""
-
-    ca_cert: bytes
-    ca_key: bytes
-    cert: bytes
-    key: bytes
-
-    def secret_data(self) -> dict[str, str]:
-        files = {CA_CERT: self.ca_cert, CA_KEY: self.ca_key, TLS_CERT: self.cert, TLS_KEY: self.key}
-        return {name: base64.b64encode(data).decode() for name, data in files.items()}
-
-    @classmethod
-    def from_secret_data(cls, data: dict[str, str] | None) -> KeyPairs | None:
-        data = data or {}
-        try:
-            raw = {
-                name: base64.b64decode(data[name]) for name in (CA_CERT, CA_KEY, TLS_CERT, TLS_KEY)
-            }
-        except (KeyError, ValueError):
-            return None
-        if not all(raw.values()):
-            return None
-        return cls(raw[CA_CERT], raw[CA_KEY], raw[TLS_CERT], raw[TLS_KEY])
-
-
-def _key_pem(key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
-
-
-def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(
-        digital_signature=True,
-        content_commitment=False,
-        key_encipherment=not cert_sign,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=cert_sign,
-        crl_sign=cert_sign,
-        encipher_only=False,
-        decipher_only=False,
-    )
-
-
-def _sans(dns_names: Iterable[str], ip_addresses: Iterable[str]) -> list[x509.GeneralName]:
-    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
-    return sans
-
-
-def generate_key_pairs(
-    *,
-    ca_name: str,
-    ca_organization: str,
-    dns_names: Iterable[str],
-    ip_addresses: Iterable[str] = (),
-    now: datetime.datetime | None = None,
-    ca_validity: datetime.timedelta = 10 * YEAR,
-    cert_validity: datetime.timedelta = YEAR,
-) -> KeyPairs:
-    """A fresh RSA-2048 CA and a server-auth certificate for `dns_names` signed by it."""
-    now = now or datetime.datetime.now(datetime.UTC)
-    dns = list(dns_names)
-    if not dns:
-        raise ValueError("a serving certificate needs at least one DNS name")
-    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    ca_subject = x509.Name(
-        [
-            x509.NameAttribute(NameOID.COMMON_NAME, ca_name),
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, ca_organization),
-        ]
-    )
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_subject)
-        .issuer_name(ca_subject)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + ca_validity)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(_key_usage(cert_sign=True), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    cert = (
-        x509.CertificateBuilder()
-        # X.509 caps a CN at 64 characters; clients match the SANs, so a cut CN is harmless.
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns[0][:64])]))
-        .issuer_name(ca_subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + cert_validity)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(cert_sign=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .add_extension(x509.SubjectAlternativeName(_sans(dns, ip_addresses)), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return KeyPairs(
-        ca_cert=ca.public_bytes(serialization.Encoding.PEM),
-        ca_key=_key_pem(ca_key),
-        cert=cert.public_bytes(serialization.Encoding.PEM),
-        key=_key_pem(key),
-    )
-
-
-def self_signed_cert(
-    host: str = "localhost", ip_addresses: Iterable[str] = ("127.0.0.1",)
-) -> tuple[bytes, bytes]:
-    """A throwaway (cert, key) for a server nobody verifies by CA, like the metrics server."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{int(now.timestamp())}")])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + YEAR)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(_sans([host], ip_addresses)), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
-
-
-def _same_public_key(cert: x509.Certificate, key_pem: bytes) -> bool:
-    key = serialization.load_pem_private_key(key_pem, password=None)
-    der = serialization.Encoding.DER
-    spki = serialization.PublicFormat.SubjectPublicKeyInfo
-    return bool(
-        key.public_key().public_bytes(der, spki) == cert.public_key().public_bytes(der, spki)
-    )
-
-
-def check_key_pairs(
-    pairs: KeyPairs,
-    *,
-    dns_names: Iterable[str],
-    ip_addresses: Iterable[str] = (),
-    now: datetime.datetime | None = None,
-    lookahead: datetime.timedelta = datetime.timedelta(days=90),
-) -> str | None:
-    """Why `pairs` must be regenerated, or None when they are good past `now + lookahead`."""
-    now = now or datetime.datetime.now(datetime.UTC)
-    horizon = now + lookahead
-    try:
-        ca = x509.load_pem_x509_certificate(pairs.ca_cert)
-        cert = x509.load_pem_x509_certificate(pairs.cert)
-        if not _same_public_key(ca, pairs.ca_key):
-            return "the CA key does not match the CA certificate"
-        if not _same_public_key(cert, pairs.key):
-            return "the serving key does not match the serving certificate"
-        cert.verify_directly_issued_by(ca)
-        constraints = ca.extensions.get_extension_for_class(x509.BasicConstraints).value
-        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except (ValueError, TypeError, InvalidSignature, x509.ExtensionNotFound) as exc:
-        return f"the certificates are invalid: {exc}"
-    if not constraints.ca:
-        return "the CA certificate is not a CA"
-    for label, c in (("CA", ca), ("serving", cert)):
-        if c.not_valid_before_utc > now:
-            return f"the {label} certificate is not valid yet"
-        if c.not_valid_after_utc < horizon:
-            return f"the {label} certificate expires at {c.not_valid_after_utc.isoformat()}"
-    have_dns = set(sans.get_values_for_type(x509.DNSName))
-    missing = [d for d in dns_names if d not in have_dns]
-    have_ips = {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
-    missing += [ip for ip in ip_addresses if str(ipaddress.ip_address(ip)) not in have_ips]
-    if missing:
-        return f"the serving certificate lacks the names {', '.join(missing)}"
-    return None
 
 
 # --- The rotator -----------------------------------------------------------------

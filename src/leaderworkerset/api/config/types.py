@@ -1,0 +1,113 @@
+"""The `config.lws.x-k8s.io/v1alpha1` Configuration types and their wire names.
+
+None marks a member the file left unset, so that defaulting can tell it from an
+explicit zero, as the Go types' pointers do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from leaderworkerset.api.godurations import Duration, format_duration
+
+API_VERSION = "config.lws.x-k8s.io/v1alpha1"
+KIND = "Configuration"
+
+
+def json_name(field_name: str) -> str:
+    """Every member's wire name is the camelCase of its Python name."""
+    head, *rest = field_name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+@dataclass
+class ControllerWebhook:
+    port: int | None = None
+    host: str = ""
+    cert_dir: str = ""
+
+
+@dataclass
+class LeaderElection:
+    leader_elect: bool | None = None
+    lease_duration: Duration | None = None
+    renew_deadline: Duration | None = None
+    retry_period: Duration | None = None
+    resource_lock: str = ""
+    resource_name: str = ""
+    resource_namespace: str = ""
+
+
+@dataclass
+class ControllerMetrics:
+    bind_address: str = ""
+
+
+@dataclass
+class ControllerHealth:
+    health_probe_bind_address: str = ""
+    readiness_endpoint_name: str = ""
+    liveness_endpoint_name: str = ""
+
+
+@dataclass
+class TLS:
+    min_version: str = ""
+    cipher_suites: list[str] = field(default_factory=list)
+
+
+@dataclass
+class InternalCertManagement:
+    enable: bool | None = None
+    webhook_service_name: str | None = None
+    webhook_secret_name: str | None = None
+
+
+@dataclass
+class GangSchedulingManagement:
+    scheduler_provider: str | None = None
+
+
+@dataclass
+class ClientConnection:
+    qps: float | None = None
+    burst: int | None = None
+
+
+@dataclass
+class Configuration:
+    api_version: str = ""
+    kind: str = ""
+    webhook: ControllerWebhook = field(default_factory=ControllerWebhook)
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    metrics: ControllerMetrics = field(default_factory=ControllerMetrics)
+    health: ControllerHealth = field(default_factory=ControllerHealth)
+    tls: TLS | None = None
+    internal_cert_management: InternalCertManagement | None = None
+    gang_scheduling_management: GangSchedulingManagement | None = None
+    client_connection: ClientConnection | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form (durations as Go strings, unset members left out)."""
+        out = _encode(self)
+        assert isinstance(out, dict)
+        return out
+
+
+def _encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for spec in dataclasses.fields(value):
+            encoded = _encode(getattr(value, spec.name))
+            if encoded not in (None, "", [], {}):
+                out[json_name(spec.name)] = encoded
+        return out
+    if isinstance(value, Duration):
+        return format_duration(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    return value

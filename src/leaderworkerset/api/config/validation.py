@@ -1,0 +1,103 @@
+"""Validation of a defaulted Configuration; every error names its field path."""
+
+from __future__ import annotations
+
+import re
+
+from leaderworkerset.api.config.tls import CIPHER_SUITES, TLS_VERSIONS
+from leaderworkerset.api.config.types import (
+    TLS,
+    Configuration,
+    GangSchedulingManagement,
+    InternalCertManagement,
+)
+from leaderworkerset.api.errors import FieldError, invalid, not_supported, required
+from leaderworkerset.api.metavalidation import DNS1123_SUBDOMAIN_MSG, dns1035_label_errors
+
+SUPPORTED_RESOURCE_LOCKS = ("leases",)
+SUPPORTED_GANG_SCHEDULERS = ("volcano",)
+SECURE_TLS_VERSIONS = ("VersionTLS12", "VersionTLS13")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+
+
+def validate(cfg: Configuration) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if cfg.tls is not None:
+        errs += _validate_tls(cfg.tls)
+    icm = cfg.internal_cert_management
+    if icm is not None and icm.enable:
+        errs += _validate_cert_management(icm)
+    if cfg.gang_scheduling_management is not None:
+        errs += _validate_gang_scheduling(cfg.gang_scheduling_management)
+    le = cfg.leader_election
+    if le.leader_elect and le.resource_lock not in SUPPORTED_RESOURCE_LOCKS:
+        errs.append(
+            not_supported("leaderElection.resourceLock", le.resource_lock, SUPPORTED_RESOURCE_LOCKS)
+        )
+    port = cfg.webhook.port
+    if port is not None and not 0 < port < 65536:
+        errs.append(invalid("webhook.port", port, "must be between 1 and 65535, inclusive"))
+    return errs
+
+
+def _validate_tls(tls: TLS) -> list[FieldError]:
+    errs: list[FieldError] = []
+    version = tls.min_version
+    if version and version not in SECURE_TLS_VERSIONS:
+        detail = (
+            "insecure TLS version, use VersionTLS12 or VersionTLS13"
+            if version in TLS_VERSIONS
+            else "unknown TLS version, use VersionTLS12 or VersionTLS13"
+        )
+        errs.append(invalid("tls.minVersion", version, detail))
+    if tls.cipher_suites and version == "VersionTLS13":
+        errs.append(
+            invalid(
+                "tls.cipherSuites",
+                tls.cipher_suites,
+                "may not be specified when minVersion is VersionTLS13",
+            )
+        )
+    for i, suite in enumerate(tls.cipher_suites):
+        if suite not in CIPHER_SUITES:
+            errs.append(invalid(f"tls.cipherSuites[{i}]", suite, "not supported or doesn't exist"))
+    return errs
+
+
+def _validate_cert_management(icm: InternalCertManagement) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if icm.webhook_service_name is not None:
+        for msg in dns1035_label_errors(icm.webhook_service_name):
+            errs.append(
+                invalid("internalCertManagement.webhookServiceName", icm.webhook_service_name, msg)
+            )
+    name = icm.webhook_secret_name
+    if name is not None:
+        if len(name) > 253:
+            errs.append(
+                invalid(
+                    "internalCertManagement.webhookSecretName",
+                    name,
+                    "must be no more than 253 characters",
+                )
+            )
+        if not _DNS1123_SUBDOMAIN.match(name):
+            errs.append(
+                invalid("internalCertManagement.webhookSecretName", name, DNS1123_SUBDOMAIN_MSG)
+            )
+    return errs
+
+
+def _validate_gang_scheduling(gang: GangSchedulingManagement) -> list[FieldError]:
+    provider = gang.scheduler_provider
+    if not provider:
+        return [required("gangSchedulingManagement.schedulerProvider")]
+    if provider not in SUPPORTED_GANG_SCHEDULERS:
+        return [
+            not_supported(
+                "gangSchedulingManagement.schedulerProvider", provider, SUPPORTED_GANG_SCHEDULERS
+            )
+        ]
+    return []

@@ -1,0 +1,416 @@
+"""`lws controller`: flags and environment to effective settings, then the manager.
+
+Command-line flags override the configuration file only when given explicitly.
+`controller_command()` makes the click command; `Settings.manager_options()` turns its
+result into the runtime's `ManagerOptions`; `run_controller` starts the manager with the
+LeaderWorkerSet controllers and webhooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from leaderworkerset import __version__
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
+from leaderworkerset.api.config.defaults import (
+    DEFAULT_BURST,
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_QPS,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    DEFAULT_WEBHOOK_PORT,
+    set_defaults,
+)
+from leaderworkerset.api.config.types import API_VERSION, KIND, ClientConnection, Configuration
+from leaderworkerset.api.config.validation import validate
+from leaderworkerset.api.godurations import Duration, parse_duration
+from leaderworkerset.runtime import logging as runtime_logging
+from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
+from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
+from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
+from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
+from leaderworkerset.wiring import setup_controllers
+
+SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+CA_NAME = "lws-ca"
+CA_ORGANIZATION = "lws"
+
+
+# --- Flags, environment, effective settings -----------------------------------------
+
+
+@dataclass(frozen=True)
+class FlagOverrides:
+    """Flags given on the command line; None means "not given", so the file wins."""
+
+    metrics_bind_address: str | None = None
+    health_probe_bind_address: str | None = None
+    kube_api_qps: float | None = None
+    kube_api_burst: int | None = None
+    leader_elect: bool | None = None
+    leader_elect_lease_duration: float | None = None
+    leader_elect_renew_deadline: float | None = None
+    leader_elect_retry_period: float | None = None
+    leader_elect_resource_lock: str | None = None
+    leader_elect_resource_name: str | None = None
+
+
+def apply_overrides(cfg: Configuration, flags: FlagOverrides) -> Configuration:
+    le = cfg.leader_election
+    cc = cfg.client_connection = cfg.client_connection or ClientConnection()
+    if flags.metrics_bind_address is not None:
+        cfg.metrics.bind_address = flags.metrics_bind_address
+    if flags.health_probe_bind_address is not None:
+        cfg.health.health_probe_bind_address = flags.health_probe_bind_address
+    if flags.kube_api_qps is not None:
+        cc.qps = flags.kube_api_qps
+    if flags.kube_api_burst is not None:
+        cc.burst = flags.kube_api_burst
+    if flags.leader_elect is not None:
+        le.leader_elect = flags.leader_elect
+    if flags.leader_elect_lease_duration is not None:
+        le.lease_duration = Duration(flags.leader_elect_lease_duration)
+    if flags.leader_elect_renew_deadline is not None:
+        le.renew_deadline = Duration(flags.leader_elect_renew_deadline)
+    if flags.leader_elect_retry_period is not None:
+        le.retry_period = Duration(flags.leader_elect_retry_period)
+    if flags.leader_elect_resource_lock is not None:
+        le.resource_lock = flags.leader_elect_resource_lock
+    if flags.leader_elect_resource_name is not None:
+        le.resource_name = flags.leader_elect_resource_name
+    return cfg
+
+
+def load_configuration(
+    path: Path | str | None, flags: FlagOverrides = FlagOverrides()
+) -> Configuration:
+    """File (or nothing) → defaults → explicit flags → validation; ConfigError when invalid."""
+    if path:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the configuration file: {exc}") from None
+        cfg = decode_configuration(text)
+    else:
+        cfg = Configuration(api_version=API_VERSION, kind=KIND)
+    apply_overrides(set_defaults(cfg), flags)
+    errs = validate(cfg)
+    if errs:
+        raise ConfigError("invalid configuration: " + "; ".join(str(e) for e in errs))
+    return cfg
+
+
+def operator_namespace(
+    override: str | None = None, sa_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
+) -> str:
+    if override:
+        return override
+    try:
+        namespace = sa_file.read_text().strip()
+    except OSError:
+        namespace = ""
+    return namespace or c.DEFAULT_OPERATOR_NAMESPACE
+
+
+def webhooks_enabled(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get("ENABLE_WEBHOOKS", "") != "false"
+
+
+def user_agent(version: str, git_commit: str = "") -> str:
+    """`lws/<version> (<os>/<arch>) <commit[:7] or unknown>`, as the Go manager sends."""
+    system = platform.system().lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    return f"lws/{version} ({system}/{arch}) {git_commit[:7] or 'unknown'}"
+
+
+def in_cluster() -> bool:
+    return (
+        bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and SERVICE_ACCOUNT_NAMESPACE_FILE.exists()
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything `lws controller` decided before the manager is built."""
+
+    configuration: Configuration
+    namespace: str
+    kubeconfig: Path | None = None
+    enable_webhooks: bool = True
+    metrics_auth: bool = False
+    extra_dns_names: tuple[str, ...] = ()
+    extra_ip_addresses: tuple[str, ...] = ()
+    user_agent: str = "lws"
+    identity: str = field(default_factory=default_identity)
+    exit_on_leadership_loss: bool = True
+
+    @property
+    def gang_scheduling_provider(self) -> str | None:
+        gang = self.configuration.gang_scheduling_management
+        return gang.scheduler_provider if gang else None
+
+    def manager_options(self) -> ManagerOptions:
+        cfg = self.configuration
+        tls = TLSOptions()
+        if cfg.tls is not None:
+            tls = TLSOptions(cfg.tls.min_version, tuple(cfg.tls.cipher_suites))
+        cc = cfg.client_connection or ClientConnection()
+        return ManagerOptions(
+            namespace=self.namespace,
+            kubeconfig=self.kubeconfig,
+            qps=float(DEFAULT_QPS if cc.qps is None else cc.qps),
+            burst=int(DEFAULT_BURST if cc.burst is None else cc.burst),
+            user_agent=self.user_agent,
+            leader_election=self._leader_election(),
+            exit_on_leadership_loss=self.exit_on_leadership_loss,
+            metrics_bind_address=cfg.metrics.bind_address,
+            metrics_auth=self.metrics_auth,
+            health_probe_bind_address=cfg.health.health_probe_bind_address,
+            liveness_endpoint=cfg.health.liveness_endpoint_name,
+            readiness_endpoint=cfg.health.readiness_endpoint_name,
+            webhook_host=cfg.webhook.host,
+            webhook_port=int(cfg.webhook.port or DEFAULT_WEBHOOK_PORT),
+            cert_dir=Path(cfg.webhook.cert_dir),
+            tls=tls,
+            cert_rotator=self._cert_rotator(),
+            event_reporting_controller=c.EVENT_REPORTING_CONTROLLER,
+        )
+
+    def _leader_election(self) -> LeaderElectionConfig | None:
+        le = self.configuration.leader_election
+        if not le.leader_elect:
+            return None
+        return LeaderElectionConfig(
+            # resourceNamespace is ignored upstream: the lease lives with the operator.
+            namespace=self.namespace,
+            name=le.resource_name,
+            identity=self.identity,
+            lease_duration=float(le.lease_duration or DEFAULT_LEASE_DURATION),
+            renew_deadline=float(le.renew_deadline or DEFAULT_RENEW_DEADLINE),
+            retry_period=float(le.retry_period or DEFAULT_RETRY_PERIOD),
+            release_on_cancel=True,
+        )
+
+    def _cert_rotator(self) -> CertRotatorOptions | None:
+        icm = self.configuration.internal_cert_management
+        if icm is None or not icm.enable:
+            return None
+        return CertRotatorOptions(
+            namespace=self.namespace,
+            secret_name=icm.webhook_secret_name or c.WEBHOOK_SECRET_NAME,
+            service_name=icm.webhook_service_name or c.WEBHOOK_SERVICE_NAME,
+            cert_dir=Path(self.configuration.webhook.cert_dir),
+            ca_name=CA_NAME,
+            ca_organization=CA_ORGANIZATION,
+            mutating_webhook_configurations=(c.MUTATING_WEBHOOK_CONFIGURATION,),
+            validating_webhook_configurations=(c.VALIDATING_WEBHOOK_CONFIGURATION,),
+            extra_dns_names=self.extra_dns_names,
+            extra_ip_addresses=self.extra_ip_addresses,
+        )
+
+
+# --- The click command ----------------------------------------------------------------
+
+
+class _GoDuration(click.ParamType[float, Any]):
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _go_bool(name: str, help_text: str) -> Callable[[Any], Any]:
+    # Go bool flags: `--x` means true, `--x=false` is the only way to say false.
+    return click.option(
+        name, type=click.BOOL, is_flag=False, flag_value="true", default=None, help=help_text
+    )
+
+
+# The Go manager's flags, in the order `--help` lists them. Those that are not
+# parameters of `command` below are collected into FlagOverrides.
+_OPTIONS: tuple[Callable[[Any], Any], ...] = (
+    click.option("--config", "config_path", default="", help="Path to the Configuration file."),
+    click.option("--version", "print_version", is_flag=True, help="Print the version and exit."),
+    click.option(
+        "--metrics-bind-address",
+        default=None,
+        help="[deprecated] Metrics address; '0' disables. Default :8443.",
+    ),
+    click.option(
+        "--health-probe-bind-address",
+        default=None,
+        help="[deprecated] Probe address. Default :8081.",
+    ),
+    click.option("--kube-api-qps", type=float, default=None, help="Client QPS. Default 500."),
+    click.option("--kube-api-burst", type=int, default=None, help="Client burst. Default 500."),
+    _go_bool("--leader-elect", "Enable leader election. Default true."),
+    click.option(
+        "--leader-elect-lease-duration",
+        type=_GoDuration(),
+        default=None,
+        help="[deprecated] Default 15s.",
+    ),
+    click.option(
+        "--leader-elect-renew-deadline",
+        type=_GoDuration(),
+        default=None,
+        help="[deprecated] Default 10s.",
+    ),
+    click.option(
+        "--leader-elect-retry-period",
+        type=_GoDuration(),
+        default=None,
+        help="[deprecated] Default 2s.",
+    ),
+    click.option("--leader-elect-resource-lock", default=None, help="[deprecated] Default leases."),
+    click.option(
+        "--leader-elect-resource-name",
+        default=None,
+        help=f"[deprecated] Default {c.LEADER_ELECTION_LEASE_NAME}.",
+    ),
+    click.option(
+        "--zap-log-level", default="info", help="debug, info, error, or an integer verbosity."
+    ),
+    click.option("--zap-encoder", type=click.Choice(ENCODERS), default="json"),
+    _go_bool("--zap-devel", "Development mode: console encoder, debug level."),
+    click.option("--zap-stacktrace-level", default="error"),
+    click.option("--zap-time-encoding", type=click.Choice(TIME_ENCODINGS), default="iso8601"),
+    click.option(
+        "--kubeconfig",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Kubeconfig (default: in-cluster, $KUBECONFIG, ~/.kube/config).",
+    ),
+    click.option(
+        "--operator-namespace",
+        "namespace_override",
+        envvar="LWS_OPERATOR_NAMESPACE",
+        default=None,
+        help="Namespace of the lease and webhook secret (default: the pod's, else lws-system).",
+    ),
+    _go_bool(
+        "--metrics-secure", "Authenticate and authorize metrics scrapes (default: when in-cluster)."
+    ),
+    click.option(
+        "--webhook-cert-extra-sans",
+        multiple=True,
+        help="Extra DNS names / IPs for the serving certificate (local runs).",
+    ),
+)
+
+
+def controller_command(
+    run: Callable[[Settings], None],
+    *,
+    name: str = "controller",
+    version: str = "",
+    build_date: str = "",
+    git_commit: str = "",
+) -> click.Command:
+    """The manager's command line with the Go manager's flag names; `run(settings)` is
+    called with the effective settings after logging has been configured."""
+
+    def command(
+        config_path: str,
+        print_version: bool,
+        zap_log_level: str,
+        zap_encoder: str,
+        zap_devel: bool | None,
+        zap_stacktrace_level: str,
+        zap_time_encoding: str,
+        kubeconfig: Path | None,
+        namespace_override: str | None,
+        metrics_secure: bool | None,
+        webhook_cert_extra_sans: tuple[str, ...],
+        **flags: Any,
+    ) -> None:
+        """Run the LeaderWorkerSet controller manager."""
+        if print_version:
+            click.echo(f"Version: {version}\nBuildDate: {build_date}\nGitCommit: {git_commit}")
+            return
+        try:
+            runtime_logging.configure(
+                "debug" if zap_devel and zap_log_level == "info" else zap_log_level,
+                encoder="console" if zap_devel else zap_encoder,
+                time_encoding=zap_time_encoding,
+                stacktrace_level=zap_stacktrace_level,
+            )
+            cfg = load_configuration(config_path or None, FlagOverrides(**flags))
+        except (ConfigError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+        sans = _split(webhook_cert_extra_sans)
+        settings = Settings(
+            configuration=cfg,
+            namespace=operator_namespace(namespace_override),
+            kubeconfig=kubeconfig,
+            enable_webhooks=webhooks_enabled(),
+            metrics_auth=in_cluster() if metrics_secure is None else metrics_secure,
+            extra_dns_names=tuple(s for s in sans if not _is_ip(s)),
+            extra_ip_addresses=tuple(s for s in sans if _is_ip(s)),
+            user_agent=user_agent(version or "unknown", git_commit),
+        )
+        logging.getLogger("setup").info(
+            "effective configuration", extra={"config": configuration_yaml(cfg)}
+        )
+        run(settings)
+
+    decorated: Callable[..., None] = command
+    for option in reversed(_OPTIONS):
+        decorated = option(decorated)
+    return click.command(name, context_settings={"show_default": True})(decorated)
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+# --- Running the manager --------------------------------------------------------------
+
+
+def run_controller(settings: Settings) -> None:
+    """The manager with the LeaderWorkerSet controllers and webhooks."""
+
+    async def serve() -> None:
+        manager = Manager(settings.manager_options())
+        setup_controllers(
+            manager,
+            enable_webhooks=settings.enable_webhooks,
+            gang_scheduling=settings.gang_scheduling_provider is not None,
+        )
+        await manager.run()
+
+    try:
+        asyncio.run(serve())
+    except (LeaderElectionLostError, CertsNotReadyError) as exc:
+        sys.exit(f"{exc}")
+
+
+controller = controller_command(run_controller, version=__version__)
