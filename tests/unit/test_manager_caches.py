@@ -13,7 +13,7 @@ import pytest
 from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.controller import Controller, Result
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
-from tests.unit.waiting import eventually
+from tests.waiting import eventually
 
 _names = itertools.count()
 

@@ -25,7 +25,7 @@ from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
 from leaderworkerset.wiring import LwsControllers, setup_controllers
-from tests.unit.waiting import eventually
+from tests.waiting import eventually
 
 CONTROLLERS = ("leaderworkerset", "pod", "group-replacement")
 
