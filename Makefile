@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane lint unit integration crd clean
+.PHONY: run test setup controlplane lint unit integration compat crd clean
 
 run: setup controlplane
 	$(BIN)/lws demo
@@ -36,6 +36,12 @@ unit: setup
 
 integration: setup controlplane
 	$(BIN)/pytest -q tests/integration
+
+# Migration to and from upstream's Go controller (opt-in: builds it from the Go
+# module proxy on first use, then runs both ways against the local control plane).
+compat: setup controlplane
+	bash hack/build-upstream-lws.sh
+	$(BIN)/pytest -q -s tests/compat
 
 crd: setup
 	$(BIN)/lws crd generate --output config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml
