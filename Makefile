@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane lint unit integration compat crd clean
+.PHONY: run test setup controlplane lint unit integration crd clean
 
 run: setup controlplane
 	$(BIN)/lws demo
@@ -39,6 +39,7 @@ integration: setup controlplane
 
 # Migration to and from upstream's Go controller (opt-in: builds it from the Go
 # module proxy on first use, then runs both ways against the local control plane).
+.PHONY: compat
 compat: setup controlplane
 	bash hack/build-upstream-lws.sh
 	$(BIN)/pytest -q -s tests/compat
