@@ -57,6 +57,13 @@ unit: setup
 integration: setup controlplane
 	$(BIN)/pytest -q tests/integration
 
+# Migration to and from upstream's Go controller (opt-in: builds it from the Go
+# module proxy on first use, then runs both ways against the local control plane).
+.PHONY: compat
+compat: setup controlplane
+	bash hack/build-upstream-lws.sh
+	$(BIN)/pytest -q -s tests/compat
+
 crd: setup
 	$(BIN)/lws crd generate --output config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml
 
