@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from leaderworkerset.localcluster.deploy import free_port
-from leaderworkerset.localcluster.nodesim_testing import eventually
 from leaderworkerset.runtime.pki import CertKey, issue_cert, make_ca
+from tests.waiting import eventually
 
 JSON = dict[str, Any]
 # Process start (Go: cache sync; ours: imports and cache sync) on a busy machine.

@@ -22,7 +22,6 @@ import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import FIELD_MANAGER, install, webhook_configurations
-from leaderworkerset.localcluster.nodesim_testing import eventually
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
     CRDS,
@@ -40,6 +39,7 @@ from tests.integration.lws_helpers import (
     statefulsets,
     wait_ready,
 )
+from tests.waiting import eventually
 
 from .managers import ManagerProcess, Managers, WebhookTLS
 
