@@ -6,12 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane lint unit integration crd clean
+.PHONY: run test setup controlplane tools lint unit integration crd clean
 
 run: setup controlplane
 	$(BIN)/lws demo
 
-test: setup controlplane lint
+test: setup controlplane tools lint
 	$(BIN)/pytest -q tests
 
 setup: $(STAMP)
@@ -26,6 +26,10 @@ $(STAMP): pyproject.toml constraints.txt
 controlplane:
 	bash hack/build-controlplane.sh
 
+# kubectl and helm for the install tests, cached like the control plane.
+tools:
+	bash hack/build-tools.sh
+
 lint: setup
 	$(BIN)/ruff check src tests bench hack
 	$(BIN)/ruff format --check src tests bench hack
@@ -34,11 +38,13 @@ lint: setup
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
-integration: setup controlplane
+integration: setup controlplane tools
 	$(BIN)/pytest -q tests/integration
 
+# The kustomize manifests and the Helm chart ship the same generated CRD.
 crd: setup
 	$(BIN)/lws crd generate --output config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml
+	$(BIN)/lws crd generate --output charts/lws/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
