@@ -15,6 +15,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,8 +43,17 @@ CUSTOM_VALUES: Obj = {
     "image": {"manager": {"repository": "example.com/lws", "tag": "v9", "pullPolicy": "Always"}},
     "replicaCount": 3,
     "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-    "podSecurityContext": {"runAsNonRoot": True, "runAsUser": 65532},
-    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    # Helm merges maps with the defaults, so every default key is given here.
+    "podSecurityContext": {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "seccompProfile": {"type": "Unconfined"},
+    },
+    "securityContext": {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": False,
+        "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]},
+    },
     "nodeSelector": {"kubernetes.io/os": "linux"},
     "tolerations": [
         {"key": "dedicated", "operator": "Equal", "value": "lws", "effect": "NoSchedule"}
@@ -162,10 +172,18 @@ def tools(
     except ApiError as e:
         if e.status.code != 409:
             raise
-    t.run("kubectl", "apply", "--server-side", "-f", STUB_CRDS)
-    t.run("kubectl", "wait", "--for=condition=Established", "--timeout=60s", "-f", STUB_CRDS)
+    # A cluster given through LWS_TEST_KUBECONFIG may have the real CRDs: those stay.
+    stubs = [
+        path
+        for path in sorted(STUB_CRDS.glob("*.yaml"))
+        if not t.run("kubectl", "get", "--ignore-not-found", "-o", "name", "-f", path).strip()
+    ]
+    for path in stubs:
+        t.run("kubectl", "apply", "--server-side", "-f", path)
+        t.run("kubectl", "wait", "--for=condition=Established", "--timeout=60s", "-f", path)
     yield t
-    t.run("kubectl", "delete", "--wait=false", "--ignore-not-found", "-f", STUB_CRDS)
+    for path in stubs:
+        t.run("kubectl", "delete", "--wait=false", "--ignore-not-found", "-f", path)
     if created:
         kube_client.delete(Namespace, NAMESPACE)
 
@@ -197,9 +215,16 @@ def test_helm_lint(tools: Tools) -> None:
     )
 
 
-def test_kubectl_matches_the_control_plane(tools: Tools) -> None:
-    version = json.loads(tools.run("kubectl", "version", "-o", "json"))
-    assert version["clientVersion"]["gitVersion"] == version["serverVersion"]["gitVersion"]
+def test_tool_versions(tools: Tools) -> None:
+    """kubectl is the control plane's Kubernetes version; helm carries its release."""
+    go_mod = (REPO / "hack" / "controlplane" / "go.mod").read_text()
+    (k8s,) = re.findall(r"^\s*k8s\.io/kubernetes (v\S+)", go_mod, re.MULTILINE)
+    version = json.loads(tools.run("kubectl", "version", "--client", "-o", "json"))
+    assert version["clientVersion"]["gitVersion"] == k8s
+    (helm,) = re.findall(
+        r"^\s*helm\.sh/helm/v4 (v\S+)", (REPO / "hack/helm/go.mod").read_text(), re.MULTILINE
+    )
+    assert tools.run("helm", "version", "--template", "{{.Version}}") == helm
 
 
 # --- what each install contains -------------------------------------------------
