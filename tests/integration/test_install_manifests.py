@@ -17,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,8 @@ import yaml
 from lightkube import ApiError, Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
+
+from leaderworkerset.runtime.config import load_configuration
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "lws"
@@ -356,7 +359,13 @@ def _comparable(obj: Obj) -> Obj:
 
 
 def _manager_config(objs: dict[Key, Obj]) -> Obj:
-    data: Obj = yaml.safe_load(objs[("ConfigMap", "lws-manager-config")]["data"][CONFIG_KEY])
+    """The manager's Configuration, after checking that the manager accepts it."""
+    text = objs[("ConfigMap", "lws-manager-config")]["data"][CONFIG_KEY]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, CONFIG_KEY)
+        path.write_text(text)
+        load_configuration(path)
+    data: Obj = yaml.safe_load(text)
     return data
 
 

@@ -1,5 +1,6 @@
 {{/* Labels on every object. Selectors use only control-plane: controller-manager,
-as the kustomize manifests do, so that either install can replace the other. */}}
+as the kustomize manifests do: a Deployment's selector cannot change, and the
+Services must find the pods of either install. */}}
 {{- define "lws.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/name: {{ .Chart.Name }}
@@ -30,7 +31,7 @@ managerConfig on top, merged key by key. */}}
 {{- end -}}
 
 {{- define "lws.webhookAnnotations" -}}
-{{- if .Values.enableCertManager }}
+{{- if .Values.enableCertManager -}}
 annotations:
   cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/lws-serving-cert
 {{- end }}
