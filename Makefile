@@ -7,12 +7,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane lint install-check unit integration crd clean
+.PHONY: run test setup controlplane tools lint install-check unit integration compat crd clean
 
 run: setup controlplane
 	$(BIN)/lws demo
 
-test: setup controlplane lint install-check
+test: setup controlplane tools lint install-check
 	$(BIN)/pytest -q tests
 
 setup: $(STAMP)
@@ -26,6 +26,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 controlplane:
 	bash hack/build-controlplane.sh
+
+# kubectl and helm for the install tests, cached like the control plane.
+tools:
+	bash hack/build-tools.sh
 
 lint: setup
 	$(BIN)/ruff check src tests bench hack
@@ -54,18 +58,19 @@ install-check:
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
-integration: setup controlplane
+integration: setup controlplane tools
 	$(BIN)/pytest -q tests/integration
 
 # Migration to and from upstream's Go controller (opt-in: builds it from the Go
 # module proxy on first use, then runs both ways against the local control plane).
-.PHONY: compat
 compat: setup controlplane
 	bash hack/build-upstream-lws.sh
 	$(BIN)/pytest -q -s tests/compat
 
+# The kustomize manifests and the Helm chart ship the same generated CRD.
 crd: setup
 	$(BIN)/lws crd generate --output config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml
+	$(BIN)/lws crd generate --output charts/lws/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

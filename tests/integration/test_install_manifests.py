@@ -1,0 +1,390 @@
+"""The install manifests against a real API server: the Helm chart (default and
+non-default values) and the kustomize overlays (config/default, config/certmanager)
+are rendered with the real tools and applied with a server-side dry run, and the
+objects the two install paths produce are compared after the server has defaulted
+them.
+
+kubectl and helm come from hack/build-tools.sh (``make tools``). The cert-manager
+and Prometheus operator CRDs are stubs (tests/integration/stub_crds), so their
+custom objects are checked for kind, name and scope only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import ApiError, Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
+
+from leaderworkerset.runtime.config import load_configuration
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "lws"
+STUB_CRDS = Path(__file__).resolve().parent / "stub_crds"
+NAMESPACE = "lws-system"
+RELEASE = "lws"
+CONFIG_KEY = "controller_manager_config.yaml"
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+
+# Values a user of the upstream chart might set, plus ours; every switch flipped.
+CUSTOM_VALUES: Obj = {
+    "image": {"manager": {"repository": "example.com/lws", "tag": "v9", "pullPolicy": "Always"}},
+    "replicaCount": 3,
+    "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+    # Helm merges maps with the defaults, so every default key is given here.
+    "podSecurityContext": {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "seccompProfile": {"type": "Unconfined"},
+    },
+    "securityContext": {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": False,
+        "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]},
+    },
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "tolerations": [
+        {"key": "dedicated", "operator": "Equal", "value": "lws", "effect": "NoSchedule"}
+    ],
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["ctl"]}]}
+                ]
+            }
+        }
+    },
+    "priorityClassName": "system-cluster-critical",
+    "enableCertManager": True,
+    "enablePrometheus": True,
+    "gangSchedulingManagement": {"schedulerProvider": "volcano"},
+    "service": {"port": 8443},
+    "logLevel": "debug",
+    "managerConfig": {
+        "clientConnection": {"qps": 100, "burst": 200},
+        "leaderElection": {"leaseDuration": "30s"},
+    },
+}
+
+
+@dataclass(frozen=True)
+class Tools:
+    folder: Path
+    kubeconfig: Path
+    helm_home: Path
+
+    def run(self, tool: str, *args: str | Path, stdin: str | None = None) -> str:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        # helm keeps caches and a repository list under these; none of them belong
+        # in the developer's home.
+        for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
+            env[var] = str(self.helm_home / var.lower())
+        cmd = [str(self.folder / tool), *map(str, args)]
+        proc = subprocess.run(
+            cmd, input=stdin, capture_output=True, text=True, env=env, check=False, timeout=120
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
+        return proc.stdout
+
+    def dry_run(self, manifests: str) -> dict[Key, Obj]:
+        """What the API server would store for these manifests, by (kind, name)."""
+        out = self.run(
+            "kubectl",
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "--force-conflicts",
+            "--field-manager=lws-install-test",
+            "-o",
+            "json",
+            "-f",
+            "-",
+            stdin=manifests,
+        )
+        objs = _json_stream(out)
+        return {(o["kind"], o["metadata"]["name"]): o for o in objs}
+
+    def helm_template(self, values: Obj | None = None) -> str:
+        args: list[str | Path] = ["template", RELEASE, CHART, "--namespace", NAMESPACE]
+        args += ["--include-crds"]
+        stdin = None
+        if values is not None:
+            args += ["--values", "-"]
+            stdin = yaml.safe_dump(values)
+        return self.run("helm", *args, stdin=stdin)
+
+    def kustomize(self, overlay: str) -> str:
+        return self.run("kubectl", "kustomize", REPO / "config" / overlay)
+
+
+def _json_stream(text: str) -> list[Obj]:
+    """kubectl prints one List, or one JSON document per object."""
+    decoder = json.JSONDecoder()
+    objs: list[Obj] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return objs
+        doc, pos = decoder.raw_decode(text, pos)
+        objs.extend(doc["items"] if doc.get("kind") == "List" else [doc])
+
+
+def _ensure_tools(pytestconfig: pytest.Config) -> Path:
+    script = REPO / "hack" / "build-tools.sh"
+    # A cold build takes minutes; its progress should reach the terminal.
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        proc = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"{script} failed with exit code {proc.returncode} (see its output above)")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def tools(
+    kubeconfig: Path,
+    kube_client: Client,
+    pytestconfig: pytest.Config,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Tools]:
+    t = Tools(_ensure_tools(pytestconfig), kubeconfig, tmp_path_factory.mktemp("helm"))
+    # Namespaced objects are dry-run only if their namespace really exists.
+    created = False
+    try:
+        kube_client.create(Namespace(metadata=ObjectMeta(name=NAMESPACE)))
+        created = True
+    except ApiError as e:
+        if e.status.code != 409:
+            raise
+    # A cluster given through LWS_TEST_KUBECONFIG may have the real CRDs: those stay.
+    stubs = [
+        path
+        for path in sorted(STUB_CRDS.glob("*.yaml"))
+        if not t.run("kubectl", "get", "--ignore-not-found", "-o", "name", "-f", path).strip()
+    ]
+    for path in stubs:
+        t.run("kubectl", "apply", "--server-side", "-f", path)
+        t.run("kubectl", "wait", "--for=condition=Established", "--timeout=60s", "-f", path)
+    yield t
+    for path in stubs:
+        t.run("kubectl", "delete", "--wait=false", "--ignore-not-found", "-f", path)
+    if created:
+        kube_client.delete(Namespace, NAMESPACE)
+
+
+@pytest.fixture(scope="module")
+def chart_default(tools: Tools) -> dict[Key, Obj]:
+    return tools.dry_run(tools.helm_template())
+
+
+@pytest.fixture(scope="module")
+def chart_custom(tools: Tools) -> dict[Key, Obj]:
+    return tools.dry_run(tools.helm_template(CUSTOM_VALUES))
+
+
+@pytest.fixture(scope="module")
+def kustomize_default(tools: Tools) -> dict[Key, Obj]:
+    return tools.dry_run(tools.kustomize("default"))
+
+
+@pytest.fixture(scope="module")
+def kustomize_certmanager(tools: Tools) -> dict[Key, Obj]:
+    return tools.dry_run(tools.kustomize("certmanager"))
+
+
+def test_helm_lint(tools: Tools) -> None:
+    tools.run("helm", "lint", "--strict", CHART)
+    tools.run(
+        "helm", "lint", "--strict", CHART, "--values", "-", stdin=yaml.safe_dump(CUSTOM_VALUES)
+    )
+
+
+def test_tool_versions(tools: Tools) -> None:
+    """kubectl is the control plane's Kubernetes version; helm carries its release."""
+    go_mod = (REPO / "hack" / "controlplane" / "go.mod").read_text()
+    (k8s,) = re.findall(r"^\s*k8s\.io/kubernetes (v\S+)", go_mod, re.MULTILINE)
+    version = json.loads(tools.run("kubectl", "version", "--client", "-o", "json"))
+    assert version["clientVersion"]["gitVersion"] == k8s
+    (helm,) = re.findall(
+        r"^\s*helm\.sh/helm/v4 (v\S+)", (REPO / "hack/helm/go.mod").read_text(), re.MULTILINE
+    )
+    assert tools.run("helm", "version", "--template", "{{.Version}}") == helm
+
+
+# --- what each install contains -------------------------------------------------
+
+COMMON = {
+    ("CustomResourceDefinition", "leaderworkersets.leaderworkerset.x-k8s.io"),
+    ("ServiceAccount", "lws-controller-manager"),
+    ("ClusterRole", "lws-manager-role"),
+    ("ClusterRoleBinding", "lws-manager-rolebinding"),
+    ("ClusterRole", "lws-metrics-reader"),
+    ("Role", "lws-leader-election-role"),
+    ("RoleBinding", "lws-leader-election-rolebinding"),
+    ("ConfigMap", "lws-manager-config"),
+    ("Deployment", "lws-controller-manager"),
+    ("Service", "lws-controller-manager-metrics-service"),
+    ("Service", "lws-webhook-service"),
+    ("MutatingWebhookConfiguration", "lws-mutating-webhook-configuration"),
+    ("ValidatingWebhookConfiguration", "lws-validating-webhook-configuration"),
+}
+INTERNAL_CERT = {("Secret", "lws-webhook-server-cert")}
+CERT_MANAGER = {("Issuer", "lws-selfsigned-issuer"), ("Certificate", "lws-serving-cert")}
+# Helm leaves the namespace to `--create-namespace`.
+NAMESPACE_OBJ = {("Namespace", NAMESPACE)}
+
+
+def test_chart_default_objects(chart_default: dict[Key, Obj]) -> None:
+    assert set(chart_default) == COMMON | INTERNAL_CERT
+    assert _manager_config(chart_default) == {
+        "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": True},
+        "internalCertManagement": {"enable": True},
+    }
+
+
+def test_kustomize_objects(
+    kustomize_default: dict[Key, Obj], kustomize_certmanager: dict[Key, Obj]
+) -> None:
+    assert set(kustomize_default) == COMMON | INTERNAL_CERT | NAMESPACE_OBJ
+    assert set(kustomize_certmanager) == COMMON | CERT_MANAGER | NAMESPACE_OBJ
+    assert _manager_config(kustomize_certmanager)["internalCertManagement"] == {"enable": False}
+    _assert_cert_manager_wiring(kustomize_certmanager)
+
+
+def test_chart_custom_values(chart_custom: dict[Key, Obj]) -> None:
+    assert set(chart_custom) == COMMON | CERT_MANAGER | {
+        ("ServiceMonitor", "lws-controller-manager-metrics-monitor"),
+        ("ClusterRole", "lws-volcano-role"),
+        ("ClusterRoleBinding", "lws-volcano-rolebinding"),
+    }
+    _assert_cert_manager_wiring(chart_custom)
+    assert _manager_config(chart_custom) == {
+        "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": True, "leaseDuration": "30s"},
+        "internalCertManagement": {"enable": False},
+        "gangSchedulingManagement": {"schedulerProvider": "volcano"},
+        "clientConnection": {"qps": 100, "burst": 200},
+    }
+
+    deployment = chart_custom[("Deployment", "lws-controller-manager")]["spec"]
+    pod = deployment["template"]["spec"]
+    (container,) = pod["containers"]
+    assert deployment["replicas"] == 3
+    assert container["image"] == "example.com/lws:v9"
+    assert container["imagePullPolicy"] == "Always"
+    assert "--zap-log-level=debug" in container["args"]
+    assert container["resources"] == CUSTOM_VALUES["resources"]
+    assert container["securityContext"] == CUSTOM_VALUES["securityContext"]
+    assert pod["securityContext"] == CUSTOM_VALUES["podSecurityContext"]
+    assert pod["nodeSelector"] == CUSTOM_VALUES["nodeSelector"]
+    assert pod["tolerations"] == CUSTOM_VALUES["tolerations"]
+    assert pod["affinity"] == CUSTOM_VALUES["affinity"]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+
+    service = chart_custom[("Service", "lws-webhook-service")]["spec"]
+    assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(8443, 9443)]
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for webhook in _webhook_config(chart_custom, kind)["webhooks"]:
+            assert webhook["clientConfig"]["service"]["port"] == 8443
+
+
+# --- the two install paths agree -----------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", ["default", "certmanager"])
+def test_chart_equals_kustomize(
+    overlay: str,
+    chart_default: dict[Key, Obj],
+    chart_custom: dict[Key, Obj],
+    tools: Tools,
+    kustomize_default: dict[Key, Obj],
+    kustomize_certmanager: dict[Key, Obj],
+) -> None:
+    if overlay == "default":
+        chart, kustomized = chart_default, kustomize_default
+    else:
+        # Only the cert-manager switch differs from the defaults.
+        chart = tools.dry_run(tools.helm_template({"enableCertManager": True}))
+        kustomized = kustomize_certmanager
+    for key in sorted(set(chart) & set(kustomized)):
+        assert _comparable(chart[key]) == _comparable(kustomized[key]), key
+
+
+# Set by the chart only: Helm's labels, the config checksum that rolls the pods,
+# and values (image) that the kustomize manifests leave to `kustomize edit`.
+def _comparable(obj: Obj) -> Obj:
+    obj = copy.deepcopy(obj)
+    kind = obj["kind"]
+    meta = obj["metadata"]
+    kept: Obj = {"name": meta["name"], "namespace": meta.get("namespace")}
+    kept["annotations"] = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith("cert-manager.io/")
+    }
+    obj["metadata"] = kept
+    if kind == "Deployment":
+        template = obj["spec"]["template"]
+        template["metadata"] = {}
+        for container in template["spec"]["containers"]:
+            container.pop("image")
+            container.pop("imagePullPolicy")
+    if kind == "Service":
+        # Cluster IPs are allocated per dry run.
+        obj["spec"] = {k: obj["spec"][k] for k in ("ports", "selector", "type")}
+    if kind == "ConfigMap" and CONFIG_KEY in obj.get("data", {}):
+        obj["data"][CONFIG_KEY] = yaml.safe_load(obj["data"][CONFIG_KEY])
+    obj.pop("status", None)
+    return obj
+
+
+def _manager_config(objs: dict[Key, Obj]) -> Obj:
+    """The manager's Configuration, after checking that the manager accepts it."""
+    text = objs[("ConfigMap", "lws-manager-config")]["data"][CONFIG_KEY]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, CONFIG_KEY)
+        path.write_text(text)
+        load_configuration(path)
+    data: Obj = yaml.safe_load(text)
+    return data
+
+
+def _webhook_config(objs: dict[Key, Obj], kind: str) -> Obj:
+    name = "lws-mutating" if kind.startswith("Mutating") else "lws-validating"
+    return objs[(kind, f"{name}-webhook-configuration")]
+
+
+def _assert_cert_manager_wiring(objs: dict[Key, Obj]) -> None:
+    certificate = objs[("Certificate", "lws-serving-cert")]
+    assert certificate["spec"]["secretName"] == "lws-webhook-server-cert"
+    assert certificate["spec"]["issuerRef"]["name"] == "lws-selfsigned-issuer"
+    assert certificate["spec"]["dnsNames"][0] == f"lws-webhook-service.{NAMESPACE}.svc"
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        annotations = _webhook_config(objs, kind)["metadata"]["annotations"]
+        assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/lws-serving-cert"
+    volumes = objs[("Deployment", "lws-controller-manager")]["spec"]["template"]["spec"]["volumes"]
+    assert {
+        "name": "cert",
+        "secret": {"secretName": "lws-webhook-server-cert", "defaultMode": 420},
+    } in volumes
+    assert _manager_config(objs)["internalCertManagement"] == {"enable": False}
