@@ -32,7 +32,7 @@ from .manager_process import (
     operator_namespace_fixture,  # noqa: F401
 )
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
@@ -123,6 +123,7 @@ def _install_like_the_image(tmp_path: Path) -> Path:
     return venv
 
 
+@pytest.mark.asyncio(loop_scope="session")
 async def test_installed_controller_becomes_ready_and_reconciles(
     tmp_path: Path, managers: Managers, nodesim_api: ApiClient, namespace: str
 ) -> None:
