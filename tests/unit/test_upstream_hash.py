@@ -16,6 +16,7 @@ import copy
 import pytest
 
 from leaderworkerset.controllers.lws.revisions import snapshot_key
+from leaderworkerset.controllers.lws.semantic_json import normalized
 from leaderworkerset.webhooks.leaderworkerset import default_object
 
 from ..upstream_revision import (
@@ -78,3 +79,12 @@ def test_volume_claim_templates_get_struct_members() -> None:
 def test_filling_is_idempotent() -> None:
     once = default_object(copy.deepcopy(LEADER_WORKER_MANIFEST))
     assert default_object(copy.deepcopy(once)) == once
+
+
+def test_a_zero_divisor_is_no_template_change() -> None:
+    ref = {"resource": "limits.cpu"}
+    with_zero = {"resourceFieldRef": {**ref, "divisor": "0"}}
+    assert normalized(with_zero) == normalized({"resourceFieldRef": ref})
+    assert normalized({"resourceFieldRef": {**ref, "divisor": "1m"}}) != normalized(
+        {"resourceFieldRef": ref}
+    )
