@@ -136,12 +136,6 @@ def user_agent(version: str, git_commit: str = "") -> str:
     return f"lws/{version} ({system}/{arch}) {git_commit[:7] or 'unknown'}"
 
 
-def in_cluster() -> bool:
-    return (
-        bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and SERVICE_ACCOUNT_NAMESPACE_FILE.exists()
-    )
-
-
 @dataclass(frozen=True)
 class Settings:
     """Everything `lws controller` decided before the manager is built."""
@@ -150,7 +144,7 @@ class Settings:
     namespace: str
     kubeconfig: Path | None = None
     enable_webhooks: bool = True
-    metrics_auth: bool = False
+    metrics_secure: bool = True
     extra_dns_names: tuple[str, ...] = ()
     extra_ip_addresses: tuple[str, ...] = ()
     user_agent: str = "lws"
@@ -177,7 +171,7 @@ class Settings:
             leader_election=self._leader_election(),
             exit_on_leadership_loss=self.exit_on_leadership_loss,
             metrics_bind_address=cfg.metrics.bind_address,
-            metrics_auth=self.metrics_auth,
+            metrics_secure=self.metrics_secure,
             health_probe_bind_address=cfg.health.health_probe_bind_address,
             liveness_endpoint=cfg.health.liveness_endpoint_name,
             readiness_endpoint=cfg.health.readiness_endpoint_name,
@@ -309,7 +303,9 @@ _OPTIONS: tuple[Callable[[Any], Any], ...] = (
         help="Namespace of the lease and webhook secret (default: the pod's, else lws-system).",
     ),
     _go_bool(
-        "--metrics-secure", "Authenticate and authorize metrics scrapes (default: when in-cluster)."
+        "--metrics-secure",
+        "Serve metrics over HTTPS to callers authorized by TokenReview and "
+        "SubjectAccessReview; false serves plain HTTP to anyone. Default true.",
     ),
     click.option(
         "--webhook-cert-extra-sans",
@@ -364,7 +360,7 @@ def controller_command(
             namespace=operator_namespace(namespace_override),
             kubeconfig=kubeconfig,
             enable_webhooks=webhooks_enabled(),
-            metrics_auth=in_cluster() if metrics_secure is None else metrics_secure,
+            metrics_secure=metrics_secure is not False,
             extra_dns_names=tuple(s for s in sans if not _is_ip(s)),
             extra_ip_addresses=tuple(s for s in sans if _is_ip(s)),
             user_agent=user_agent(version or "unknown", git_commit),

@@ -29,7 +29,7 @@ from lightkube import ApiError, Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
-from leaderworkerset.runtime.config import load_configuration
+from leaderworkerset.controller_command import load_configuration
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "lws"

@@ -356,7 +356,7 @@ async def test_manager_serves_elects_and_shuts_down(
                 retry_period=0.5,
             ),
             metrics_bind_address=f"127.0.0.1:{metrics_port}",
-            metrics_auth=True,
+            metrics_secure=True,
             health_probe_bind_address=f"127.0.0.1:{health_port}",
             webhook_host="127.0.0.1",
             webhook_port=webhook_port,

@@ -435,7 +435,7 @@ def test_settings_for_local_runs(tmp_path: Path) -> None:
     assert settings.namespace == "dev"
     assert settings.kubeconfig == tmp_path / "kubeconfig"
     assert settings.enable_webhooks is False
-    assert settings.metrics_auth is False
+    assert settings.metrics_secure is False
     assert settings.extra_ip_addresses == ("127.0.0.1",)
     assert settings.extra_dns_names == ("localhost",)
     assert settings.user_agent.startswith("lws/v1.2.3 ")
@@ -516,3 +516,11 @@ def test_invalid_zap_log_level() -> None:
         runtime_logging.parse_level("loud")
     with pytest.raises(ValueError, match="negative"):
         runtime_logging.parse_level("-1")
+
+
+def test_metrics_are_secure_unless_turned_off(tmp_path: Path) -> None:
+    settings, _ = run_command(["--kubeconfig", str(tmp_path / "kubeconfig")])
+    assert settings.metrics_secure is True
+    assert settings.manager_options().metrics_secure is True
+    settings, _ = run_command(["--kubeconfig", str(tmp_path / "kubeconfig"), "--metrics-secure"])
+    assert settings.metrics_secure is True

@@ -5,7 +5,9 @@ Two layers, applied in the API server's order:
   its default only when it is absent and its parent object is present). The API
   server applies these itself; we replay them so that `lws validate` and the
   unit tests see what the server would store.
-- `apply_webhook_defaults`: what the mutating admission webhook adds.
+- `apply_webhook_defaults`: what the mutating admission webhook adds, including
+  the members upstream's Go webhook adds by decoding the object into its typed
+  structs and encoding it back (`fill_typed_members`).
 `default_leaderworkerset` does both and returns a new object; it is idempotent.
 """
 
@@ -18,10 +20,13 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.fields import Kind, api_fields
 from leaderworkerset.api.types import (
     LeaderWorkerSet,
+    LeaderWorkerTemplate,
     NetworkConfig,
     RollingUpdateConfiguration,
     RolloutStrategy,
 )
+
+JSON = dict[str, Any]
 
 
 def default_leaderworkerset(lws: LeaderWorkerSet) -> LeaderWorkerSet:
@@ -90,3 +95,75 @@ def apply_webhook_defaults(lws: LeaderWorkerSet) -> None:
         spec.group_identity = c.GROUP_IDENTITY_ORDINAL
     if spec.group_replacement_policy is None:
         spec.group_replacement_policy = c.GROUP_REPLACEMENT_POST_TERMINATION
+
+    if template is not None:
+        fill_typed_members(template)
+
+
+# --- Members a Go typed round trip always writes ---------------------------------------
+#
+# Go's encoding/json ignores `omitempty` on struct-typed fields, so encoding a decoded
+# PodTemplateSpec writes them even when the request omitted them: the template's
+# `metadata` (its null creationTimestamp is left out by current apimachinery, and
+# the API server drops nulls from CRD objects anyway), every container's `resources`,
+# and a resourceFieldRef's `divisor` (a zero Quantity encodes as "0"). Upstream's
+# defaulting webhook patches the object with that encoding, so these members are
+# stored and reach the template revision hash; persisting the same ones keeps the
+# hash of a manifest equal to upstream's.
+
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def fill_typed_members(template: LeaderWorkerTemplate) -> None:
+    for pod_template in (template.leader_template, template.worker_template):
+        if isinstance(pod_template, dict):
+            _fill_pod_template(pod_template)
+    for claim in template.volume_claim_templates or ():
+        if isinstance(claim, dict):
+            _fill_claim(claim, with_status=True)
+
+
+def _fill_pod_template(pod_template: JSON) -> None:
+    pod_template.setdefault("metadata", {})
+    spec = pod_template.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    for member in _CONTAINER_LISTS:
+        for container in _dicts(spec.get(member)):
+            container.setdefault("resources", {})
+            for env in _dicts(container.get("env")):
+                _fill_divisor(_child(_child(env, "valueFrom"), "resourceFieldRef"))
+    for volume in _dicts(spec.get("volumes")):
+        for item in _dicts(_child(volume, "downwardAPI").get("items")):
+            _fill_divisor(_child(item, "resourceFieldRef"))
+        for source in _dicts(_child(volume, "projected").get("sources")):
+            for item in _dicts(_child(source, "downwardAPI").get("items")):
+                _fill_divisor(_child(item, "resourceFieldRef"))
+        claim = _child(_child(volume, "ephemeral"), "volumeClaimTemplate")
+        if claim:
+            _fill_claim(claim, with_status=False)
+
+
+def _fill_claim(claim: JSON, *, with_status: bool) -> None:
+    """A PersistentVolumeClaim (template): metadata, spec and spec.resources are
+    structs; a full claim also has a struct status."""
+    claim.setdefault("metadata", {})
+    spec = claim.setdefault("spec", {})
+    if isinstance(spec, dict):
+        spec.setdefault("resources", {})
+    if with_status:
+        claim.setdefault("status", {})
+
+
+def _fill_divisor(selector: JSON) -> None:
+    if selector:
+        selector.setdefault("divisor", "0")
+
+
+def _child(obj: JSON, name: str) -> JSON:
+    value = obj.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _dicts(value: Any) -> list[JSON]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []

@@ -2,9 +2,10 @@
 
 `/healthz` and `/readyz` answer in the apiserver's healthz format (`ok`, or one
 `[+]name ok` / `[-]name failed` line a check with `?verbose`). Metrics are served like
-controller-runtime's secure metrics server: HTTPS with a self-generated certificate,
-callers authenticated by TokenReview and authorized by SubjectAccessReview (results
-cached), so scraping needs `get` on the non-resource URL `/metrics`.
+controller-runtime's metrics server: when secure, HTTPS with a self-generated
+certificate and callers authenticated by TokenReview and authorized by
+SubjectAccessReview (results cached), so scraping needs `get` on the non-resource URL
+`/metrics`; otherwise plain HTTP that anyone who reaches the port may read.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from leaderworkerset.runtime.metrics import REGISTRY
 from leaderworkerset.runtime.pki import self_signed_cert
 
 log = logging.getLogger("health")
+# controller-runtime's logger name for its metrics server.
+metrics_log = logging.getLogger("controller-runtime.metrics")
 
 Check = Callable[[], bool | Awaitable[bool]]
 K = TypeVar("K")
@@ -327,8 +330,9 @@ class DelegatedAuth:
 
 
 class MetricsServer:
-    """`/metrics` from the registry; HTTPS with a self-generated certificate unless the
-    bind address says `http://`; delegated authn/authz when `auth` is given."""
+    """`/metrics` from the registry. Secure (the default): HTTPS with a self-generated
+    certificate, and `auth` checks every caller. Not secure: plain HTTP, nobody is
+    checked. An `http://` or `https://` prefix on the bind address overrides `secure`."""
 
     needs_leader_election = False
 
@@ -341,10 +345,12 @@ class MetricsServer:
         tls: TLSOptions | None = None,
         registry: CollectorRegistry = REGISTRY,
     ) -> None:
+        self.bind_address = bind_address
         self.bind = parse_bind_address(bind_address)
         scheme = self.bind.scheme if self.bind else ""
         self.secure = scheme == "https" if scheme else secure
-        self.auth = auth
+        # Authentication without TLS would send bearer tokens in the clear.
+        self.auth = auth if self.secure else None
         self.tls = tls
         self.registry = registry
         self._site = _Site("metrics")
@@ -364,6 +370,11 @@ class MetricsServer:
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
         await self._site.serve(app, self.bind, ssl_context)
+        # controller-runtime's line, so log queries written for the Go manager match.
+        metrics_log.info(
+            "Serving metrics server",
+            extra={"bindAddress": self.bind_address, "secure": self.secure},
+        )
 
     async def stop(self, deadline: float) -> None:
         await self._site.close(deadline)

@@ -82,7 +82,7 @@ class ManagerOptions:
     # controller-runtime exits when the lease is lost; off, run() just returns.
     exit_on_leadership_loss: bool = True
     metrics_bind_address: str = "0"
-    metrics_auth: bool = False
+    metrics_secure: bool = False
     health_probe_bind_address: str = "0"
     liveness_endpoint: str = "/healthz"
     readiness_endpoint: str = "/readyz"
@@ -122,7 +122,8 @@ class Manager:
         )
         self.metrics_server = MetricsServer(
             options.metrics_bind_address,
-            auth=DelegatedAuth(self.client) if options.metrics_auth else None,
+            secure=options.metrics_secure,
+            auth=DelegatedAuth(self.client) if options.metrics_secure else None,
             tls=options.tls,
         )
         self.webhook_server = WebhookServer(

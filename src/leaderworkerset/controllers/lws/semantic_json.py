@@ -23,6 +23,9 @@ def normalized(value: Any, parent: str = "") -> Any:
         for key, item in value.items():
             if item is None:
                 continue
+            if parent == "resourceFieldRef" and key == "divisor" and _is_zero(item):
+                # Go writes an unset divisor as "0", which the kubelet reads as 1, as absent.
+                continue
             if parent in _QUANTITY_MAPS:
                 item = _quantity_value(item)
             item = normalized(item, key)
@@ -38,3 +41,8 @@ def normalized(value: Any, parent: str = "") -> Any:
 def _quantity_value(value: Any) -> Any:
     amount = parse_quantity(value)
     return value if amount is None else ("quantity", str(amount.normalize()))
+
+
+def _is_zero(value: Any) -> bool:
+    amount = parse_quantity(value)
+    return amount is not None and amount == 0
