@@ -21,10 +21,10 @@ from leaderworkerset.controllers.leader_template import (
     merge_metadata,
     subgroup_annotations,
 )
-from leaderworkerset.controllers.services import group_service_name
+from leaderworkerset.controllers.pod.group_service import group_service_name
 from leaderworkerset.group.ownership import pod_reference
+from leaderworkerset.group.tpu import pod_requests_tpus
 from leaderworkerset.group.view import view_of
-from leaderworkerset.webhooks.tpu import pod_requests_tpus
 
 JSON = dict[str, Any]
 
