@@ -1,4 +1,6 @@
-"""How LeaderWorkerSet objects are named and keyed.
+"""How LeaderWorkerSet objects are named and keyed: the group key and everything
+derived from it (leader and worker hostnames, the per-group Service, the leader
+address, subgroup keys), ordinals and revision names.
 
 Pure functions shared by the webhooks and the controllers, so that the names a
 webhook writes at admission and the names a controller looks up are computed by

@@ -174,6 +174,14 @@ class PodReconciler:
             return None
         if not self._started_enough(pod, view):
             return None
+        return await self._create_worker_statefulset(pod, lws, view)
+
+    async def _create_worker_statefulset(
+        self, pod: JSON, lws: JSON, view: LwsView
+    ) -> Result | None:
+        """From the revision the leader was created from; waits for that revision to
+        reach the cache and, under exclusive placement, for the leader's node."""
+        meta = pod.get("metadata") or {}
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
         key = str((meta.get("labels") or {}).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
         revision = rev.find_revision(lws, revisions, key) if key else None
