@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import labels_of, meta_of
+from leaderworkerset.api.objects import meta_of
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.replacement.reconciler import (
@@ -23,6 +23,7 @@ from leaderworkerset.controllers.replacement.reconciler import (
 )
 from leaderworkerset.group.caches import LwsCaches, build_caches
 from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.roles import is_leader, leaders
 from leaderworkerset.runtime.controller import Controller, Predicate, own_key
 from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.manager import Manager
@@ -44,11 +45,7 @@ class LwsControllers:
     options: ControllerOptions
 
 
-def _is_leader(pod: JSON) -> bool:
-    return labels_of(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
-
-
-LEADER_PODS = Predicate.for_objects(_is_leader)
+LEADER_PODS = Predicate.for_objects(is_leader)
 
 
 def _leader_settings(lws: JSON) -> tuple[Any, Any]:
@@ -66,7 +63,7 @@ def leader_keys_of(caches: LwsCaches) -> Callable[[JSON], list[str]]:
     def keys(lws: JSON) -> list[str]:
         meta = meta_of(lws)
         pods = LwsCaches.of_lws(caches.pods, str(meta.get("namespace")), str(meta.get("name")))
-        return [object_key(p) for p in pods if _is_leader(p)]
+        return [object_key(p) for p in leaders(pods)]
 
     return keys
 

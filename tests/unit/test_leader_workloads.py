@@ -14,14 +14,10 @@ from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.leader_template import leader_pod_template
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
-from leaderworkerset.controllers.lws.revisions import apply_revision, new_revision
+from leaderworkerset.controllers.lws.shared_service import shared_service, wants_shared_service
+from leaderworkerset.controllers.pod.group_service import group_service, group_service_name
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
-from leaderworkerset.controllers.services import (
-    group_service,
-    group_service_name,
-    shared_service,
-    wants_shared_service,
-)
+from leaderworkerset.controllers.revisions import apply_revision, new_revision
 from leaderworkerset.runtime.events import object_reference
 
 from .group_objects import leader_pod, lws_object

@@ -10,15 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.webhooks.env import (
-    Denied,
-    add_lws_env,
-    atoi,
-    go_div,
-    go_mod,
-    lws_env,
-    with_env_first,
-)
+from leaderworkerset.group.go_int import go_div, go_mod
+from leaderworkerset.webhooks.denial import Denied, atoi
+from leaderworkerset.webhooks.env import add_lws_env, lws_env, with_env_first
 
 KEY = "0123456789abcdef0123456789abcdef01234567"
 

@@ -11,15 +11,13 @@ from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.group import names as naming
-from leaderworkerset.webhooks.pods import (
-    Denied,
-    PodAdmissionContext,
+from leaderworkerset.group.names import (
     hash_group_service_name,
     hash_subgroup_key,
     hash_worker_hostname,
-    mutate_pod,
     subgroup_index,
 )
+from leaderworkerset.webhooks.pods import Denied, PodAdmissionContext, mutate_pod
 
 NS = "default"
 KEY = "0123456789abcdef0123456789abcdef01234567"

@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.lws.status import hash_groups
-from leaderworkerset.controllers.replacement.reconciler import (
+from leaderworkerset.controllers.replacement.post_termination import (
     gated_leaders,
     leader_lost,
-    replacement_events,
     tearing_down_groups,
     to_admit,
 )
+from leaderworkerset.controllers.replacement.reconciler import replacement_events
 from leaderworkerset.group.readiness import pod_finished
 
 from .group_objects import NOW, lws_object

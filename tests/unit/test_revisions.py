@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.controllers import revisions as rv
 from leaderworkerset.controllers.events import NORMAL
-from leaderworkerset.controllers.lws import revisions as rv
-from leaderworkerset.controllers.lws.semantic_json import normalized
+from leaderworkerset.controllers.semantic_json import normalized
 
 from .group_objects import lws_object
 from .strategies import lws_objects

@@ -7,18 +7,10 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.webhooks.pods import (
-    Denied,
-    PodAdmissionContext,
-    hash_worker_hostname,
-    mutate_pod,
-)
-from leaderworkerset.webhooks.tpu import (
-    add_tpu_env,
-    container_requests_tpus,
-    pod_requests_tpus,
-    tpu_containers,
-)
+from leaderworkerset.group.names import hash_worker_hostname
+from leaderworkerset.group.tpu import container_requests_tpus, pod_requests_tpus, tpu_containers
+from leaderworkerset.webhooks.pods import Denied, PodAdmissionContext, mutate_pod
+from leaderworkerset.webhooks.tpu import add_tpu_env
 
 KEY = "0123456789abcdef0123456789abcdef01234567"
 TPU = {"limits": {c.TPU_RESOURCE_NAME: "4"}}

@@ -14,6 +14,8 @@ Deviations from upstream wording (design page, quirks §12 #9, #13, #15):
 - E9/E10 say "surge" only when every removed replica is a surge replica; an
   ordinary scale-down says "deleting replica(s)".
 - E15 says "Leader pod" when the restarted pod is the leader itself.
+- E4/E5 name the leader Deployment in Hash mode, where there is no leader
+  StatefulSet.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.runtime.events import EventRecorder
 
 JSON = dict[str, Any]
 
@@ -63,13 +66,18 @@ def revision_missing(key: str, related: JSON | None = None) -> Event:
 
 
 # --- E4-E8: the leader workload and the shared Service ----------------------------
-def leader_create_failed(lws_name: str, error: str) -> Event:
-    note = f"Failed to create leader statefulset {lws_name}: {error}"
+def _leader_workload(hash_mode: bool) -> str:
+    # Upstream knows only the StatefulSet; in Hash mode the leaders are a Deployment's.
+    return "deployment" if hash_mode else "statefulset"
+
+
+def leader_create_failed(lws_name: str, error: str, *, hash_mode: bool = False) -> Event:
+    note = f"Failed to create leader {_leader_workload(hash_mode)} {lws_name}: {error}"
     return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note)
 
 
-def leader_update_failed(lws_name: str, error: str) -> Event:
-    note = f"Failed to update leader statefulset {lws_name}: {error}"
+def leader_update_failed(lws_name: str, error: str, *, hash_mode: bool = False) -> Event:
+    note = f"Failed to update leader {_leader_workload(hash_mode)} {lws_name}: {error}"
     return Event(WARNING, c.EVENT_REASON_FAILED_UPDATE, ACTION_UPDATE, note)
 
 
@@ -140,3 +148,9 @@ def group_recreated(
     who = "Leader pod" if pod_is_leader else "Worker pod"
     note = f"{who} {pod_name} failed, deleted leader pod {leader_name} to recreate group {group}"
     return Event(NORMAL, c.EVENT_REASON_RECREATE_GROUP, ACTION_DELETE, note, related)
+
+
+def record(recorder: EventRecorder | None, regarding: JSON, event: Event) -> None:
+    """Hand `event` about `regarding` to the recorder, if there is one."""
+    if recorder is not None:
+        recorder.event(regarding, event.type, event.reason, event.action, event.note, event.related)

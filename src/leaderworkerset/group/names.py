@@ -1,4 +1,6 @@
-"""How LeaderWorkerSet objects are named and keyed.
+"""How LeaderWorkerSet objects are named and keyed: the group key and everything
+derived from it (leader and worker hostnames, the per-group Service, the leader
+address, subgroup keys), ordinals and revision names.
 
 Pure functions shared by the webhooks and the controllers, so that the names a
 webhook writes at admission and the names a controller looks up are computed by
@@ -12,6 +14,7 @@ import re
 import secrets
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.group.go_int import go_div, go_mod
 
 _ORDINAL_SUFFIX = re.compile(r"^(.*)-([0-9]+)$")
 _INT32_MAX = 2**31 - 1
@@ -48,12 +51,41 @@ def subgroup_key(leader_pod_name: str, subgroup_index: str | int) -> str:
     return sha1_hex(f"{leader_pod_name}/{subgroup_index}")
 
 
-def leader_pod_name(lws_name: str, group_index: int) -> str:
+def subgroup_index(size: int, subgroup_size: int, worker_index: int) -> str:
+    """When size-1 (and not size) divides evenly, the leader is subgroup 0's extra member."""
+    if go_mod(size - 1, subgroup_size) == 0 and go_mod(size, subgroup_size) != 0:
+        return str(go_div(worker_index - 1, subgroup_size))
+    return str(go_div(worker_index, subgroup_size))
+
+
+def hash_subgroup_key(group_key: str, subgroup: str | int) -> str:
+    """Hash mode: leader and workers both know the group key at admission, while the
+    leader's pod name does not exist yet, so the key stands in for it."""
+    return subgroup_key(group_key, subgroup)
+
+
+def leader_pod_name(lws_name: str, group_index: int | str) -> str:
     return f"{lws_name}-{group_index}"
 
 
 def hash_hostname(group_key: str) -> str:
     return group_key[:HASH_HOSTNAME_LENGTH]
+
+
+def hash_worker_hostname(group_key: str, worker_index: int) -> str:
+    """Hash-mode worker hostname; the leader's TPU host list is built from it."""
+    return f"{hash_hostname(group_key)}-{worker_index}"
+
+
+def hash_group_service_name(lws_name: str, group_key: str) -> str:
+    """Per-group headless Service of a Hash-mode group under UniquePerReplica.
+
+    Derived from the key, not the leader's name, because the name does not exist
+    yet when the leader is admitted: the webhook sets the leader's subdomain and
+    the pod reconciler names the Service and the worker StatefulSet's serviceName
+    with this one function.
+    """
+    return f"{lws_name}-{hash_hostname(group_key)}"
 
 
 def leader_address(hostname: str, subdomain: str, namespace: str) -> str:

@@ -2,7 +2,7 @@
 
 Shared by the rolling-update arithmetic, the status counters, the restart
 policies and the Hash-mode group-ready gate, so that "ready" means the same
-thing everywhere. (Whether a pod requests TPUs is `webhooks.tpu.pod_requests_tpus`.)
+thing everywhere. (Whether a pod requests TPUs is `group.tpu.pod_requests_tpus`.)
 """
 
 from __future__ import annotations

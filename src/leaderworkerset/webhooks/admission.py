@@ -24,7 +24,7 @@ from leaderworkerset.runtime.webhook import (
     errored,
     patched,
 )
-from leaderworkerset.webhooks.env import Denied
+from leaderworkerset.webhooks.denial import Denied
 from leaderworkerset.webhooks.leaderworkerset import (
     MUTATING_PATH,
     VALIDATING_PATH,

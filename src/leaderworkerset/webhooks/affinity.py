@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderworkerset.webhooks.env import Pod, child_map
+from leaderworkerset.webhooks.nested import Pod, child_map
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 

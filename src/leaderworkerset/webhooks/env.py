@@ -1,74 +1,18 @@
-"""LWS environment variables of a pod (spec §5.11) and the primitives every pod
-mutation step shares: the denial error and Go-compatible integer parsing.
-
-These live here because this module sits at the bottom of the webhook import
-graph (tpu.py and pods.py import it, it imports neither).
-"""
+"""LWS environment variables of a pod (spec §5.11): LWS_LEADER_ADDRESS,
+LWS_GROUP_SIZE and LWS_WORKER_INDEX, injected first in every container."""
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.group import names as naming
+from leaderworkerset.webhooks.denial import Denied, display_name
+from leaderworkerset.webhooks.nested import Pod
 
-Pod = dict[str, Any]
 EnvVar = dict[str, Any]
 
 _ENV_FAILURE = "Failure constructing environment variables"
-_DECIMAL = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-class Denied(Exception):
-    """An admission denial; `message` is what the API server shows the client."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-def atoi(text: str) -> int:
-    """Parse like Go's strconv.Atoi, denying with its exact error text.
-
-    Python's int() accepts spaces and underscores that Go rejects, and users
-    compare these messages with the upstream controller's.
-    """
-    quoted = json.dumps(text, ensure_ascii=False)
-    if _DECIMAL.fullmatch(text) is None:
-        raise Denied(f"strconv.Atoi: parsing {quoted}: invalid syntax")
-    value = int(text)
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise Denied(f"strconv.Atoi: parsing {quoted}: value out of range")
-    return value
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's integer division truncates toward zero; Python's floors."""
-    quotient = abs(a) // abs(b)
-    return quotient if (a >= 0) == (b > 0) else -quotient
-
-
-def go_mod(a: int, b: int) -> int:
-    return a - b * go_div(a, b)
-
-
-def child_map(parent: dict[str, Any], key: str) -> dict[str, Any]:
-    """`parent[key]`, created empty when absent or null, for writing into."""
-    value: dict[str, Any] | None = parent.get(key)
-    if value is None:
-        value = {}
-        parent[key] = value
-    return value
-
-
-def display_name(pod: Pod) -> str:
-    """The pod's name, or its generateName while the API server has not named it
-    (Hash-mode leaders), so that denials still say which pod was refused."""
-    meta = pod.get("metadata") or {}
-    return str(meta.get("name") or meta.get("generateName") or "")
 
 
 def lws_env(pod: Pod, *, hash_mode: bool) -> list[EnvVar]:
@@ -90,7 +34,7 @@ def lws_env(pod: Pod, *, hash_mode: bool) -> list[EnvVar]:
         # Hash groups have no ordinal; their leader is addressed by its key-derived hostname.
         leader_host = naming.hash_hostname(required(labels, c.LABEL_GROUP_KEY, "group key label"))
     else:
-        leader_host = f"{lws_name}-{group_index}"
+        leader_host = naming.leader_pod_name(lws_name, group_index)
     size = required(annotations, c.ANNOTATION_SIZE, "size annotation")
     worker_index = required(labels, c.LABEL_WORKER_INDEX, "worker index label")
     subdomain = (pod.get("spec") or {}).get("subdomain") or ""

@@ -5,10 +5,10 @@ simulated cluster all compute the same labels, names and env vars.
 Hash mode, in brief (design page; details on each helper):
   * leader: a random group key, which also fills `group-index` (there is no
     ordinal); hostname = first 8 key characters; subdomain = the LWS's shared
-    Service, or `hash_group_service_name` under UniquePerReplica; readiness
+    Service, or `names.hash_group_service_name` under UniquePerReplica; readiness
     gate `group-ready` when size > 1; scheduling gate `group-replacement`
     under PostTermination.
-  * worker: hostname `<8 key characters>-<ordinal>` (`hash_worker_hostname`),
+  * worker: hostname `<8 key characters>-<ordinal>` (`names.hash_worker_hostname`),
     so that every group member's DNS name is known when the leader is admitted.
   * subgroup keys hash the group key instead of the (unknown) leader pod name.
 """
@@ -22,28 +22,20 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.group import names as naming
+from leaderworkerset.group.gates import add_group_ready_gate, add_scheduling_gate
+from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.tpu import pod_requests_tpus
 from leaderworkerset.webhooks.affinity import add_exclusive_affinity
-from leaderworkerset.webhooks.env import (
-    Denied,
-    Pod,
-    add_lws_env,
-    atoi,
-    child_map,
-    display_name,
-    go_div,
-    go_mod,
-)
-from leaderworkerset.webhooks.tpu import add_tpu_env, pod_requests_tpus
+from leaderworkerset.webhooks.denial import Denied, atoi, display_name
+from leaderworkerset.webhooks.env import add_lws_env
+from leaderworkerset.webhooks.nested import Pod, child_map
+from leaderworkerset.webhooks.tpu import add_tpu_env
 
 __all__ = [
     "DEFAULT_CONTEXT",
     "Denied",
     "PodAdmissionContext",
-    "hash_group_service_name",
-    "hash_subgroup_key",
-    "hash_worker_hostname",
     "mutate_pod",
-    "subgroup_index",
 ]
 
 
@@ -65,33 +57,6 @@ class PodAdmissionContext:
 DEFAULT_CONTEXT = PodAdmissionContext()
 
 
-def hash_group_service_name(lws_name: str, group_key: str) -> str:
-    """Per-group headless Service of a Hash-mode group under UniquePerReplica.
-
-    Derived from the key, not the leader's name, because the name does not
-    exist yet when the leader is admitted; the controller must create the
-    Service and set the worker StatefulSet's serviceName with this function.
-    """
-    return f"{lws_name}-{naming.hash_hostname(group_key)}"
-
-
-def hash_worker_hostname(group_key: str, worker_index: int) -> str:
-    """Hash-mode worker hostname; the leader's TPU host list is built from it."""
-    return f"{naming.hash_hostname(group_key)}-{worker_index}"
-
-
-def hash_subgroup_key(group_key: str, subgroup: str | int) -> str:
-    """Hash-mode subgroup key: leader and workers both know the group key at admission."""
-    return naming.subgroup_key(group_key, subgroup)
-
-
-def subgroup_index(size: int, subgroup_size: int, worker_index: int) -> str:
-    """§5.6: when size-1 (and not size) divides evenly, the leader is subgroup 0's extra member."""
-    if go_mod(size - 1, subgroup_size) == 0 and go_mod(size, subgroup_size) != 0:
-        return str(go_div(worker_index - 1, subgroup_size))
-    return str(go_div(worker_index, subgroup_size))
-
-
 def mutate_pod(pod: Pod, ctx: PodAdmissionContext = DEFAULT_CONTEXT) -> Pod:
     """Return a mutated deep copy of `pod`; raise Denied to refuse its creation."""
     out = copy.deepcopy(pod)
@@ -104,7 +69,7 @@ def mutate_pod(pod: Pod, ctx: PodAdmissionContext = DEFAULT_CONTEXT) -> Pod:
         raise Denied(f"size annotation is unexpectedly missing for pod {display_name(out)}")
     size = atoi(annotations[c.ANNOTATION_SIZE])
 
-    if labels.get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX:
+    if is_leader(out):
         if ctx.hash_mode:
             _admit_hash_leader(out, labels, annotations, size, ctx)
         else:
@@ -157,22 +122,13 @@ def _admit_hash_leader(
     spec["hostname"] = naming.hash_hostname(group_key)
     lws_name = labels[c.LABEL_SET_NAME]
     if annotations.get(c.ANNOTATION_SUBDOMAIN_POLICY) == c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA:
-        spec["subdomain"] = hash_group_service_name(lws_name, group_key)
+        spec["subdomain"] = naming.hash_group_service_name(lws_name, group_key)
     else:
         spec["subdomain"] = lws_name
     if size > 1:
-        _add_once(spec, "readinessGates", {"conditionType": c.CONDITION_GROUP_READY})
+        add_group_ready_gate(spec)
     if ctx.group_replacement_policy == c.GROUP_REPLACEMENT_POST_TERMINATION:
-        _add_once(spec, "schedulingGates", {"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT})
-
-
-def _add_once(spec: dict[str, Any], key: str, item: dict[str, str]) -> None:
-    """Append a gate unless one with the same identifying field is there already."""
-    (field, value), *_ = item.items()
-    gates: list[dict[str, Any]] = spec.get(key) or []
-    if not any(gate.get(field) == value for gate in gates):
-        gates.append(item)
-    spec[key] = gates
+        add_scheduling_gate(spec)
 
 
 def _place_leader(
@@ -199,13 +155,13 @@ def _admit_worker(
     labels[c.LABEL_WORKER_INDEX] = str(ordinal)
     group_key = labels.get(c.LABEL_GROUP_KEY, "")
     if hash_mode and group_key:
-        child_map(pod, "spec")["hostname"] = hash_worker_hostname(group_key, ordinal)
+        child_map(pod, "spec")["hostname"] = naming.hash_worker_hostname(group_key, ordinal)
     if c.ANNOTATION_SUBGROUP_SIZE in annotations and not labels.get(c.LABEL_SUBGROUP_INDEX):
         subgroup_size = atoi(annotations[c.ANNOTATION_SUBGROUP_SIZE])
         if subgroup_size < 1:
             # Upstream divides by it and panics; a denial says what is wrong.
             raise Denied(f"subgroup size must be a positive integer for pod {display_name(pod)}")
-        index = subgroup_index(size, subgroup_size, ordinal)
+        index = naming.subgroup_index(size, subgroup_size, ordinal)
         owner = group_key if hash_mode else annotations.get(c.ANNOTATION_LEADER_NAME, "")
         _join_subgroup(pod, labels, annotations, index, owner)
 

@@ -15,35 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.quantity import parse_quantity
 from leaderworkerset.group import names as naming
-from leaderworkerset.webhooks.env import Denied, EnvVar, Pod, atoi, display_name, go_div, go_mod
+from leaderworkerset.group.go_int import go_div, go_mod
+from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.tpu import tpu_containers
+from leaderworkerset.webhooks.denial import Denied, atoi, display_name
+from leaderworkerset.webhooks.env import EnvVar
+from leaderworkerset.webhooks.nested import Pod
 
 Container = dict[str, Any]
-
-
-def _nonzero_quantity(quantity: Any) -> bool:
-    amount = parse_quantity(quantity)
-    return amount is not None and amount != 0
-
-
-def container_requests_tpus(container: Container) -> bool:
-    """A non-zero limit decides; requests count only when the limit is absent or zero."""
-    resources = container.get("resources") or {}
-    if _nonzero_quantity((resources.get("limits") or {}).get(c.TPU_RESOURCE_NAME)):
-        return True
-    return _nonzero_quantity((resources.get("requests") or {}).get(c.TPU_RESOURCE_NAME))
-
-
-def tpu_containers(pod: Pod) -> list[Container]:
-    """Regular containers first, then init containers: this order fixes the worker ranks."""
-    spec = pod.get("spec") or {}
-    every = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
-    return [container for container in every if container_requests_tpus(container)]
-
-
-def pod_requests_tpus(pod: Pod) -> bool:
-    return bool(tpu_containers(pod))
 
 
 def _env_value(container: Container, name: str) -> str | None:
@@ -81,7 +61,7 @@ class _Facts:
         self.labels: dict[str, str] = meta.get("labels") or {}
         self.annotations: dict[str, str] = meta.get("annotations") or {}
         self.subdomain: str = (pod.get("spec") or {}).get("subdomain") or ""
-        self.is_leader = self.labels.get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+        self.is_leader = is_leader(pod)
         self.leader_requests_tpus = (
             self.annotations.get(c.ANNOTATION_LEADER_REQUESTS_TPUS) == "true"
         )

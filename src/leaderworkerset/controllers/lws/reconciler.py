@@ -3,8 +3,8 @@ Service, status (spec §6).
 
 It reads only from the watch caches and writes only what differs. Which
 workload runs the leaders is the one thing the two group identities do not
-share: a StatefulSet steered by the rolling-update arithmetic (`ordinal.py`,
-`rolling_update.py`) or a Deployment (`hashed.py`).
+share: a StatefulSet steered by the rolling-update arithmetic (`leader_statefulset.py`,
+`rolling_update.py`) or a Deployment (`leader_deployment.py`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers import events as ev
-from leaderworkerset.controllers.lws import revisions as rev
+from leaderworkerset.controllers import revisions as rev
+from leaderworkerset.controllers.events import record
 from leaderworkerset.controllers.lws.applied import AppliedObjects
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
 from leaderworkerset.controllers.lws.rolling_update import rolling_update_parameters
+from leaderworkerset.controllers.lws.shared_service import shared_service, wants_shared_service
 from leaderworkerset.controllers.lws.status import StatusUpdate, hash_status, ordinal_status
-from leaderworkerset.controllers.services import shared_service, wants_shared_service
+from leaderworkerset.group import roles
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.ownership import controller_of
 from leaderworkerset.group.view import LwsView, view_of
@@ -49,11 +51,6 @@ DELETING_REQUEUE = 5.0
 
 def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def record(recorder: EventRecorder | None, regarding: JSON, event: ev.Event) -> None:
-    if recorder is not None:
-        recorder.event(regarding, event.type, event.reason, event.action, event.note, event.related)
 
 
 @dataclass
@@ -134,7 +131,7 @@ class LeaderWorkerSetReconciler:
             await self._apply(DEPLOYMENTS, body, deployment)
         except ApiError as exc:
             failure = ev.leader_create_failed if deployment is None else ev.leader_update_failed
-            record(self.recorder, lws, failure(view.name, exc.message))
+            record(self.recorder, lws, failure(view.name, exc.message, hash_mode=True))
             raise
         await self._ensure_shared_service(lws)
         leader_pods, _ = self._groups(view)
@@ -158,12 +155,7 @@ class LeaderWorkerSetReconciler:
 
     def _groups(self, view: LwsView) -> tuple[list[JSON], list[JSON]]:
         pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
-        leaders = [
-            p
-            for p in pods
-            if ((p.get("metadata") or {}).get("labels") or {}).get(c.LABEL_WORKER_INDEX)
-            == c.LEADER_WORKER_INDEX
-        ]
+        leaders = roles.leaders(pods)
         statefulsets = LwsCaches.of_lws(self.caches.statefulsets, view.namespace, view.name)
         workers = [
             s

@@ -21,6 +21,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import labels_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws.rolling_update import parse_index
+from leaderworkerset.group import roles
 from leaderworkerset.group.names import hpa_pod_selector
 from leaderworkerset.group.readiness import (
     pod_finished,
@@ -287,12 +288,7 @@ def status_changed(old: JSON | None, new: JSON) -> bool:
 
 def _leaders_of(view: LwsView, pods: Iterable[JSON]) -> list[JSON]:
     """Leader pods of this LWS; callers may pass a wider list from a cache."""
-    return [
-        p
-        for p in pods
-        if labels_of(p).get(c.LABEL_SET_NAME) == view.name
-        and labels_of(p).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
-    ]
+    return [p for p in pods if roles.lws_name(p) == view.name and roles.is_leader(p)]
 
 
 def _name(obj: JSON) -> str:

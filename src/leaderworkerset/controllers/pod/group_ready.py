@@ -14,6 +14,7 @@ import datetime
 from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.group.gates import group_ready_condition, has_group_ready_gate
 from leaderworkerset.group.readiness import workers_ready_for_leader
 from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 
@@ -21,18 +22,6 @@ JSON = dict[str, Any]
 
 REASON_WORKERS_READY = "WorkersReady"
 REASON_WORKERS_NOT_READY = "WorkersNotReady"
-
-
-def has_gate(pod: JSON) -> bool:
-    gates = (pod.get("spec") or {}).get("readinessGates") or []
-    return any(g.get("conditionType") == c.CONDITION_GROUP_READY for g in gates)
-
-
-def group_ready_status(pod: JSON) -> str | None:
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == c.CONDITION_GROUP_READY:
-            return str(condition.get("status"))
-    return None
 
 
 def group_ready_patch(ready: bool, now: datetime.datetime | None = None) -> JSON:
@@ -53,10 +42,10 @@ def group_ready_patch(ready: bool, now: datetime.datetime | None = None) -> JSON
 
 async def sync_group_ready(client: ApiClient, leader: JSON, worker_sts: JSON | None) -> bool:
     """Write the leader's group-ready condition when it differs; True if written."""
-    if not has_gate(leader):
+    if not has_group_ready_gate(leader):
         return False
     ready = workers_ready_for_leader(leader, worker_sts)
-    current = group_ready_status(leader)
+    current = group_ready_condition(leader)
     # An absent condition already keeps the leader unready (the kubelet treats a
     # missing gate condition as False), so only a True needs writing at first.
     if current == ("True" if ready else "False") or (current is None and not ready):

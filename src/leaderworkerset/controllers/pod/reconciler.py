@@ -14,20 +14,22 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers import events as ev
-from leaderworkerset.controllers.lws import revisions as rev
-from leaderworkerset.controllers.lws.reconciler import record
+from leaderworkerset.controllers import revisions as rev
+from leaderworkerset.controllers.events import record
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group
 from leaderworkerset.controllers.pod.group_ready import sync_group_ready
-from leaderworkerset.controllers.pod.restart_policy import GroupRestarter, is_leader
+from leaderworkerset.controllers.pod.group_service import group_service, group_service_name
+from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
-from leaderworkerset.controllers.services import group_service, group_service_name
 from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.readiness import (
     pod_condition_true,
     pod_finished,
     pod_terminating,
 )
+from leaderworkerset.group.roles import is_leader
 from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.client import (
     NODES,
@@ -70,11 +72,6 @@ def _uid(pod: JSON) -> str:
 
 class TopologyError(RuntimeError):
     """Exclusive placement cannot pin the workers (retried with backoff)."""
-
-
-def is_gated(pod: JSON) -> bool:
-    gates = (pod.get("spec") or {}).get("schedulingGates") or []
-    return any(g.get("name") == c.SCHEDULING_GATE_GROUP_REPLACEMENT for g in gates)
 
 
 @dataclass
@@ -158,7 +155,7 @@ class PodReconciler:
         if view.hash_mode and pod_finished(pod):
             await self._take_down_lost_group(pod, lws)
             return None
-        if view.hash_mode and is_gated(pod):
+        if view.hash_mode and is_scheduling_gated(pod):
             # PostTermination: nothing exists for a group until it is admitted.
             return None
         if view.unique_per_replica:
@@ -177,6 +174,14 @@ class PodReconciler:
             return None
         if not self._started_enough(pod, view):
             return None
+        return await self._create_worker_statefulset(pod, lws, view)
+
+    async def _create_worker_statefulset(
+        self, pod: JSON, lws: JSON, view: LwsView
+    ) -> Result | None:
+        """From the revision the leader was created from; waits for that revision to
+        reach the cache and, under exclusive placement, for the leader's node."""
+        meta = pod.get("metadata") or {}
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
         key = str((meta.get("labels") or {}).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
         revision = rev.find_revision(lws, revisions, key) if key else None

@@ -21,6 +21,7 @@ from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.ownership import controller_of
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
+from leaderworkerset.group.roles import is_leader
 from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
@@ -35,10 +36,6 @@ RECREATING_POLICIES = (
     c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART,
     c.RESTART_POLICY_RECREATE_GROUP_AFTER_START,
 )
-
-
-def is_leader(pod: JSON) -> bool:
-    return labels_of(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
 
 
 def waits_for_start(view: LwsView) -> bool:

@@ -21,10 +21,10 @@ from leaderworkerset.controllers.leader_template import (
     merge_metadata,
     subgroup_annotations,
 )
-from leaderworkerset.controllers.services import group_service_name
+from leaderworkerset.controllers.pod.group_service import group_service_name
 from leaderworkerset.group.ownership import pod_reference
-from leaderworkerset.group.view import view_of
-from leaderworkerset.webhooks.tpu import pod_requests_tpus
+from leaderworkerset.group.tpu import pod_requests_tpus
+from leaderworkerset.group.view import LwsView, view_of
 
 JSON = dict[str, Any]
 
@@ -54,19 +54,7 @@ def build_worker_statefulset(
     group_labels = {**identity, c.LABEL_TEMPLATE_REVISION_HASH: key}
     labels, annotations = copied_metadata(live, group_labels)
 
-    template = cur.worker_template()
-    template_annotations = {
-        c.ANNOTATION_SIZE: str(cur.size),
-        c.ANNOTATION_LEADER_NAME: pod_name,
-        **exclusive_topology_annotations(live),
-        **subgroup_annotations(live, cur.template, leader=False),
-    }
-    if pod_requests_tpus(leader_pod):
-        template_annotations[c.ANNOTATION_LEADER_REQUESTS_TPUS] = "true"
-    merge_metadata(template, group_labels, template_annotations)
-    if node_selector:
-        pod_spec = template.setdefault("spec", {})
-        pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **node_selector}
+    template = _worker_template(leader_pod, live, cur, group_labels, node_selector)
 
     spec: JSON = {
         "serviceName": group_service_name(revision_lws, leader_pod)
@@ -92,3 +80,28 @@ def build_worker_statefulset(
         },
         "spec": spec,
     }
+
+
+def _worker_template(
+    leader_pod: JSON,
+    live: LwsView,
+    cur: LwsView,
+    group_labels: dict[str, str],
+    node_selector: dict[str, str] | None,
+) -> JSON:
+    """The workers' pod template: the revision's, with the group's identity and what
+    the pod webhook needs to admit a worker (size, leader name, subgroups, TPUs)."""
+    template = cur.worker_template()
+    template_annotations = {
+        c.ANNOTATION_SIZE: str(cur.size),
+        c.ANNOTATION_LEADER_NAME: str((leader_pod.get("metadata") or {}).get("name", "")),
+        **exclusive_topology_annotations(live),
+        **subgroup_annotations(live, cur.template, leader=False),
+    }
+    if pod_requests_tpus(leader_pod):
+        template_annotations[c.ANNOTATION_LEADER_REQUESTS_TPUS] = "true"
+    merge_metadata(template, group_labels, template_annotations)
+    if node_selector:
+        pod_spec = template.setdefault("spec", {})
+        pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **node_selector}
+    return template

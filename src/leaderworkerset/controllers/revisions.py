@@ -3,7 +3,8 @@ key, the ControllerRevision objects and the decisions taken on them.
 
 Everything here is pure: the LWS reconciler lists ControllerRevisions, calls
 `current_revision` / `detect_update` / `revisions_to_delete`, and performs the
-creates and deletes they ask for.
+creates and deletes they ask for. The pod reconciler reads the revision a leader was
+created from (`find_revision`, `apply_revision`) to build its workers.
 
 Deviation from upstream (quirk §12 #5): while the leader StatefulSet is missing,
 an existing revision whose key equals the fresh hash (and whose content matches)
@@ -22,7 +23,7 @@ from typing import Any, Final
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import labels_of
 from leaderworkerset.controllers import events
-from leaderworkerset.controllers.lws.semantic_json import normalized
+from leaderworkerset.controllers.semantic_json import normalized
 from leaderworkerset.group.names import revision_name
 from leaderworkerset.group.ownership import controller_of, lws_reference
 from leaderworkerset.runtime.events import object_reference

@@ -1,0 +1,39 @@
+"""The per-group headless Service of a leader (spec §7.6, subdomainPolicy
+UniquePerReplica)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.headless_service import headless_service
+from leaderworkerset.group import names as naming
+from leaderworkerset.group.ownership import pod_reference
+from leaderworkerset.group.roles import group_index, group_key
+from leaderworkerset.group.view import view_of
+
+JSON = dict[str, Any]
+
+
+def group_service_name(lws: JSON, leader_pod: JSON) -> str:
+    """Ordinal: the leader pod's name. Hash: derived from the group key, by the same
+    function the pod webhook uses for the leader's subdomain (the leader has no
+    name yet at admission)."""
+    view = view_of(lws)
+    if view.hash_mode:
+        return naming.hash_group_service_name(view.name, group_key(leader_pod) or "")
+    return str((leader_pod.get("metadata") or {}).get("name", ""))
+
+
+def group_service(lws: JSON, leader_pod: JSON) -> JSON:
+    """Selects the leader and workers of one group through its group-index label (the
+    group key in Hash mode); owned by the leader pod, so it goes with the group."""
+    view = view_of(lws)
+    meta = leader_pod.get("metadata") or {}
+    return headless_service(
+        name=group_service_name(lws, leader_pod),
+        namespace=str(meta.get("namespace") or view.namespace),
+        lws_name=view.name,
+        selector={c.LABEL_SET_NAME: view.name, c.LABEL_GROUP_INDEX: group_index(leader_pod) or ""},
+        owner=pod_reference(leader_pod),
+    )

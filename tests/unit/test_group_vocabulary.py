@@ -1,0 +1,182 @@
+"""The group vocabulary shared by the controllers and the webhooks: roles, gates,
+TPU detection, Go integers and the Hash-mode names."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.headless_service import headless_service
+from leaderworkerset.group import gates, roles
+from leaderworkerset.group import names as naming
+from leaderworkerset.group.go_int import GoIntError, go_atoi, go_div, go_mod
+from leaderworkerset.group.tpu import pod_requests_tpus
+from leaderworkerset.webhooks.denial import Denied, atoi, display_name
+
+JSON = dict[str, Any]
+KEY = "0123456789abcdef0123456789abcdef01234567"
+
+
+def pod(labels: dict[str, str] | None = None, **spec: Any) -> JSON:
+    return {"metadata": {"name": "p", "labels": dict(labels or {})}, "spec": dict(spec)}
+
+
+# --- roles -------------------------------------------------------------------------------
+def test_leader_and_worker_by_worker_index() -> None:
+    leader = pod({c.LABEL_WORKER_INDEX: "0"})
+    worker = pod({c.LABEL_WORKER_INDEX: "3"})
+    unlabelled = pod()
+    assert roles.is_leader(leader) and not roles.is_worker(leader)
+    assert roles.is_worker(worker) and not roles.is_leader(worker)
+    assert not roles.is_leader(unlabelled) and not roles.is_worker(unlabelled)
+    assert roles.worker_index(worker) == "3" and roles.worker_index(unlabelled) is None
+    assert roles.leaders([worker, leader, unlabelled]) == [leader]
+
+
+def test_group_labels_read_as_strings_or_none() -> None:
+    labelled = pod({c.LABEL_GROUP_INDEX: "2", c.LABEL_GROUP_KEY: KEY, c.LABEL_SET_NAME: "lws"})
+    assert roles.group_index(labelled) == "2"
+    assert roles.group_key(labelled) == KEY
+    assert roles.lws_name(labelled) == "lws"
+    bare: JSON = {"metadata": None}
+    assert roles.group_index(bare) is None
+    assert roles.group_key(bare) is None
+    assert roles.lws_name(bare) is None
+
+
+# --- gates -------------------------------------------------------------------------------
+def test_scheduling_gate_added_once_and_found_by_position() -> None:
+    spec: JSON = {"schedulingGates": [{"name": "other"}]}
+    gates.add_scheduling_gate(spec)
+    gates.add_scheduling_gate(spec)
+    names = [g["name"] for g in spec["schedulingGates"]]
+    assert names == ["other", c.SCHEDULING_GATE_GROUP_REPLACEMENT]
+    gated = {"spec": spec}
+    assert gates.scheduling_gate_index(gated) == 1
+    assert gates.is_scheduling_gated(gated)
+    assert gates.scheduling_gate_index(pod()) is None
+    assert not gates.is_scheduling_gated({"spec": {"schedulingGates": None}})
+
+
+def test_remove_scheduling_gate_patch_tests_the_name_first() -> None:
+    assert gates.remove_scheduling_gate_patch(2) == [
+        {
+            "op": "test",
+            "path": "/spec/schedulingGates/2/name",
+            "value": c.SCHEDULING_GATE_GROUP_REPLACEMENT,
+        },
+        {"op": "remove", "path": "/spec/schedulingGates/2"},
+    ]
+
+
+def test_group_ready_gate_added_once() -> None:
+    spec: JSON = {}
+    gates.add_group_ready_gate(spec)
+    gates.add_group_ready_gate(spec)
+    assert spec == {"readinessGates": [{"conditionType": c.CONDITION_GROUP_READY}]}
+    assert gates.has_group_ready_gate({"spec": spec})
+    assert not gates.has_group_ready_gate({"spec": {"readinessGates": [{"conditionType": "x"}]}})
+    assert not gates.has_group_ready_gate(pod())
+
+
+def test_group_ready_condition_status() -> None:
+    leader = pod()
+    assert gates.group_ready_condition(leader) is None
+    leader["status"] = {
+        "conditions": [
+            {"type": "Ready", "status": "False"},
+            {"type": c.CONDITION_GROUP_READY, "status": "True"},
+        ]
+    }
+    assert gates.group_ready_condition(leader) == "True"
+
+
+# --- TPUs ----------------------------------------------------------------------------------
+def test_pod_requests_tpus_in_any_container() -> None:
+    tpu = {"resources": {"limits": {c.TPU_RESOURCE_NAME: "4"}}}
+    assert pod_requests_tpus(pod(initContainers=[tpu], containers=[{}]))
+    assert not pod_requests_tpus(pod(containers=[{"resources": {"limits": {"cpu": "1"}}}]))
+    assert not pod_requests_tpus(pod())
+
+
+# --- Go integers -----------------------------------------------------------------------------
+def test_go_atoi_raises_a_value_error_with_go_text_that_webhooks_turn_into_a_denial() -> None:
+    with pytest.raises(GoIntError, match=r'^strconv.Atoi: parsing " 1": invalid syntax$'):
+        go_atoi(" 1")
+    assert issubclass(GoIntError, ValueError)
+    with pytest.raises(Denied) as denied:
+        atoi("1_0")
+    assert denied.value.message == 'strconv.Atoi: parsing "1_0": invalid syntax'
+    assert go_atoi("-12") == -12
+
+
+@given(st.integers(-1000, 1000), st.integers(-50, 50).filter(lambda b: b != 0))
+def test_go_div_and_mod_recompose(a: int, b: int) -> None:
+    quotient, remainder = go_div(a, b), go_mod(a, b)
+    assert quotient * b + remainder == a
+    assert abs(remainder) < abs(b)
+    assert remainder == 0 or (remainder > 0) == (a > 0)
+
+
+def test_display_name_falls_back_to_generate_name() -> None:
+    assert display_name({"metadata": {"name": "a", "generateName": "b-"}}) == "a"
+    assert display_name({"metadata": {"generateName": "b-"}}) == "b-"
+    assert display_name({}) == ""
+
+
+# --- Hash-mode names ---------------------------------------------------------------------------
+def test_hash_names_share_the_key_prefix() -> None:
+    host = naming.hash_hostname(KEY)
+    assert host == KEY[:8]
+    assert naming.hash_worker_hostname(KEY, 3) == f"{host}-3"
+    assert naming.hash_group_service_name("lws", KEY) == f"lws-{host}"
+    assert naming.hash_subgroup_key(KEY, 1) == naming.subgroup_key(KEY, "1")
+    assert naming.leader_pod_name("lws", "2") == naming.leader_pod_name("lws", 2) == "lws-2"
+
+
+# --- Services and events ------------------------------------------------------------------------
+def test_headless_service_publishes_not_ready_addresses() -> None:
+    owner = {"kind": "Pod", "name": "lws-0", "uid": "u"}
+    svc = headless_service("s", "ns", "lws", {"a": "b"}, owner)
+    assert svc["spec"] == {
+        "clusterIP": "None",
+        "selector": {"a": "b"},
+        "publishNotReadyAddresses": True,
+    }
+    assert svc["metadata"]["labels"] == {c.LABEL_SET_NAME: "lws"}
+    assert svc["metadata"]["ownerReferences"] == [owner]
+
+
+def test_hash_leader_failures_name_the_deployment() -> None:
+    created = ev.leader_create_failed("lws", "boom", hash_mode=True)
+    updated = ev.leader_update_failed("lws", "boom", hash_mode=True)
+    assert created.note == "Failed to create leader deployment lws: boom"
+    assert updated.note == "Failed to update leader deployment lws: boom"
+    assert ev.leader_update_failed("lws", "boom").note == (
+        "Failed to update leader statefulset lws: boom"
+    )
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def event(self, *args: Any) -> None:
+        self.calls.append(args)
+
+
+def test_record_hands_every_field_to_the_recorder() -> None:
+    recorder = _Recorder()
+    lws = {"metadata": {"name": "lws"}}
+    event = ev.leader_created("lws", related={"kind": "ControllerRevision"})
+    ev.record(recorder, copy.deepcopy(lws), event)  # type: ignore[arg-type]
+    ev.record(None, lws, event)
+    assert recorder.calls == [
+        (lws, event.type, event.reason, event.action, event.note, event.related)
+    ]
