@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import meta_of
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.replacement.reconciler import (
@@ -28,8 +28,6 @@ from leaderworkerset.runtime.controller import Controller, Predicate, own_key
 from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.manager import Manager
 from leaderworkerset.webhooks.admission import register_webhooks
-
-JSON = dict[str, Any]
 
 LWS_CONTROLLER = "leaderworkerset"
 POD_CONTROLLER = "pod"

@@ -15,8 +15,8 @@ import copy
 
 import pytest
 
-from leaderworkerset.controllers.lws.revisions import snapshot_key
-from leaderworkerset.controllers.lws.semantic_json import normalized
+from leaderworkerset.controllers.revisions import snapshot_key
+from leaderworkerset.controllers.semantic_json import normalized
 from leaderworkerset.webhooks.leaderworkerset import default_object
 
 from ..upstream_revision import (

@@ -18,6 +18,7 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.fields import Kind, api_fields
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.api.types import (
     LeaderWorkerSet,
     LeaderWorkerTemplate,
@@ -25,8 +26,6 @@ from leaderworkerset.api.types import (
     RollingUpdateConfiguration,
     RolloutStrategy,
 )
-
-JSON = dict[str, Any]
 
 
 def default_leaderworkerset(lws: LeaderWorkerSet) -> LeaderWorkerSet:

@@ -1,4 +1,7 @@
-"""Reading the metadata of objects kept as plain JSON dicts (absent = empty)."""
+"""Objects kept as plain JSON dicts, and reading their metadata (absent = empty).
+
+`JSON` is the one alias for such an object (or any JSON object inside one).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,18 @@ JSON = dict[str, Any]
 def meta_of(obj: JSON | None) -> JSON:
     meta: JSON = (obj or {}).get("metadata") or {}
     return meta
+
+
+def name_of(obj: JSON | None) -> str:
+    return str(meta_of(obj).get("name") or "")
+
+
+def namespace_of(obj: JSON | None) -> str:
+    return str(meta_of(obj).get("namespace") or "")
+
+
+def uid_of(obj: JSON | None) -> str:
+    return str(meta_of(obj).get("uid") or "")
 
 
 def labels_of(obj: JSON | None) -> dict[str, Any]:

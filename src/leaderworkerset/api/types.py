@@ -16,8 +16,8 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.codec import decode, encode
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.fields import Kind, api_field, extra_field
+from leaderworkerset.api.objects import JSON
 
-JSON = dict[str, Any]
 IntOrString = int | str
 
 POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"

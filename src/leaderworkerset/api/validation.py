@@ -23,6 +23,7 @@ from leaderworkerset.api.errors import (
 from leaderworkerset.api.fields import Kind, api_fields
 from leaderworkerset.api.intstr import IntOrString, is_percent, scaled_value
 from leaderworkerset.api.metavalidation import validate_object_meta
+from leaderworkerset.api.objects import meta_of
 from leaderworkerset.api.types import (
     LeaderWorkerSet,
     LeaderWorkerSetSpec,
@@ -260,7 +261,7 @@ def _validate_group_identity(spec: LeaderWorkerSetSpec) -> list[FieldError]:
     template = spec.leader_worker_template
     claims = template.volume_claim_templates if template else None
     if claims:
-        names = [(claim.get("metadata") or {}).get("name", "") for claim in claims]
+        names = [meta_of(claim).get("name", "") for claim in claims]
         errs.append(
             invalid(
                 VOLUME_CLAIM_TEMPLATES,

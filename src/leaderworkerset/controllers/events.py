@@ -21,12 +21,11 @@ Deviations from upstream wording (design page, quirks §12 #9, #13, #15):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.events import EventRecorder
-
-JSON = dict[str, Any]
 
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"

@@ -5,11 +5,8 @@ Ready. Each is created when absent and never modified."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
-
-JSON = dict[str, Any]
+from leaderworkerset.api.objects import JSON
 
 
 def headless_service(

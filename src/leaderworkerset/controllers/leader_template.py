@@ -5,13 +5,11 @@ the subgroup annotations, claim templates (§7.8) and metadata merging."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.api.types import LeaderWorkerTemplate
 from leaderworkerset.group.view import LwsView, view_of
-
-JSON = dict[str, Any]
 
 
 def leader_selector(lws_name: str) -> dict[str, str]:
@@ -80,7 +78,7 @@ def volume_claim_templates(template: LeaderWorkerTemplate, namespace: str) -> li
     requests/limits of each claim are carried over."""
     out = []
     for claim in template.volume_claim_templates or []:
-        meta = claim.get("metadata") or {}
+        meta = meta_of(claim)
         spec = claim.get("spec") or {}
         claim_spec: JSON = {}
         if spec.get("accessModes") is not None:

@@ -21,14 +21,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import labels_of
+from leaderworkerset.api.objects import JSON, labels_of, meta_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.semantic_json import normalized
 from leaderworkerset.group.names import revision_name
 from leaderworkerset.group.ownership import controller_of, lws_reference
 from leaderworkerset.runtime.events import object_reference
-
-JSON = dict[str, Any]
 
 KEY_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 FNV32_OFFSET: Final = 2166136261
@@ -116,7 +114,7 @@ def new_revision(lws: JSON, number: int, key_override: str = "") -> JSON:
     """§6.3.3: the ControllerRevision of the current spec. The name always carries the
     content hash; the key label is `key_override` when given (adopting a StatefulSet
     whose revision is missing), else the same hash."""
-    meta = lws.get("metadata") or {}
+    meta = meta_of(lws)
     lws_name = str(meta.get("name", ""))
     data = snapshot(lws)
     content_hash = hash_key(canonical_json(data))
@@ -141,7 +139,7 @@ def new_revision(lws: JSON, number: int, key_override: str = "") -> JSON:
 def owned_revisions(lws: JSON, revisions: Iterable[JSON], key: str | None = None) -> list[JSON]:
     """Revisions labelled for this LWS (and `key`, if given) that it controls or that
     have no controller: orphans are read, never patched."""
-    meta = lws.get("metadata") or {}
+    meta = meta_of(lws)
     name, uid = meta.get("name", ""), meta.get("uid", "")
     out = []
     for rev in revisions:

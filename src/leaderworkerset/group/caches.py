@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
@@ -24,8 +25,6 @@ from leaderworkerset.runtime.client import (
 )
 from leaderworkerset.runtime.indexes import label_index_name
 
-JSON = dict[str, Any]
-
 BY_LWS = label_index_name(c.LABEL_SET_NAME)
 BY_GROUP = "group"
 
@@ -35,7 +34,7 @@ def group_index_value(namespace: str, lws_name: str, group: str) -> str:
 
 
 def _by_group(obj: JSON) -> Iterable[str]:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     labels = meta.get("labels") or {}
     name, group = labels.get(c.LABEL_SET_NAME), labels.get(c.LABEL_GROUP_INDEX)
     if not name or group is None:

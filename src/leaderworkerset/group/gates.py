@@ -11,11 +11,8 @@ The pod webhook adds both at admission; gates are fixed at pod creation.
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
-
-JSON = dict[str, Any]
+from leaderworkerset.api.objects import JSON
 
 _SCHEDULING_GATES = "schedulingGates"
 _READINESS_GATES = "readinessGates"

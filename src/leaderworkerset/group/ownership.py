@@ -4,15 +4,12 @@ deletion included) cleans up after a LeaderWorkerSet or a leader pod."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
-
-JSON = dict[str, Any]
+from leaderworkerset.api.objects import JSON, meta_of
 
 
 def controller_reference(owner: JSON, api_version: str, kind: str) -> JSON:
-    meta = owner.get("metadata") or {}
+    meta = meta_of(owner)
     return {
         "apiVersion": api_version,
         "kind": kind,
@@ -33,7 +30,7 @@ def pod_reference(pod: JSON) -> JSON:
 
 def controller_of(obj: JSON) -> JSON | None:
     """The owner reference marked controller, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in meta_of(obj).get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller") is True:
             return ref
     return None

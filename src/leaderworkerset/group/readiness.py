@@ -7,12 +7,8 @@ thing everywhere. (Whether a pod requests TPUs is `group.tpu.pod_requests_tpus`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import labels_of
-
-JSON = dict[str, Any]
+from leaderworkerset.api.objects import JSON, labels_of, meta_of
 
 
 def pod_condition_true(pod: JSON, condition_type: str) -> bool:
@@ -27,7 +23,7 @@ def pod_running_and_ready(pod: JSON) -> bool:
 
 
 def pod_terminating(pod: JSON) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(meta_of(pod).get("deletionTimestamp"))
 
 
 def pod_finished(pod: JSON) -> bool:

@@ -5,12 +5,9 @@ webhooks, the reconcilers and the event sources."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import labels_of
-
-JSON = dict[str, Any]
+from leaderworkerset.api.objects import JSON, labels_of
 
 
 def worker_index(pod: JSON) -> str | None:

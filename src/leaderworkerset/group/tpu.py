@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.api.quantity import parse_quantity
-
-JSON = dict[str, Any]
 
 
 def _nonzero_quantity(quantity: Any) -> bool:

@@ -14,14 +14,13 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import IntOrString
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.api.types import (
     LeaderWorkerSet,
     LeaderWorkerTemplate,
     RollingUpdateConfiguration,
     group_identity_of,
 )
-
-JSON = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ class LwsView:
 
 def view_of(lws: JSON) -> LwsView:
     model, _ = LeaderWorkerSet.from_json(lws)
-    meta = lws.get("metadata") or {}
+    meta = meta_of(lws)
     spec = model.spec
     template = (spec.leader_worker_template if spec else None) or LeaderWorkerTemplate()
     strategy = spec.rollout_strategy if spec else None

@@ -12,20 +12,18 @@ import asyncio
 import contextlib
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 import yaml
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.localcluster.binaries import ensure_binaries
 from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.localcluster.deploy import running_controller
 from leaderworkerset.localcluster.nodesim.nodes import default_nodes
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient, ApiError
-
-JSON = dict[str, Any]
 
 
 def _summary(lws: JSON, pods: list[JSON]) -> str:

@@ -19,12 +19,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.crd import build_crd
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.certs import CertRotatorOptions
 from leaderworkerset.runtime.client import (
     CRDS,
@@ -37,7 +37,6 @@ from leaderworkerset.runtime.client import (
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
 from leaderworkerset.wiring import LwsControllers, setup_controllers
 
-JSON = dict[str, Any]
 WEBHOOK_MANIFESTS = "config/webhook/manifests.yaml"
 FIELD_MANAGER = "lws-local"
 

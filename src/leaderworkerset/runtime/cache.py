@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from leaderworkerset.api.objects import JSON, meta_of, uid_of
 from leaderworkerset.runtime.client import ApiError, Resource
 from leaderworkerset.runtime.indexes import (
-    JSON,
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
     IndexFunc,
@@ -318,7 +318,7 @@ class Informer:
                         limit=self.page_size,
                         continue_token=token,
                     )
-                    meta = page.get("metadata") or {}
+                    meta = meta_of(page)
                     # Every page is cut from the first page's snapshot.
                     version = version or str(meta.get("resourceVersion", ""))
                     for item in page.get("items") or ():
@@ -466,7 +466,7 @@ def strip_managed_fields(obj: JSON) -> JSON:
 
 
 def _uid(obj: JSON) -> str:
-    return str((obj.get("metadata") or {}).get("uid", ""))
+    return uid_of(obj)
 
 
 def _discard(index: dict[str, set[str]], value: str, key: str) -> None:

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from leaderworkerset.api.config.tls import CIPHER_SUITES, TLS_VERSIONS
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.client import (
     CRDS,
-    JSON,
     MUTATING_WEBHOOKS,
     SECRETS,
     VALIDATING_WEBHOOKS,

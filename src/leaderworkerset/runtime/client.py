@@ -20,7 +20,8 @@ from lightkube.config.client_adapter import AsyncClient as _lightkube_async_clie
 from lightkube.config.client_adapter import ConnectionParams
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
-JSON = dict[str, Any]
+from leaderworkerset.api.objects import JSON
+
 ResponseHook = Callable[[str, str, str], None]  # (method, status code, host)
 
 APPLY_PATCH = "application/apply-patch+yaml"

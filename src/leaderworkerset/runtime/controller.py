@@ -14,9 +14,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from leaderworkerset.api.objects import JSON, labels_of, meta_of
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import ApiError
-from leaderworkerset.runtime.indexes import JSON, controller_ref, object_key
+from leaderworkerset.runtime.indexes import controller_ref, object_key
 from leaderworkerset.runtime.metrics import (
     ACTIVE_WORKERS,
     MAX_CONCURRENT_RECONCILES,
@@ -60,7 +61,7 @@ def owner_key(kind: str, api_version: str) -> MapFunc:
         ref = controller_ref(obj)
         if ref is None or ref.get("kind") != kind or _group(ref.get("apiVersion", "")) != group:
             return ()
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        namespace = meta_of(obj).get("namespace")
         return (f"{namespace}/{ref['name']}" if namespace else str(ref["name"]),)
 
     return map_owner
@@ -70,7 +71,7 @@ def label_key(label: str) -> MapFunc:
     """``namespace/<value of label>``: e.g. pods to the LeaderWorkerSet named in their label."""
 
     def map_label(obj: JSON) -> Iterable[str]:
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         value = (meta.get("labels") or {}).get(label)
         if not value:
             return ()
@@ -103,11 +104,11 @@ class Predicate:
 
 
 def _generation(obj: JSON) -> object:
-    return (obj.get("metadata") or {}).get("generation")
+    return meta_of(obj).get("generation")
 
 
 def _labels(obj: JSON) -> object:
-    return (obj.get("metadata") or {}).get("labels") or {}
+    return labels_of(obj)
 
 
 # Status-only writes bump resourceVersion but not generation; these skip them.

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime import metrics
-from leaderworkerset.runtime.client import JSON, LEASES, ApiClient, ApiError
+from leaderworkerset.runtime.client import LEASES, ApiClient, ApiError
 from leaderworkerset.runtime.events import NORMAL, EventRecorder, micro_time
 from leaderworkerset.runtime.logging import v
 

@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from leaderworkerset.runtime.client import EVENTS, JSON, ApiClient, ApiError
+from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.runtime.client import EVENTS, ApiClient, ApiError
 
 log = logging.getLogger("events")
 
@@ -35,7 +36,7 @@ _REF_FIELDS = ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersio
 
 def object_reference(obj: JSON, field_path: str = "") -> JSON:
     """A corev1.ObjectReference to an object as read from the API."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     ref = {
         "apiVersion": obj.get("apiVersion", ""),
         "kind": obj.get("kind", ""),

@@ -25,8 +25,9 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair, server_ssl_context
-from leaderworkerset.runtime.client import JSON, ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.metrics import REGISTRY
 from leaderworkerset.runtime.pki import self_signed_cert
 

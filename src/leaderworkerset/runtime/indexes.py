@@ -8,9 +8,9 @@ reconciler finds, say, all pods of one owner without scanning the whole cache.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
-JSON = dict[str, Any]
+from leaderworkerset.api.objects import JSON, meta_of
+
 IndexFunc = Callable[[JSON], Iterable[str]]
 
 NAMESPACE_INDEX = "namespace"
@@ -20,7 +20,7 @@ LABEL_INDEX_PREFIX = "label:"
 
 def object_key(obj: JSON) -> str:
     """client-go's MetaNamespaceKeyFunc: ``namespace/name``, or ``name`` if cluster-scoped."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     namespace = meta.get("namespace")
     name = meta.get("name", "")
     return f"{namespace}/{name}" if namespace else str(name)
@@ -33,19 +33,19 @@ def split_key(key: str) -> tuple[str | None, str]:
 
 
 def resource_version(obj: JSON) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return str(meta_of(obj).get("resourceVersion", ""))
 
 
 def controller_ref(obj: JSON) -> JSON | None:
     """The ownerReference with ``controller: true``; an object has at most one."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+    for ref in meta_of(obj).get("ownerReferences") or ():
         if ref.get("controller"):
             return dict(ref)
     return None
 
 
 def by_namespace(obj: JSON) -> Iterable[str]:
-    namespace = (obj.get("metadata") or {}).get("namespace")
+    namespace = meta_of(obj).get("namespace")
     return (namespace,) if namespace else ()
 
 
@@ -67,7 +67,7 @@ def by_label(label: str) -> IndexFunc:
     """
 
     def index(obj: JSON) -> Iterable[str]:
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         value = (meta.get("labels") or {}).get(label)
         if value is None:
             return ()

@@ -26,10 +26,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime import metrics
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair
 from leaderworkerset.runtime.certs import server_ssl_context as _server_ssl_context
-from leaderworkerset.runtime.client import JSON
 from leaderworkerset.runtime.health import listen_socket
 from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY
 

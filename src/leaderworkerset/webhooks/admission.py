@@ -12,6 +12,7 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.errors import ErrorType
+from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
@@ -32,8 +33,6 @@ from leaderworkerset.webhooks.leaderworkerset import (
     validate_object,
 )
 from leaderworkerset.webhooks.pods import PodAdmissionContext, mutate_pod
-
-JSON = dict[str, Any]
 
 POD_MUTATING_PATH = "/mutate--v1-pod"
 POD_VALIDATING_PATH = "/validate--v1-pod"
@@ -56,7 +55,7 @@ async def validate_leaderworkerset(request: JSON) -> AdmissionResponse:
     )
     if verdict.allowed:
         return allow(warnings=verdict.warnings)
-    name = str((obj.get("metadata") or {}).get("name", ""))
+    name = name_of(obj)
     # A 422 Invalid with field causes, as the API server reports its own validation.
     status = {
         "code": 422,
@@ -102,7 +101,7 @@ def pod_mutator(caches: LwsCaches, options: ControllerOptions, client: ApiClient
         pod = request.get("object")
         if not isinstance(pod, dict):
             return errored(400, "the admission request carries no object")
-        namespace = str(request.get("namespace") or (pod.get("metadata") or {}).get("namespace"))
+        namespace = str(request.get("namespace") or meta_of(pod).get("namespace"))
         pod.setdefault("metadata", {}).setdefault("namespace", namespace)
         lws_name = str(((pod["metadata"].get("labels") or {}).get(c.LABEL_SET_NAME)) or "")
         lws = await owning_lws(namespace, lws_name) if lws_name else None

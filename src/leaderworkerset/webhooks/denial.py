@@ -3,6 +3,7 @@ denial shows it, and Go's integer parsing with its error text as the message."""
 
 from __future__ import annotations
 
+from leaderworkerset.api.objects import meta_of
 from leaderworkerset.group.go_int import GoIntError, go_atoi
 from leaderworkerset.webhooks.nested import Pod
 
@@ -26,5 +27,5 @@ def atoi(text: str) -> int:
 def display_name(pod: Pod) -> str:
     """The pod's name, or its generateName while the API server has not named it
     (Hash-mode leaders), so that denials still say which pod was refused."""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     return str(meta.get("name") or meta.get("generateName") or "")

@@ -3,21 +3,20 @@ LWS_GROUP_SIZE and LWS_WORKER_INDEX, injected first in every container."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group import names as naming
 from leaderworkerset.webhooks.denial import Denied, display_name
 from leaderworkerset.webhooks.nested import Pod
 
-EnvVar = dict[str, Any]
+EnvVar = JSON
 
 _ENV_FAILURE = "Failure constructing environment variables"
 
 
 def lws_env(pod: Pod, *, hash_mode: bool) -> list[EnvVar]:
     """LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and LWS_WORKER_INDEX, in that order."""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     namespace = meta.get("namespace") or ""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-Pod = dict[str, Any]
+from leaderworkerset.api.objects import JSON
+
+Pod = JSON
 
 
 def child_map(parent: dict[str, Any], key: str) -> dict[str, Any]:

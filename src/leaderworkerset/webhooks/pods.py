@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import labels_of, namespace_of
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.gates import add_group_ready_gate, add_scheduling_gate
 from leaderworkerset.group.roles import is_leader
@@ -60,7 +61,7 @@ DEFAULT_CONTEXT = PodAdmissionContext()
 def mutate_pod(pod: Pod, ctx: PodAdmissionContext = DEFAULT_CONTEXT) -> Pod:
     """Return a mutated deep copy of `pod`; raise Denied to refuse its creation."""
     out = copy.deepcopy(pod)
-    if c.LABEL_SET_NAME not in ((pod.get("metadata") or {}).get("labels") or {}):
+    if c.LABEL_SET_NAME not in labels_of(pod):
         return out
     meta = child_map(out, "metadata")
     labels: dict[str, str] = child_map(meta, "labels")
@@ -101,7 +102,7 @@ def _admit_ordinal_leader(pod: Pod, labels: dict[str, str], annotations: dict[st
     if annotations.get(c.ANNOTATION_SUBDOMAIN_POLICY) == c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA:
         child_map(pod, "spec")["subdomain"] = name
     if c.LABEL_GROUP_KEY not in labels:
-        namespace = (pod.get("metadata") or {}).get("namespace") or ""
+        namespace = namespace_of(pod)
         labels[c.LABEL_GROUP_KEY] = naming.ordinal_group_key(namespace, name)
 
 
@@ -113,7 +114,7 @@ def _admit_hash_leader(
     ctx: PodAdmissionContext,
 ) -> None:
     if not labels.get(c.LABEL_GROUP_KEY):
-        namespace = (pod.get("metadata") or {}).get("namespace") or ""
+        namespace = namespace_of(pod)
         labels[c.LABEL_GROUP_KEY] = ctx.new_group_key(namespace)
     group_key = labels[c.LABEL_GROUP_KEY]
     # No ordinal exists; upstream tools read group-index, so it carries the key (design page).

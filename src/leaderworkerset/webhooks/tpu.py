@@ -12,9 +12,8 @@ pods.py gives Hash-mode workers exactly those hostnames.
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.go_int import go_div, go_mod
 from leaderworkerset.group.roles import is_leader
@@ -23,7 +22,7 @@ from leaderworkerset.webhooks.denial import Denied, atoi, display_name
 from leaderworkerset.webhooks.env import EnvVar
 from leaderworkerset.webhooks.nested import Pod
 
-Container = dict[str, Any]
+Container = JSON
 
 
 def _env_value(container: Container, name: str) -> str | None:
@@ -57,7 +56,7 @@ class _Facts:
     """What every TPU rule reads from the pod."""
 
     def __init__(self, pod: Pod) -> None:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         self.labels: dict[str, str] = meta.get("labels") or {}
         self.annotations: dict[str, str] = meta.get("annotations") or {}
         self.subdomain: str = (pod.get("spec") or {}).get("subdomain") or ""

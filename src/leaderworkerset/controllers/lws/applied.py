@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-JSON = dict[str, Any]
+from leaderworkerset.api.objects import JSON, meta_of
 
 
 def contains(desired: Any, live: Any) -> bool:
@@ -50,11 +50,11 @@ class AppliedObjects:
         # longer set would linger), so the first apply always goes out.
         if last is None or last[0] != digest(body):
             return True
-        live_version = (live.get("metadata") or {}).get("resourceVersion", "")
+        live_version = meta_of(live).get("resourceVersion", "")
         return last[1] != live_version and not contains(body, live)
 
     def record(self, key: str, body: JSON, answer: JSON) -> None:
-        version = (answer.get("metadata") or {}).get("resourceVersion", "")
+        version = meta_of(answer).get("resourceVersion", "")
         self._last[key] = (digest(body), str(version))
 
     def known(self, key: str) -> bool:

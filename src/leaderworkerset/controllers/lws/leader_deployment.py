@@ -10,10 +10,9 @@ putting them in the template too would be a second source of truth."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import IntOrString, is_percent
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.leader_template import (
     copied_metadata,
     leader_pod_template,
@@ -21,8 +20,6 @@ from leaderworkerset.controllers.leader_template import (
 )
 from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.group.view import LwsView, view_of
-
-JSON = dict[str, Any]
 
 
 def leader_deployment(lws: JSON, key: str) -> JSON:

@@ -4,9 +4,8 @@ replicas come from `rolling_update.rolling_update_parameters`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.leader_template import (
     add_claims_and_retention,
     copied_metadata,
@@ -16,8 +15,6 @@ from leaderworkerset.controllers.leader_template import (
 from leaderworkerset.controllers.lws.rolling_update import leader_max_unavailable
 from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.group.view import view_of
-
-JSON = dict[str, Any]
 
 
 def leader_statefulset(lws: JSON, key: str, partition: int, replicas: int) -> JSON:

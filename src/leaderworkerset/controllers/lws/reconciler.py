@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, labels_of, meta_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
@@ -42,7 +42,6 @@ from leaderworkerset.runtime.client import (
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
 
-JSON = dict[str, Any]
 log = logging.getLogger(__name__)
 
 # A leader workload being deleted is waited out (spec §6.2 step 4).
@@ -62,7 +61,7 @@ class LeaderWorkerSetReconciler:
 
     async def __call__(self, key: str) -> Result | None:
         lws = self.caches.leaderworkersets.get_by_key(key)
-        if lws is None or (lws.get("metadata") or {}).get("deletionTimestamp"):
+        if lws is None or meta_of(lws).get("deletionTimestamp"):
             # Garbage collection removes what the LeaderWorkerSet owned.
             return None
         view = view_of(lws)
@@ -83,7 +82,7 @@ class LeaderWorkerSetReconciler:
         self, lws: JSON, view: LwsView, revisions: list[JSON]
     ) -> Result | None:
         sts = self._owned(self.caches.statefulsets, view)
-        if sts is not None and (sts.get("metadata") or {}).get("deletionTimestamp"):
+        if sts is not None and meta_of(sts).get("deletionTimestamp"):
             return Result(requeue_after=DELETING_REQUEUE)
         revision = await self._current_revision(lws, sts, revisions)
         key = rev.revision_key(revision)
@@ -119,7 +118,7 @@ class LeaderWorkerSetReconciler:
         self, lws: JSON, view: LwsView, revisions: list[JSON]
     ) -> Result | None:
         deployment = self._owned(self.caches.deployments, view)
-        if deployment is not None and (deployment.get("metadata") or {}).get("deletionTimestamp"):
+        if deployment is not None and meta_of(deployment).get("deletionTimestamp"):
             return Result(requeue_after=DELETING_REQUEUE)
         revision = await self._current_revision(lws, deployment, revisions)
         updated = rev.detect_update(lws, deployment, revision, revisions)
@@ -157,11 +156,7 @@ class LeaderWorkerSetReconciler:
         pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
         leaders = roles.leaders(pods)
         statefulsets = LwsCaches.of_lws(self.caches.statefulsets, view.namespace, view.name)
-        workers = [
-            s
-            for s in statefulsets
-            if c.LABEL_GROUP_INDEX in ((s.get("metadata") or {}).get("labels") or {})
-        ]
+        workers = [s for s in statefulsets if c.LABEL_GROUP_INDEX in labels_of(s)]
         return leaders, workers
 
     async def _current_revision(

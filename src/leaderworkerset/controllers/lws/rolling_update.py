@@ -17,13 +17,11 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import scaled_value
-from leaderworkerset.api.objects import labels_of
+from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events
 from leaderworkerset.group.names import leader_pod_name
 from leaderworkerset.group.readiness import pod_running_and_ready, statefulset_ready
 from leaderworkerset.group.view import LwsView, view_of
-
-JSON = dict[str, Any]
 
 
 class RollingUpdateError(ValueError):
@@ -263,11 +261,11 @@ def _recorded_replicas(sts: JSON) -> int | None:
 
 
 def _annotations(obj: JSON) -> dict[str, Any]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations_of(obj)
 
 
 def _name(obj: JSON | None) -> str | None:
-    return None if obj is None else (obj.get("metadata") or {}).get("name")
+    return None if obj is None else meta_of(obj).get("name")
 
 
 def _key_of(obj: JSON) -> Any:

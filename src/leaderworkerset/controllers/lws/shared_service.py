@@ -3,14 +3,11 @@ like the LWS and selecting all its pods."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.group.view import view_of
-
-JSON = dict[str, Any]
 
 
 def wants_shared_service(lws: JSON) -> bool:

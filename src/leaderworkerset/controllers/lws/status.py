@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import labels_of
+from leaderworkerset.api.objects import JSON, labels_of, name_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws.rolling_update import parse_index
 from leaderworkerset.group import roles
@@ -30,8 +30,6 @@ from leaderworkerset.group.readiness import (
     statefulset_ready,
 )
 from leaderworkerset.group.view import LwsView, view_of
-
-JSON = dict[str, Any]
 
 # Available excludes the other two; Progressing and UpdateInProgress coexist.
 EXCLUSIVE_PAIRS: Final = frozenset(
@@ -292,7 +290,7 @@ def _leaders_of(view: LwsView, pods: Iterable[JSON]) -> list[JSON]:
 
 
 def _name(obj: JSON) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
+    return name_of(obj)
 
 
 def _key(obj: JSON) -> Any:

@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.api.quantity import format_quantity, sum_resources
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
-
-JSON = dict[str, Any]
 
 PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 
@@ -31,7 +30,7 @@ def pod_requests(template: JSON) -> dict[str, Any]:
 
 def pod_group(view: LwsView, leader: JSON) -> JSON | None:
     """The PodGroup of a leader's group, or None when the leader names none."""
-    meta = leader.get("metadata") or {}
+    meta = meta_of(leader)
     name = (meta.get("annotations") or {}).get(c.ANNOTATION_POD_GROUP_NAME)
     if not name:
         return None

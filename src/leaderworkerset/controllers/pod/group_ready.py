@@ -11,14 +11,12 @@ health.
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group.gates import group_ready_condition, has_group_ready_gate
 from leaderworkerset.group.readiness import workers_ready_for_leader
 from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
-
-JSON = dict[str, Any]
 
 REASON_WORKERS_READY = "WorkersReady"
 REASON_WORKERS_NOT_READY = "WorkersNotReady"
@@ -50,7 +48,7 @@ async def sync_group_ready(client: ApiClient, leader: JSON, worker_sts: JSON | N
     # missing gate condition as False), so only a True needs writing at first.
     if current == ("True" if ready else "False") or (current is None and not ready):
         return False
-    meta = leader.get("metadata") or {}
+    meta = meta_of(leader)
     try:
         # Pod conditions merge by type, so this leaves the kubelet's conditions alone.
         await client.patch(

@@ -3,16 +3,13 @@ UniquePerReplica)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.roles import group_index, group_key
 from leaderworkerset.group.view import view_of
-
-JSON = dict[str, Any]
 
 
 def group_service_name(lws: JSON, leader_pod: JSON) -> str:
@@ -22,14 +19,14 @@ def group_service_name(lws: JSON, leader_pod: JSON) -> str:
     view = view_of(lws)
     if view.hash_mode:
         return naming.hash_group_service_name(view.name, group_key(leader_pod) or "")
-    return str((leader_pod.get("metadata") or {}).get("name", ""))
+    return name_of(leader_pod)
 
 
 def group_service(lws: JSON, leader_pod: JSON) -> JSON:
     """Selects the leader and workers of one group through its group-index label (the
     group key in Hash mode); owned by the leader pod, so it goes with the group."""
     view = view_of(lws)
-    meta = leader_pod.get("metadata") or {}
+    meta = meta_of(leader_pod)
     return headless_service(
         name=group_service_name(lws, leader_pod),
         namespace=str(meta.get("namespace") or view.namespace),

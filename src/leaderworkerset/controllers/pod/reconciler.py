@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import (
+    JSON,
+    annotations_of,
+    labels_of,
+    meta_of,
+    namespace_of,
+    uid_of,
+)
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
@@ -42,7 +49,6 @@ from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
 from leaderworkerset.runtime.indexes import object_key
 
-JSON = dict[str, Any]
 log = logging.getLogger(__name__)
 
 # The leader's revision may not be in the cache yet right after a rollout starts.
@@ -58,7 +64,7 @@ def _group_size(leader: JSON, view: LwsView) -> int:
     mid-rollout it can differ from the live spec, and so does its gate. Ordinal mode
     follows the live spec, as upstream."""
     if view.hash_mode:
-        annotations = (leader.get("metadata") or {}).get("annotations") or {}
+        annotations = annotations_of(leader)
         try:
             return int(annotations.get(c.ANNOTATION_SIZE, view.size))
         except (TypeError, ValueError):
@@ -67,7 +73,7 @@ def _group_size(leader: JSON, view: LwsView) -> int:
 
 
 def _uid(pod: JSON) -> str:
-    return str((pod.get("metadata") or {}).get("uid", ""))
+    return uid_of(pod)
 
 
 class TopologyError(RuntimeError):
@@ -89,7 +95,7 @@ class PodReconciler:
 
     def remember_deleted(self, pod: JSON) -> None:
         """The pod cache's delete handler; runs before the key is reconciled."""
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         if not meta.get("name"):
             return
         final = dict(pod)
@@ -118,13 +124,13 @@ class PodReconciler:
         return result if isinstance(result, Result) else None
 
     async def _reconcile_pod(self, pod: JSON, *, vanished: bool) -> Result | object | None:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
+        labels = labels_of(pod)
         lws_name = labels.get(c.LABEL_SET_NAME)
         if not lws_name:
             raise ValueError(f"{c.LABEL_SET_NAME} label is unexpected missing")
         if c.LABEL_WORKER_INDEX not in labels:
             raise ValueError(f"{c.LABEL_WORKER_INDEX} label is unexpected missing")
-        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+        namespace = namespace_of(pod)
         lws = self.caches.leaderworkersets.get(namespace, lws_name)
         if lws is None:
             return None
@@ -139,7 +145,7 @@ class PodReconciler:
         return await self._reconcile_leader(pod, lws, view)
 
     async def _reconcile_leader(self, pod: JSON, lws: JSON, view: LwsView) -> Result | None:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         annotations = meta.get("annotations") or {}
         if annotations.get(c.ANNOTATION_LEADER_NAME):
             record(
@@ -181,7 +187,7 @@ class PodReconciler:
     ) -> Result | None:
         """From the revision the leader was created from; waits for that revision to
         reach the cache and, under exclusive placement, for the leader's node."""
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
         key = str((meta.get("labels") or {}).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
         revision = rev.find_revision(lws, revisions, key) if key else None
@@ -221,7 +227,7 @@ class PodReconciler:
         the group as tearing down."""
         if not await self.restarter.delete_leader(leader):
             return
-        meta = leader.get("metadata") or {}
+        meta = meta_of(leader)
         name = str(meta["name"])
         group = str((meta.get("labels") or {}).get(c.LABEL_GROUP_INDEX, ""))
         event = ev.group_recreated(name, name, group, True, object_reference(leader))
@@ -244,13 +250,13 @@ class PodReconciler:
         if not node_name:
             return None  # the scheduling update re-triggers this reconcile
         node = await self.client.get(NODES, node_name)
-        value = ((node.get("metadata") or {}).get("labels") or {}).get(topology_key)
+        value = labels_of(node).get(topology_key)
         if value is None:
             raise TopologyError(f"node {node_name} does not have topology label: {topology_key}")
         return {topology_key: value}
 
     async def _ensure_group_service(self, lws: JSON, pod: JSON) -> None:
-        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+        namespace = namespace_of(pod)
         if self.caches.services.get(namespace, group_service_name(lws, pod)) is not None:
             return
         try:

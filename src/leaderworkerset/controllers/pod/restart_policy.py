@@ -12,10 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import labels_of, meta_of
+from leaderworkerset.api.objects import JSON, labels_of, meta_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.names import parse_ordinal
@@ -25,8 +24,6 @@ from leaderworkerset.group.roles import is_leader
 from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
-
-JSON = dict[str, Any]
 
 # How long a leader deletion is remembered (client-go's ExpectationsTimeout): far longer
 # than the pod cache takes to show the deletionTimestamp it caused.

@@ -11,9 +11,9 @@ group-index label carries the group key, and this code need not know.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.controllers.leader_template import (
     add_claims_and_retention,
     copied_metadata,
@@ -25,8 +25,6 @@ from leaderworkerset.controllers.pod.group_service import group_service_name
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.tpu import pod_requests_tpus
 from leaderworkerset.group.view import LwsView, view_of
-
-JSON = dict[str, Any]
 
 
 def build_worker_statefulset(
@@ -42,7 +40,7 @@ def build_worker_statefulset(
     ({topology key: the leader node's value}); it is merged into the template's."""
     live = view_of(lws)
     cur = view_of(revision_lws)
-    pod_meta = leader_pod.get("metadata") or {}
+    pod_meta = meta_of(leader_pod)
     pod_name = str(pod_meta.get("name", ""))
     pod_labels = pod_meta.get("labels") or {}
     identity = {
@@ -94,7 +92,7 @@ def _worker_template(
     template = cur.worker_template()
     template_annotations = {
         c.ANNOTATION_SIZE: str(cur.size),
-        c.ANNOTATION_LEADER_NAME: str((leader_pod.get("metadata") or {}).get("name", "")),
+        c.ANNOTATION_LEADER_NAME: name_of(leader_pod),
         **exclusive_topology_annotations(live),
         **subgroup_annotations(live, cur.template, leader=False),
     }

@@ -11,14 +11,11 @@ its predecessor frees instead of preempting other workloads.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-from leaderworkerset.api.objects import meta_of
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_key, is_leader
-
-JSON = dict[str, Any]
 
 
 def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:

@@ -11,10 +11,9 @@ controller neither admits early nor leaves a gate behind.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import meta_of
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.controllers.replacement.post_termination import gated_leaders, to_admit
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.gates import remove_scheduling_gate_patch, scheduling_gate_index
@@ -22,8 +21,6 @@ from leaderworkerset.group.readiness import pod_finished, pod_terminating
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
 from leaderworkerset.runtime.controller import Predicate, Result
-
-JSON = dict[str, Any]
 
 # While leaders wait, look again now and then even without a pod event.
 WAITING_REQUEUE = 2.0

@@ -6,11 +6,11 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import Any
 
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
 
-JsonObj = dict[str, Any]
+JsonObj = JSON
 
 
 def simulator_client(kubeconfig: Path | str) -> ApiClient:
@@ -41,7 +41,7 @@ async def list_all(
             continue_token=token,
         )
         items.extend(page.get("items") or [])
-        meta = page.get("metadata") or {}
+        meta = meta_of(page)
         token = meta.get("continue")
         if not token:
             return items, str(meta.get("resourceVersion", ""))

@@ -6,15 +6,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from leaderworkerset.api.objects import meta_of
 from leaderworkerset.localcluster.nodesim.api import JsonObj, resource_version_newer
 from leaderworkerset.localcluster.nodesim.pods import PodRuntime
 
 PodKey = tuple[str, str]
-
-
-def meta_of(obj: JsonObj) -> JsonObj:
-    meta: JsonObj = obj.get("metadata") or {}
-    return meta
 
 
 def key_of(pod: JsonObj) -> PodKey:

@@ -12,6 +12,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from leaderworkerset.api.objects import annotations_of
 from leaderworkerset.localcluster.nodesim.api import JsonObj, rfc3339
 
 ANNOTATION_PREFIX = "nodesim.leaderworkerset.dev/"
@@ -316,7 +317,7 @@ def status_patch(pod: JsonObj, desired: JsonObj, now: str | None = None) -> Json
 
 
 def annotation_seconds(pod: JsonObj, annotation: str) -> float | None:
-    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(annotation)
+    value = annotations_of(pod).get(annotation)
     if value is None:
         return None
     try:

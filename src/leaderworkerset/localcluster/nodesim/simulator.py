@@ -20,6 +20,7 @@ from types import TracebackType
 
 import httpx2
 
+from leaderworkerset.api.objects import meta_of
 from leaderworkerset.localcluster.nodesim.api import (
     JsonObj,
     delete_if_present,
@@ -27,7 +28,7 @@ from leaderworkerset.localcluster.nodesim.api import (
     rfc3339,
     simulator_client,
 )
-from leaderworkerset.localcluster.nodesim.cache import PodCache, PodKey, meta_of
+from leaderworkerset.localcluster.nodesim.cache import PodCache, PodKey
 from leaderworkerset.localcluster.nodesim.faults import PodChange, PodFaults
 from leaderworkerset.localcluster.nodesim.fleet import NodeFleet, SimNode
 from leaderworkerset.localcluster.nodesim.nodes import (

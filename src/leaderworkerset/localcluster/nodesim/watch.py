@@ -10,6 +10,7 @@ from collections.abc import Callable
 import httpx2
 import orjson
 
+from leaderworkerset.api.objects import meta_of
 from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
 
@@ -64,9 +65,7 @@ class PodWatch:
                     obj = event.get("object") or {}
                     if kind == "ERROR":
                         raise ApiError(int(obj.get("code") or 500), obj, "WATCH", "pods")
-                    resource_version = (obj.get("metadata") or {}).get(
-                        "resourceVersion", resource_version
-                    )
+                    resource_version = meta_of(obj).get("resourceVersion", resource_version)
                     if kind != "BOOKMARK":
                         self._on_event(kind, obj)
             except ApiError as err:
