@@ -9,7 +9,7 @@ created from (`find_revision`, `apply_revision`) to build its workers.
 Deviation from upstream: while the leader StatefulSet is missing, an existing
 revision whose key equals the fresh hash (and whose content matches) is reused
 instead of creating a duplicate with a higher revision number (see
-docs/upstream-deviations.md#no-duplicate-revisions-while-the-leader-statefulset-is-missing).
+docs/upstream-deviations.md#no-duplicate-revisions).
 """
 
 from __future__ import annotations
