@@ -36,6 +36,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests bench hack
 	$(BIN)/mypy
 	PYTHONPATH=src $(BIN)/lint-imports
+	$(BIN)/python hack/long_functions.py
 
 # What `pip install .` gives a user (no extras, not editable) must start: the package is
 # built from a copy of the sources (no stale build/ or egg-info) into a fresh venv, and

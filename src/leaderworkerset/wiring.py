@@ -1,7 +1,7 @@
 """Wiring: the caches, the two reconcilers and the admission webhooks of the
 LeaderWorkerSet controller, on a runtime Manager.
 
-Event sources follow the spec (§6.1, §7.1): the LWS reconciler wakes for its
+Event sources are upstream's: the LWS reconciler wakes for its
 LeaderWorkerSet, the objects it owns and anything labelled with its name; the
 pod reconciler wakes for each LWS pod and for worker StatefulSets owned by a
 leader pod.

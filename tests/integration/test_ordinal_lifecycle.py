@@ -1,6 +1,6 @@
-"""Ordinal mode, the life of a LeaderWorkerSet on a real control plane: scaling
-(spec §10 #1-#3), resize and subdomain-policy rollouts (#31, §8.3), startup policy
-(#24), the scale subresource (#32), deletion (#27, #44) and controller restarts.
+"""Ordinal mode, the life of a LeaderWorkerSet on a real control plane: scaling,
+resize and subdomain-policy rollouts, startup policy, the scale subresource,
+deletion and controller restarts.
 
 Pods are run by the node simulator, which marks them Ready almost at once; every
 wait is a poll with a deadline (`eventually`).

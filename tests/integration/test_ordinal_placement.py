@@ -1,5 +1,5 @@
-"""Ordinal mode, placement against the real control plane: subgroups (§5.6, §8.1),
-exclusive placement (§5.5, §7.5, §8.2) and volume claim templates (§7.8).
+"""Ordinal mode, placement against the real control plane: subgroups,
+exclusive placement and volume claim templates.
 
 Placement tests run on nodes of their own (`extra_nodes`, tainted and labelled for
 one isolation group) so that the required anti-affinity terms of exclusive pods
@@ -77,7 +77,7 @@ def required_terms(pod: JSON, kind: str) -> list[JSON]:
 
 
 def exclusive_terms(label_key: str, value: str, topology_key: str) -> tuple[JSON, JSON]:
-    """The (podAffinity, podAntiAffinity) pair of §5.5."""
+    """The (podAffinity, podAntiAffinity) pair the pod webhook writes."""
     same = {
         "labelSelector": {
             "matchExpressions": [{"key": label_key, "operator": "In", "values": [value]}]

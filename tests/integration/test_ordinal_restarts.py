@@ -1,4 +1,4 @@
-"""Ordinal mode, group restarts on a real control plane (spec §7.3, §10 #11, #23):
+"""Ordinal mode, group restarts on a real control plane:
 a deleted leader pod, a deleted worker pod and a restarted container, under each
 restart policy.
 

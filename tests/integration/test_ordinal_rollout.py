@@ -1,4 +1,4 @@
-"""Ordinal mode, rolling updates against the real control plane (spec §6.3-6.4, §10).
+"""Ordinal mode, rolling updates against the real control plane.
 
 A `RolloutRecorder` watches the LWS's pods, StatefulSets and the LWS itself from
 before the template change, so every intermediate state the API server stored is
@@ -524,7 +524,7 @@ async def test_rolling_update_unavailable_and_surge(
     assert set(await pods_by_name(api, namespace, name)) == desired_names(name, r, size)
 
 
-# --- 4. groups already unready when the rollout starts (§10 #19) -------------------------------
+# --- 4. groups already unready when the rollout starts -------------------------------
 @pytest.mark.parametrize(
     ("replicas", "unready"),
     [
@@ -567,7 +567,7 @@ async def test_rollout_with_unready_groups(
         assert key_of(after[pod]) == new and is_ready(after[pod])
 
 
-# --- 5. a second template change mid-rollout (§10 #20) -----------------------------------------
+# --- 5. a second template change mid-rollout -----------------------------------------
 async def test_template_change_during_rollout(
     lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
 ) -> None:

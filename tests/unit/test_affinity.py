@@ -1,4 +1,4 @@
-"""Exclusive placement terms (spec §5.5)."""
+"""Exclusive placement terms."""
 
 from __future__ import annotations
 

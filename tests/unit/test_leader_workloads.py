@@ -1,6 +1,5 @@
-"""The objects the controllers write: the Ordinal leader StatefulSet (§6.5), the Hash
-leader Deployment (design page), worker StatefulSets (§7.4), Services (§6.6, §7.6),
-claim templates (§7.8), and the event catalogue (§6.8)."""
+"""The objects the controllers write: the Ordinal leader StatefulSet, the Hash leader
+Deployment, worker StatefulSets, Services, claim templates, and the event catalogue."""
 
 from __future__ import annotations
 
@@ -72,7 +71,7 @@ EXPECTED_CLAIM = {
 }
 
 
-# --- Ordinal leader StatefulSet (§6.5) ----------------------------------------------------------
+# --- Ordinal leader StatefulSet ----------------------------------------------------------
 def test_leader_statefulset_body() -> None:
     lws = _lws(replicas=3, max_unavailable=2, max_surge=1)
     lws["metadata"]["labels"] = {"team": "a", c.LABEL_SET_NAME: "spoofed"}
@@ -109,7 +108,7 @@ def test_leader_statefulset_body() -> None:
 
 
 def test_leader_template_is_used_when_present_and_user_metadata_is_kept() -> None:
-    """§10 #6 and the merge rule of §6.5."""
+    """User labels and annotations survive under the controller's own."""
     lws = _lws(size=4)
     _lwt(lws)["leaderTemplate"] = {
         "metadata": {
@@ -155,7 +154,6 @@ def test_empty_topology_annotations_are_not_copied_to_the_template() -> None:
 
 
 def test_leader_statefulset_claims_and_retention() -> None:
-    """§7.8, §10 #41."""
     lws = _lws()
     _lwt(lws)["volumeClaimTemplates"] = [CLAIM]
     _lwt(lws)["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": "Delete"}
@@ -171,7 +169,7 @@ def test_minimal_claim_keeps_only_its_name() -> None:
     assert claim == {"metadata": {"name": "d", "namespace": "default"}, "spec": {}}
 
 
-# --- Hash leader Deployment (design page) --------------------------------------------------------
+# --- Hash leader Deployment --------------------------------------------------------
 def _hash_lws(**kw: Any) -> JSON:
     return _lws(groupIdentity=c.GROUP_IDENTITY_HASH, **kw)
 
@@ -235,7 +233,7 @@ def test_deployment_defaults_without_a_rolling_configuration() -> None:
     assert rolling == {"maxSurge": 0, "maxUnavailable": 1}
 
 
-# --- Worker StatefulSet (§7.4) -----------------------------------------------------------------
+# --- Worker StatefulSet -----------------------------------------------------------------
 def _worker_sts(lws: JSON, pod: JSON, revision_of: JSON | None = None, **kw: Any) -> JSON:
     revision = new_revision(revision_of or lws, 1)
     return build_worker_statefulset(pod, lws, apply_revision(lws, revision), **kw)
@@ -283,7 +281,7 @@ def test_worker_statefulset_body() -> None:
 
 
 def test_worker_statefulset_comes_from_the_leaders_revision() -> None:
-    """§10 #22: an old group is rebuilt with the old template, size and network."""
+    """An old group is rebuilt with the old template, size and network."""
     old = _lws(size=3, networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA})
     _lwt(old)["volumeClaimTemplates"] = [CLAIM]
     live = _lws(size=5)
@@ -322,7 +320,6 @@ def test_workers_of_a_tpu_leader_are_told_so() -> None:
 
 
 def test_exclusive_placement_merges_the_node_selector() -> None:
-    """§7.2 step 14, §10 #25."""
     lws = _lws()
     _lwt(lws)["workerTemplate"]["spec"]["nodeSelector"] = {"pool": "gpu", "rack": "user"}
     sts = _worker_sts(lws, leader_pod(NAME, 0, "k"), node_selector={"rack": "r7"})
@@ -342,7 +339,7 @@ def test_hash_mode_worker_statefulset_copies_the_group_key_as_index() -> None:
     assert sts["spec"]["serviceName"] == f"{NAME}-01234567"
 
 
-# --- Services (§6.6, §7.6) -----------------------------------------------------------------------
+# --- Services -----------------------------------------------------------------------
 def test_shared_service() -> None:
     assert shared_service(_lws()) == {
         "apiVersion": "v1",
@@ -392,7 +389,7 @@ def test_hash_group_service_is_named_by_the_group_key() -> None:
     assert group_service(lws, pod)["spec"]["selector"][c.LABEL_GROUP_INDEX] == "abcdef0123"
 
 
-# --- Event catalogue (§6.8) ---------------------------------------------------------------
+# --- Event catalogue ---------------------------------------------------------------
 def test_event_catalogue_notes() -> None:
     assert ev.leader_create_failed(NAME, "boom").note == (
         f"Failed to create leader statefulset {NAME}: boom"
@@ -415,7 +412,8 @@ def test_event_catalogue_notes() -> None:
 
 
 def test_group_recreated_names_the_kind_of_pod() -> None:
-    """Quirk §12 #15 fixed."""
+    """Unlike upstream, a restarted leader is called one (see
+    docs/upstream-deviations.md#leader-restart-event)."""
     worker = ev.group_recreated("lws-1-1", "lws-1", "1", pod_is_leader=False)
     assert worker.note == "Worker pod lws-1-1 failed, deleted leader pod lws-1 to recreate group 1"
     leader = ev.group_recreated("lws-1", "lws-1", "1", pod_is_leader=True)

@@ -1,4 +1,4 @@
-"""LWS environment variables and their ordering (spec §2.3, §5.11), and the Go
+"""LWS environment variables and their ordering, and the Go
 parsing helpers the pod mutation shares."""
 
 from __future__ import annotations

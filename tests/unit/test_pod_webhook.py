@@ -1,4 +1,4 @@
-"""The pod admission mutation (spec §5.2-§5.9, §10 #36) in Ordinal and Hash mode."""
+"""The pod admission mutation in Ordinal and Hash mode."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def denial(body: dict[str, Any], ctx: PodAdmissionContext = ORDINAL) -> str:
     return info.value.message
 
 
-# --- §5.4 hash keys ---------------------------------------------------------------------
+# --- Hash keys ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_leader_group_key_is_sha1_of_namespace_and_name() -> None:
     assert labels_of(out)[c.LABEL_GROUP_KEY] == "95e88034e460983f51a9952fe128729fbc0663b5"
 
 
-# --- §10 #36 and the basic labels --------------------------------------------------------
+# --- The basic labels --------------------------------------------------------
 
 
 def test_pod_without_name_label_is_returned_unchanged() -> None:
@@ -284,7 +284,7 @@ def test_worker_with_bad_subgroup_size_is_denied(value: str, bad: str | None) ->
         assert message == f"strconv.Atoi: parsing {bad}"
 
 
-# --- §5.8 UniquePerReplica ------------------------------------------------------------------
+# --- UniquePerReplica ------------------------------------------------------------------
 
 UNIQUE = {c.ANNOTATION_SUBDOMAIN_POLICY: c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA}
 
@@ -307,7 +307,7 @@ def test_unique_per_replica_worker_keeps_its_statefulset_subdomain() -> None:
     assert env_of(out["spec"]["containers"][0])[c.ENV_LEADER_ADDRESS] == "test-1.test-1.default"
 
 
-# --- §5.7 gang scheduling ----------------------------------------------------------------
+# --- Gang scheduling ----------------------------------------------------------------
 
 GANG = PodAdmissionContext(gang_scheduling=True)
 
@@ -331,7 +331,7 @@ def test_no_pod_group_without_gang_scheduling() -> None:
     )
 
 
-# --- §5.6 subgroups ---------------------------------------------------------------------------
+# --- Subgroups ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -417,7 +417,7 @@ def test_worker_subgroup_key_uses_leader_name_annotation() -> None:
     assert labels_of(mutate_pod(body))[c.LABEL_SUBGROUP_KEY] == naming.sha1_hex("/0")
 
 
-# --- §5.5 / §8.2 exclusive placement through the mutation -----------------------------------
+# --- Exclusive placement through the mutation -----------------------------------
 
 
 def required(out: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -481,7 +481,7 @@ def test_subgroup_exclusive_topology_for_leader_and_worker() -> None:
 
 
 def test_identical_topology_keys_suppress_leader_subgroup_terms() -> None:
-    # Upstream quirk §12 #8, kept.
+    # Kept as upstream: docs/upstream-deviations.md#equal-group-and-subgroup-topology-keys.
     annotations = subgroups(
         c.SUBGROUP_POLICY_LEADER_WORKER,
         extra={

@@ -1,4 +1,4 @@
-"""GroupRestarter (spec §7.3): a leader is deleted once per group restart, even when
+"""GroupRestarter: a leader is deleted once per group restart, even when
 the pod cache has not caught up with that deletion yet."""
 
 from __future__ import annotations

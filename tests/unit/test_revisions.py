@@ -1,4 +1,4 @@
-"""Template revisions (spec §6.3): snapshot, key, ControllerRevision objects, lookup,
+"""Template revisions: snapshot, key, ControllerRevision objects, lookup,
 update detection, reconstruction and truncation."""
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def test_next_revision_number() -> None:
     assert rv.next_revision_number(lws, [_stored(lws, 2), _stored(lws, 7, "other")]) == 8
 
 
-# --- get_or_create (§6.3.8) ---------------------------------------------------------------
+# --- get_or_create ---------------------------------------------------------------
 def _sts_with_key(key: str) -> JSON:
     return {"metadata": {"name": "test-sample", "labels": {c.LABEL_TEMPLATE_REVISION_HASH: key}}}
 
@@ -249,7 +249,7 @@ def test_existing_revision_of_the_statefulset_key_is_used() -> None:
 
 
 def test_missing_revision_is_recreated_under_the_statefulset_key_without_a_rollout() -> None:
-    """§10 #38: a controller upgrade finds a leader sts whose key has no revision."""
+    """A controller upgrade finds a leader sts whose key has no revision."""
     lws = _lws()
     choice = rv.current_revision(lws, _sts_with_key("legacy"), [])
     assert choice.create and rv.revision_key(choice.revision) == "legacy"
@@ -262,7 +262,8 @@ def test_missing_revision_is_recreated_under_the_statefulset_key_without_a_rollo
 
 
 def test_missing_leader_statefulset_reuses_the_revision_of_the_same_content() -> None:
-    """Quirk §12 #5 fixed: no duplicate revision per reconcile while the sts is missing."""
+    """No duplicate revision per reconcile while the sts is missing, unlike upstream
+    (see docs/upstream-deviations.md#no-duplicate-revisions)."""
     lws = _lws()
     first = rv.current_revision(lws, None, [])
     stored = [_stored(lws, first.revision["revision"])]
@@ -278,7 +279,7 @@ def test_missing_leader_statefulset_does_not_reuse_a_colliding_revision() -> Non
     assert choice.create and choice.revision["revision"] == 2
 
 
-# --- detect_update (§6.3.5) -----------------------------------------------------------------
+# --- detect_update -----------------------------------------------------------------
 def test_no_update_without_a_leader_statefulset() -> None:
     lws = _lws()
     assert rv.detect_update(lws, None, None, []) is None
@@ -301,7 +302,7 @@ def test_template_change_proposes_the_next_revision() -> None:
 
 
 def test_serialization_drift_is_not_an_update() -> None:
-    """§10 #39: Go writes creationTimestamp null and empty structs into pod templates,
+    """Go writes creationTimestamp null and empty structs into pod templates,
     and canonical quantities."""
     lws = _lws()
     container = _template(lws)["workerTemplate"]["spec"]["containers"][0]
@@ -371,7 +372,7 @@ def test_a_revision_is_semantically_equal_to_its_own_spec(lws: JSON) -> None:
     assert rv.detect_update(lws, _sts_with_key("k"), rev, [rev]) is None
 
 
-# --- apply_revision (§6.3.6) ---------------------------------------------------------------
+# --- apply_revision ---------------------------------------------------------------
 def test_apply_revision_replaces_the_template_and_network_wholesale() -> None:
     old = _lws()
     _template(old)["subGroupPolicy"] = {"subGroupSize": 1}
@@ -399,7 +400,7 @@ def test_apply_revision_keeps_live_members_the_revision_lacks() -> None:
     assert result["spec"]["networkConfig"] == {"subdomainPolicy": "UniquePerReplica"}
 
 
-# --- Truncation (§6.3.7) and repeated changes (§10 #20) -------------------------------------
+# --- Truncation and repeated changes -------------------------------------
 def test_revisions_to_delete_keeps_only_the_current_key() -> None:
     lws = _lws()
     first = _stored(lws, 1)

@@ -1,6 +1,7 @@
-"""Rolling-update arithmetic (spec §6.4): the worked examples of §6.4.4 and the edge
-cases of §10 #14-21, #37, replayed as sequences of reconciles against a small
-simulation of the StatefulSet controller."""
+"""Rolling-update arithmetic: upstream's worked examples and the edge cases of
+rollouts (partition floors, surge, scaling mid-rollout, budgets that round to zero),
+replayed as sequences of reconciles against a small simulation of the StatefulSet
+controller."""
 
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ def _pr(plan: RollingUpdatePlan) -> tuple[int, int]:
     return plan.partition, plan.replicas
 
 
-# --- Budget and StatefulSet maxUnavailable (§6.4.1, §6.4.5) ---------------------------------
+# --- Budget and StatefulSet maxUnavailable ---------------------------------
 def test_budget_scales_against_desired_replicas_and_caps_surge() -> None:
     budget = rolling_budget(lws_object(replicas=4, max_unavailable="50%", max_surge="30%"))
     assert (budget.unavailable, budget.surge, budget.burst) == (2, 2, 6)
@@ -148,7 +149,7 @@ def test_defaults_apply_when_the_configuration_is_absent() -> None:
     assert (budget.unavailable, budget.surge) == (1, 0)
 
 
-# --- Replica states (§6.4.2) -----------------------------------------------------------------
+# --- Replica states -----------------------------------------------------------------
 def test_replica_states_combine_leader_and_workers() -> None:
     lws = lws_object(name=NAME, replicas=4)
     pods = [
@@ -212,7 +213,7 @@ def test_replica_states_ignore_bad_and_out_of_range_indexes_and_last_pod_wins() 
 
 # --- rolling_partition ---------------------------------------------------------------------------
 def test_rolling_partition_protects_max_unavailable() -> None:
-    """§6.4.4: R=4, maxUnavailable=2, group 1 already unready -> 3, not 2."""
+    """R=4, maxUnavailable=2, group 1 already unready -> 3, not 2."""
     old = ReplicaState(True, False)
     states = [old, ReplicaState(False, False), old, old]
     assert rolling_partition(states, 4, 2, 4) == 3
@@ -234,9 +235,8 @@ def test_rolling_partition_walks_down_through_unready_and_updated_groups() -> No
     assert rolling_partition(states, 4, 1, 4) == 3, "never below base"
 
 
-# --- Worked examples (§6.4.4) --------------------------------------------------------------------
+# --- Worked examples --------------------------------------------------------------------
 def test_creation_writes_partition_floor_and_desired_replicas() -> None:
-    """§10 #4."""
     plan = Cluster(lws_object(name=NAME, replicas=3, partition=2)).reconcile()
     assert _pr(plan) == (2, 3) and plan.events == ()
 
@@ -301,7 +301,7 @@ def test_already_unready_groups_reduce_the_budget() -> None:
 
 
 def test_all_groups_unready_still_progress() -> None:
-    """§6.4.4 R=2 example and §10 #19."""
+    """Upstream's R=2 example: every group unready at the start."""
     cluster = _at_rest(lws_object(name=NAME, replicas=2, max_unavailable=1))
     for g in cluster.groups.values():
         g.ready = False
@@ -313,7 +313,7 @@ def test_all_groups_unready_still_progress() -> None:
 
 
 def test_broken_groups_fixed_by_the_update_roll_through() -> None:
-    """§10 #19: a rollout that fixes every broken group completes."""
+    """A rollout that fixes every broken group completes."""
     cluster = _at_rest(lws_object(name=NAME, replicas=3, max_unavailable=1))
     for g in cluster.groups.values():
         g.ready = False
@@ -327,7 +327,7 @@ def test_broken_groups_fixed_by_the_update_roll_through() -> None:
 
 
 def test_partition_floor_holds_lower_groups_back() -> None:
-    """§6.4.4 R=6, P_user=4 and §10 #15."""
+    """Upstream's R=6, partition 4 example."""
     cluster = _at_rest(lws_object(name=NAME, replicas=6, partition=4))
     assert cluster.sts is not None
     assert cluster.sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 4
@@ -355,7 +355,7 @@ def test_partition_floor_at_or_above_replicas_updates_nothing() -> None:
 
 
 def test_partition_floor_with_surge_keeps_the_surge_group() -> None:
-    """§6.4.4 R=3, maxSurge=1, P_user=2 and §10 #16."""
+    """Upstream's R=3, maxSurge=1, partition 2 example."""
     cluster = _at_rest(lws_object(name=NAME, replicas=3, max_surge=1, partition=2))
     assert _pr(cluster.change_template("k2")) == (3, 4)
     assert _pr(cluster.reconcile()) == (2, 4)
@@ -373,7 +373,7 @@ def test_partition_floor_with_surge_keeps_the_surge_group() -> None:
 
 
 def test_replicas_changed_during_a_rollout() -> None:
-    """§6.4.4 last example and §10 #21."""
+    """Upstream's example of spec.replicas lowered mid-rollout."""
     cluster = _at_rest(lws_object(name=NAME, replicas=4, max_unavailable=1, max_surge=2))
     assert _pr(cluster.change_template("k2")) == (4, 6)
     assert _pr(cluster.reconcile()) == (3, 6)
@@ -382,13 +382,14 @@ def test_replicas_changed_during_a_rollout() -> None:
     cluster.set_spec(replicas=2)
     plan = cluster.reconcile()
     assert _pr(plan) == (3, 3)
-    # Groups 3..5 were desired before: this is a scale-down, not surge removal (quirk §12 #13).
+    # Groups 3..5 were desired before: a scale-down, not surge removal (see
+    # docs/upstream-deviations.md#scale-down-events-say-surge-only-for-surge-replicas).
     assert _notes(plan) == [f"deleting replicas from {NAME}-3 to {NAME}-7"]
     assert _pr(cluster.reconcile()) == (1, 3)
 
 
 def test_scale_up_mid_rollout_keeps_the_partition() -> None:
-    """§10 #21: new groups above the partition start on the new revision."""
+    """New groups above the partition start on the new revision."""
     cluster = _at_rest(lws_object(name=NAME, replicas=4))
     cluster.change_template("k2")
     assert _pr(cluster.reconcile()) == (3, 4)
@@ -399,7 +400,8 @@ def test_scale_up_mid_rollout_keeps_the_partition() -> None:
 
 
 def test_scale_down_at_rest_names_the_removed_replicas() -> None:
-    """§10 #2 (E9/E10 without the word "surge": quirk §12 #13 fixed)."""
+    """The replicas-deleted event without the word "surge", unlike upstream (see
+    docs/upstream-deviations.md#scale-down-events-say-surge-only-for-surge-replicas)."""
     cluster = _at_rest(lws_object(name=NAME, replicas=4))
     cluster.set_spec(replicas=2)
     plan = cluster.reconcile()
@@ -412,7 +414,7 @@ def test_scale_down_at_rest_names_the_removed_replicas() -> None:
 
 
 def test_scale_up_at_rest_raises_replicas_only() -> None:
-    """§10 #3, including from 0."""
+    """Including from 0."""
     cluster = _at_rest(lws_object(name=NAME, replicas=0))
     assert _pr(cluster.reconcile()) == (0, 0)
     cluster.set_spec(replicas=3)
@@ -421,7 +423,6 @@ def test_scale_up_at_rest_raises_replicas_only() -> None:
 
 
 def test_scale_to_zero_forces_sts_max_unavailable_one() -> None:
-    """§10 #1."""
     cluster = _at_rest(lws_object(name=NAME, replicas=2))
     cluster.set_spec(replicas=0)
     assert _pr(cluster.reconcile()) == (0, 0)
@@ -430,13 +431,11 @@ def test_scale_to_zero_forces_sts_max_unavailable_one() -> None:
 
 
 def test_max_surge_above_replicas_is_capped() -> None:
-    """§10 #17."""
     cluster = _at_rest(lws_object(name=NAME, replicas=2, max_surge=4))
     assert _pr(cluster.change_template("k2")) == (2, 3)
 
 
 def test_max_unavailable_at_least_replicas_updates_all_at_once() -> None:
-    """§10 #18."""
     cluster = _at_rest(lws_object(name=NAME, replicas=3, max_unavailable=3))
     cluster.change_template("k2")
     assert _pr(cluster.reconcile()) == (0, 3)
@@ -444,7 +443,6 @@ def test_max_unavailable_at_least_replicas_updates_all_at_once() -> None:
 
 
 def test_another_template_change_resets_the_partition() -> None:
-    """§10 #14, #20."""
     cluster = _at_rest(lws_object(name=NAME, replicas=4))
     cluster.change_template("k2")
     cluster.reconcile()
@@ -461,7 +459,6 @@ def test_another_template_change_resets_the_partition() -> None:
 
 
 def test_size_one_rolls_with_surge() -> None:
-    """§10 #5."""
     cluster = _at_rest(lws_object(name=NAME, replicas=2, size=1, max_unavailable=0, max_surge=1))
     assert _pr(cluster.change_template("k2")) == (2, 3)
     cluster.ready(2)
@@ -469,7 +466,8 @@ def test_size_one_rolls_with_surge() -> None:
 
 
 def test_scale_bypassing_validation_can_stall_a_rollout() -> None:
-    """§10 #37 (kept as upstream): 25% of 2 rounds to 0 and maxSurge is 0, so step is 0."""
+    """Kept as upstream (see docs/upstream-deviations.md#budgets-that-round-to-zero):
+    25% of 2 rounds to 0 and maxSurge is 0, so step is 0."""
     cluster = _at_rest(lws_object(name=NAME, replicas=4, max_unavailable="25%", max_surge=0))
     cluster.set_spec(replicas=2)
     cluster.reconcile()
@@ -482,7 +480,8 @@ def test_scale_bypassing_validation_can_stall_a_rollout() -> None:
 
 
 def test_partition_raised_at_rest_says_which_replicas_pause() -> None:
-    """Quirk §12 #9 fixed: no reversed range."""
+    """No reversed range, unlike upstream (see
+    docs/upstream-deviations.md#rising-partition-event)."""
     cluster = _at_rest(lws_object(name=NAME, replicas=6))
     cluster.set_spec(partition=4)
     plan = cluster.reconcile()
@@ -527,7 +526,7 @@ def test_rollout_invariants(
     replicas: int, size: int, unavailable: Any, surge: Any, readiness: list[bool]
 ) -> None:
     """During a rollout the partition only moves down, replicas stay within R + surge,
-    and (unless both budgets round to zero, §10 #37) the rollout completes."""
+    and (unless both budgets round to zero) the rollout completes."""
     lws = lws_object(
         name=NAME, replicas=replicas, size=size, max_unavailable=unavailable, max_surge=surge
     )

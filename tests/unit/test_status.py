@@ -1,5 +1,5 @@
-"""LeaderWorkerSet status (spec §6.7, §10 #1, #4, #15, #28-31): counting, conditions,
-the E11 event, the done flag, and the Hash-mode counting (design page)."""
+"""LeaderWorkerSet status: counting, conditions, the conditions-changed event, the
+done flag, and the Hash-mode counting (docs/hash-mode.md)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def _write(lws: JSON, update: StatusUpdate) -> JSON:
     return out
 
 
-# --- Counting (§6.7.1) -----------------------------------------------------------------------
+# --- Counting -----------------------------------------------------------------------
 def test_counts_ready_and_updated_groups() -> None:
     lws = lws_object(name=NAME, replicas=3)
     pods = [leader_pod(NAME, 0, "k"), leader_pod(NAME, 1, "old"), leader_pod(NAME, 2, "k", False)]
@@ -86,7 +86,6 @@ def test_worker_statefulset_must_be_ready_and_updated_too() -> None:
 
 
 def test_groups_without_a_worker_statefulset_are_not_counted() -> None:
-    """§10 #28."""
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2)
     counts = count_groups(ordinal_groups(lws, "k", pods, sets[:1])[0])
@@ -94,7 +93,6 @@ def test_groups_without_a_worker_statefulset_are_not_counted() -> None:
 
 
 def test_size_one_groups_are_their_leaders() -> None:
-    """§10 #5."""
     lws = lws_object(name=NAME, replicas=2, size=1)
     pods = [leader_pod(NAME, 0, "k"), leader_pod(NAME, 1, "k", ready=False)]
     counts = count_groups(ordinal_groups(lws, "k", pods, [])[0])
@@ -102,7 +100,7 @@ def test_size_one_groups_are_their_leaders() -> None:
 
 
 def test_surge_groups_count_in_ready_and_updated_only() -> None:
-    """§10 #28: R=4, maxSurge=1 mid-rollout can report readyReplicas 5."""
+    """R=4, maxSurge=1 mid-rollout can report readyReplicas 5."""
     lws = lws_object(name=NAME, replicas=4, max_surge=1)
     old_pods, old_sets = _groups(4, key="old")
     surge_pods, surge_sets = _groups(1, key="k", start=4)
@@ -123,7 +121,8 @@ def test_other_pods_in_the_list_are_ignored() -> None:
 
 
 def test_leader_without_a_group_index_is_skipped_and_reported() -> None:
-    """Quirk §12 #16 fixed: one bad pod does not fail the status of the whole LWS."""
+    """One bad pod does not fail the status of the whole LWS, unlike upstream (see
+    docs/upstream-deviations.md#unparseable-group-index-does-not-block-status)."""
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2)
     del pods[1]["metadata"]["labels"][c.LABEL_GROUP_INDEX]
@@ -133,9 +132,9 @@ def test_leader_without_a_group_index_is_skipped_and_reported() -> None:
     assert update.status["readyReplicas"] == 1
 
 
-# --- Conditions (§6.7.2, §6.7.3) -------------------------------------------------------------
+# --- Conditions -------------------------------------------------------------
 def test_creation_shows_progressing_only() -> None:
-    """§10 #4: UpdateInProgress is never set on a fresh LWS."""
+    """UpdateInProgress is never set on a fresh LWS."""
     lws = lws_object(name=NAME, replicas=2, max_surge=1)
     pods, sets = _groups(2, ready=False)
     update = _status(lws, pods, sets)
@@ -162,7 +161,7 @@ def test_creation_shows_progressing_only() -> None:
 
 
 def test_all_groups_ready_is_available_and_progressing_turns_false() -> None:
-    """§10 #29: a False condition keeps its reason and message."""
+    """A False condition keeps its reason and message."""
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2, ready=False)
     lws = _write(lws, _status(lws, pods, sets))
@@ -178,7 +177,6 @@ def test_all_groups_ready_is_available_and_progressing_turns_false() -> None:
 
 
 def test_rolling_update_sets_update_in_progress() -> None:
-    """§10 #31."""
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2, key="old")
     lws = _write(lws, _status(lws, pods, sets, key="old"))
@@ -205,7 +203,6 @@ def test_rolling_update_sets_update_in_progress() -> None:
 
 
 def test_scale_up_of_an_available_set_is_progressing() -> None:
-    """§10 #30."""
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2)
     lws = _write(lws, _status(lws, pods, sets))
@@ -220,7 +217,6 @@ def test_scale_up_of_an_available_set_is_progressing() -> None:
 
 
 def test_scaled_to_zero_is_available_and_done() -> None:
-    """§10 #1."""
     lws = lws_object(name=NAME, replicas=0)
     update = _status(lws, [], [])
     assert _conditions(update) == {c.CONDITION_AVAILABLE: "True"}
@@ -230,7 +226,7 @@ def test_scaled_to_zero_is_available_and_done() -> None:
 
 
 def test_partition_floor_allows_available_but_not_done() -> None:
-    """§10 #15: only groups in [P_user, R) must be updated."""
+    """Only groups in [P_user, R) must be updated."""
     lws = lws_object(name=NAME, replicas=4, partition=2)
     old_pods, old_sets = _groups(2, key="old")
     new_pods, new_sets = _groups(2, key="k", start=2)
@@ -249,7 +245,6 @@ def test_nothing_changed_means_no_write_and_no_event() -> None:
 
 
 def test_a_generation_bump_alone_rewrites_and_re_emits() -> None:
-    """§6.7.4."""
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2)
     lws = _write(lws, _status(lws, pods, sets))
@@ -262,7 +257,6 @@ def test_a_generation_bump_alone_rewrites_and_re_emits() -> None:
 
 
 def test_deleted_conditions_are_repaired() -> None:
-    """§10 #29."""
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2, ready=False)
     lws = _write(lws, _status(lws, pods, sets))
@@ -383,7 +377,7 @@ def test_counts_are_bounded(flags: list[tuple[bool, bool, bool]]) -> None:
     assert got.ready <= len(groups) and got.updated <= len(groups)
 
 
-# --- Hash mode (design page) ---------------------------------------------------------------------
+# --- Hash mode ---------------------------------------------------------------------
 def _hash_lws(replicas: int = 2, size: int = 2) -> JSON:
     return lws_object(name=NAME, replicas=replicas, size=size, groupIdentity=c.GROUP_IDENTITY_HASH)
 

@@ -1,4 +1,5 @@
-"""TPU environment variables (spec §5.10), the §12 #7 fix, and Hash-mode host names."""
+"""TPU environment variables, the excluded TPU leader that upstream denies, and
+Hash-mode host names."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def tpu_pod(
     tpus: int = 1,
     subdomain: str = "default",
 ) -> dict[str, Any]:
-    """A pod as the TPU step sees it: after the labels of §5.3 were set."""
+    """A pod as the TPU step sees it: after the webhook set its labels."""
     index = worker_index if worker_index is not None else name.rsplit("-", 1)[-1]
     return {
         "metadata": {
@@ -302,7 +303,8 @@ def test_subgroup_already_set_is_left_alone() -> None:
     assert first_env(pod) == {c.ENV_TPU_WORKER_ID: "7"}
 
 
-# --- §12 #7, fixed: LeaderExcluded with a TPU-requesting leader -------------------------------
+# --- LeaderExcluded with a TPU-requesting leader ---------------------------------------------
+# Upstream denies this leader: docs/upstream-deviations.md#tpu-leader-under-leaderexcluded
 
 EXCLUDED = {
     c.ANNOTATION_SIZE: "5",

@@ -52,7 +52,7 @@ ANNOTATION_POD_GROUP_NAME: Final = "scheduling.k8s.io/group-name"
 ANNOTATION_VOLCANO_QUEUE_NAME: Final = "scheduling.volcano.sh/queue-name"
 VOLCANO_ANNOTATION_PREFIX: Final = "volcano.sh/"
 
-# --- Group Identity (our addition; names fixed by the design page) -----------
+# --- Group Identity (our addition; names documented in docs/hash-mode.md) -----------
 CONDITION_GROUP_READY: Final = PREFIX + "group-ready"
 SCHEDULING_GATE_GROUP_REPLACEMENT: Final = PREFIX + "group-replacement"
 
@@ -150,5 +150,5 @@ WEBHOOK_SERVICE_NAME: Final = "lws-webhook-service"
 WEBHOOK_SECRET_NAME: Final = "lws-webhook-server-cert"
 
 # --- Pod roles -------------------------------------------------------------------------
-# worker-index label value that marks a leader pod (§5.2).
+# worker-index label value that marks a leader pod.
 LEADER_WORKER_INDEX: Final = "0"

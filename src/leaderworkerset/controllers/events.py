@@ -1,4 +1,4 @@
-"""The events the reconcilers emit (spec §6.8), as data.
+"""The events the reconcilers emit, as data.
 
 The decision functions return `Event`s instead of recording them, so they stay
 pure and testable; the reconcilers hand them to the event recorder. `related`
@@ -8,14 +8,17 @@ that object leave it None and the reconciler fills it in with
 `dataclasses.replace`. The fields map one to one onto
 `runtime.events.EventRecorder.event(regarding=lws, ...)`.
 
-Deviations from upstream wording (design page, quirks §12 #9, #13, #15):
-- E7 never prints a reversed range: a partition that rises says which replicas
-  are held back instead of "Updating replicas 4 to 1".
-- E9/E10 say "surge" only when every removed replica is a surge replica; an
-  ordinary scale-down says "deleting replica(s)".
-- E15 says "Leader pod" when the restarted pod is the leader itself.
-- E4/E5 name the leader Deployment in Hash mode, where there is no leader
-  StatefulSet.
+Deviations from upstream wording (each explained in docs/upstream-deviations.md):
+- The partition event never prints a reversed range: a partition that rises says
+  which replicas are held back instead of "Updating replicas 4 to 1"
+  (#rising-partition-event).
+- The replicas-deleted events say "surge" only when every removed replica is a
+  surge replica; an ordinary scale-down says "deleting replica(s)"
+  (#scale-down-events-say-surge-only-for-surge-replicas).
+- The group-restart event says "Leader pod" when the restarted pod is the leader
+  itself (#leader-restart-event).
+- The leader create/update failures name the leader Deployment in Hash mode,
+  where there is no leader StatefulSet.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def _range(first: int, last: int) -> str:
     return f"{first} to {last} (inclusive)"
 
 
-# --- E1-E3: ControllerRevisions -------------------------------------------------
+# --- ControllerRevisions -------------------------------------------------
 def revision_for_new_lws(key: str, related: JSON | None = None) -> Event:
     note = f"Creating revision with key {key} for a newly created LeaderWorkerSet"
     return Event(NORMAL, c.EVENT_REASON_CREATING_REVISION, ACTION_CREATE, note, related)
@@ -64,7 +67,7 @@ def revision_missing(key: str, related: JSON | None = None) -> Event:
     return Event(NORMAL, c.EVENT_REASON_CREATING_REVISION, ACTION_CREATE, note, related)
 
 
-# --- E4-E8: the leader workload and the shared Service ----------------------------
+# --- The leader workload and the shared Service ----------------------------
 def _leader_workload(hash_mode: bool) -> str:
     # Upstream knows only the StatefulSet; in Hash mode the leaders are a Deployment's.
     return "deployment" if hash_mode else "statefulset"
@@ -86,7 +89,7 @@ def leader_created(lws_name: str, related: JSON | None = None) -> Event:
 
 
 def partition_moved(old: int, new: int, related: JSON | None = None) -> Event:
-    """E7. Replicas at or above the partition are updated, so a lower partition
+    """Replicas at or above the partition are updated, so a lower partition
     releases [new, old) for update and a higher one holds [old, new) back."""
     if new < old:
         what = f"replica {new}" if old - 1 == new else f"replicas {_range(new, old - 1)}"
@@ -102,9 +105,9 @@ def service_create_failed(error: str) -> Event:
     return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note)
 
 
-# --- E9/E10: lowering the leader replicas -------------------------------------------
+# --- Lowering the leader replicas -------------------------------------------
 def replicas_deleted(lws_name: str, first: int, last: int, surge_only: bool) -> Event:
-    """E9 (one replica) or E10 (a range); `surge_only` picks the upstream wording."""
+    """One replica or a range; `surge_only` picks the upstream wording."""
     kind = "surge replica" if surge_only else "replica"
     if first == last:
         note = f"deleting {kind} {lws_name}-{first}"
@@ -113,13 +116,13 @@ def replicas_deleted(lws_name: str, first: int, last: int, surge_only: bool) -> 
     return Event(NORMAL, c.REASON_GROUPS_PROGRESSING, ACTION_DELETE, note)
 
 
-# --- E11: status conditions -----------------------------------------------------------
+# --- Status conditions -----------------------------------------------------------
 def conditions_changed(reason: str, message: str, ready: int, replicas: int) -> Event:
     note = f"{message}, with {ready} groups ready of total {replicas} groups"
     return Event(NORMAL, reason, ACTION_UPDATE, note)
 
 
-# --- E12-E15: the pod reconciler -----------------------------------------------------
+# --- The pod reconciler -----------------------------------------------------
 def worker_statefulset_created(pod_name: str, related: JSON | None = None) -> Event:
     note = f"Created worker statefulset for leader pod {pod_name}"
     return Event(NORMAL, c.REASON_GROUPS_PROGRESSING, ACTION_CREATE, note, related)

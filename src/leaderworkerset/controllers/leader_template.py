@@ -1,6 +1,6 @@
 """Pieces shared by the leader workloads of both modes (the Ordinal StatefulSet and the
 Hash Deployment) and by the worker StatefulSets: the decorated leader pod template,
-the subgroup annotations, claim templates (§7.8) and metadata merging."""
+the subgroup annotations, claim templates and metadata merging."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def leader_selector(lws_name: str) -> dict[str, str]:
 
 
 def leader_pod_template(lws: JSON | LwsView, key: str) -> JSON:
-    """§6.5: the live leader template (or worker template) with the controller's labels
+    """The live leader template (or worker template) with the controller's labels
     and annotations merged over the user's. Built from the live spec, so it always
     describes the newest revision."""
     view = lws if isinstance(lws, LwsView) else view_of(lws)
@@ -47,7 +47,7 @@ def subgroup_annotations(
 ) -> dict[str, str]:
     """Subgroup settings come from `template` (the live one for leaders, the revision's
     for workers); the exclusive-topology key always from the live annotations. The
-    leader always carries the policy type; workers only when it is set (§2.2)."""
+    leader always carries the policy type; workers only when it is set, as upstream does."""
     policy = template.subgroup_policy
     if policy is None:
         return {}
@@ -74,7 +74,7 @@ def merge_metadata(obj: JSON, labels: dict[str, str], annotations: dict[str, str
 
 
 def volume_claim_templates(template: LeaderWorkerTemplate, namespace: str) -> list[JSON]:
-    """§7.8: only name, namespace, access modes, storage class, volume mode and resource
+    """As upstream: only name, namespace, access modes, storage class, volume mode and resource
     requests/limits of each claim are carried over."""
     out = []
     for claim in template.volume_claim_templates or []:

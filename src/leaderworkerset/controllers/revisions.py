@@ -1,4 +1,4 @@
-"""Template revisions (spec §6.3): the snapshot of the rollout-relevant spec, its
+"""Template revisions: the snapshot of the rollout-relevant spec, its
 key, the ControllerRevision objects and the decisions taken on them.
 
 Everything here is pure: the LWS reconciler lists ControllerRevisions, calls
@@ -6,9 +6,10 @@ Everything here is pure: the LWS reconciler lists ControllerRevisions, calls
 creates and deletes they ask for. The pod reconciler reads the revision a leader was
 created from (`find_revision`, `apply_revision`) to build its workers.
 
-Deviation from upstream (quirk §12 #5): while the leader StatefulSet is missing,
-an existing revision whose key equals the fresh hash (and whose content matches)
-is reused instead of creating a duplicate with a higher revision number.
+Deviation from upstream: while the leader StatefulSet is missing, an existing
+revision whose key equals the fresh hash (and whose content matches) is reused
+instead of creating a duplicate with a higher revision number (see
+docs/upstream-deviations.md#no-duplicate-revisions).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ _GO_ESCAPE_PATTERN: Final = re.compile("[<>&\u2028\u2029]")
 
 # --- Snapshot and key ----------------------------------------------------------------
 def snapshot(lws: JSON) -> JSON:
-    """§6.3.1: leaderWorkerTemplate and networkConfig only, each marked `$patch: replace`.
-    An absent networkConfig is written as Shared, so both hash alike."""
+    """The revision content: leaderWorkerTemplate and networkConfig only, each marked
+    `$patch: replace`. An absent networkConfig is written as Shared, so both hash alike."""
     spec = lws.get("spec") or {}
     template = copy.deepcopy(spec.get("leaderWorkerTemplate") or {})
     network = spec.get("networkConfig")
@@ -84,7 +85,8 @@ def encode_key(value: int) -> str:
 
 
 def hash_key(data: bytes) -> str:
-    """§6.3.2: FNV-1 32-bit over the bytes, its decimal digits mapped to the alphabet."""
+    """The revision key, as upstream computes it: FNV-1 32-bit over the bytes, its
+    decimal digits mapped to the alphabet."""
     return encode_key(fnv1_32(data))
 
 
@@ -111,7 +113,7 @@ def revision_data(revision: JSON) -> JSON:
 
 
 def new_revision(lws: JSON, number: int, key_override: str = "") -> JSON:
-    """§6.3.3: the ControllerRevision of the current spec. The name always carries the
+    """The ControllerRevision of the current spec. The name always carries the
     content hash; the key label is `key_override` when given (adopting a StatefulSet
     whose revision is missing), else the same hash."""
     meta = meta_of(lws)
@@ -135,7 +137,7 @@ def new_revision(lws: JSON, number: int, key_override: str = "") -> JSON:
     }
 
 
-# --- Listing and lookup (§6.3.4) -------------------------------------------------------
+# --- Listing and lookup -------------------------------------------------------
 def owned_revisions(lws: JSON, revisions: Iterable[JSON], key: str | None = None) -> list[JSON]:
     """Revisions labelled for this LWS (and `key`, if given) that it controls or that
     have no controller: orphans are read, never patched."""
@@ -166,7 +168,7 @@ def next_revision_number(lws: JSON, revisions: Iterable[JSON]) -> int:
     return 1 + max((revision_number(r) for r in owned_revisions(lws, revisions)), default=0)
 
 
-# --- Deciding which revision is current (§6.3.8, §6.3.5) ----------------------------
+# --- Deciding which revision is current ----------------------------
 @dataclass(frozen=True)
 class RevisionChoice:
     """The revision to use; when `create` is set, the reconciler creates it first and
@@ -178,7 +180,7 @@ class RevisionChoice:
 
 
 def current_revision(lws: JSON, sts: JSON | None, revisions: Sequence[JSON]) -> RevisionChoice:
-    """§6.3.8 get_or_create_revision, minus the I/O."""
+    """Upstream's get-or-create of the revision, minus the I/O."""
     key = str(labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH, "")) if sts is not None else ""
     existing = find_revision(lws, revisions, key)
     if existing is not None:
@@ -198,7 +200,7 @@ def current_revision(lws: JSON, sts: JSON | None, revisions: Sequence[JSON]) -> 
 def detect_update(
     lws: JSON, sts: JSON | None, revision: JSON | None, revisions: Sequence[JSON]
 ) -> JSON | None:
-    """§6.3.5: the revision to create when the spec moved away from `revision`, else
+    """The revision to create when the spec moved away from `revision`, else
     None. No leader StatefulSet means nothing to update yet."""
     if sts is None:
         return None
@@ -223,7 +225,7 @@ def semantically_equal(lws: JSON, proposed: JSON, stored: JSON) -> bool:
     return bool(normalized(rebuilt) == normalized(revision_data(proposed)))
 
 
-# --- Reconstructing the LWS of a revision (§6.3.6) --------------------------------------
+# --- Reconstructing the LWS of a revision --------------------------------------
 def apply_revision(lws: JSON, revision: JSON) -> JSON:
     """A copy of the live LWS with leaderWorkerTemplate and networkConfig replaced
     wholesale by the revision's. A member the revision does not carry (revisions
@@ -239,7 +241,7 @@ def apply_revision(lws: JSON, revision: JSON) -> JSON:
     return out
 
 
-# --- Truncation (§6.3.7) -----------------------------------------------------------------
+# --- Truncation -----------------------------------------------------------------
 def revisions_to_delete(lws: JSON, revisions: Iterable[JSON], keep_key: str) -> list[JSON]:
     """Every revision of this LWS whose key is not `keep_key`. Call only when the status
     computation says the rollout is done: older groups are rebuilt from old revisions."""

@@ -1,7 +1,8 @@
-"""JSON compared by meaning rather than by bytes, for revision update detection
-(spec §6.3.5): the Go controller and this one serialize the same spec
+"""JSON compared by meaning rather than by bytes, for revision update detection:
+the Go controller and this one serialize the same spec
 differently, and taking over a Go-written ControllerRevision must not look like
-a template change (which would roll every group)."""
+a template change (which would roll every group). See
+docs/upstream-deviations.md#semantic-revision-comparison."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from leaderworkerset.group.go_int import go_div, go_mod
 
 _ORDINAL_SUFFIX = re.compile(r"^(.*)-([0-9]+)$")
 _INT32_MAX = 2**31 - 1
-# Hash-mode hostnames are the first characters of the group key (design page).
+# Hash-mode hostnames are the first characters of the group key (docs/hash-mode.md).
 HASH_HOSTNAME_LENGTH = 8
 
 

@@ -1,4 +1,4 @@
-"""Owner references (spec §3.2): every object the controllers create is
+"""Owner references: every object the controllers create is
 controller-owned, with blockOwnerDeletion, so garbage collection (foreground
 deletion included) cleans up after a LeaderWorkerSet or a leader pod."""
 

@@ -33,7 +33,7 @@ def pod_finished(pod: JSON) -> bool:
 
 
 def statefulset_ready(sts: JSON) -> bool:
-    """§6.4.2: all replicas available and no StatefulSet rollout pending."""
+    """All replicas available and no StatefulSet rollout pending."""
     spec = sts.get("spec") or {}
     status = sts.get("status") or {}
     # The API server defaults an absent spec.replicas to 1.
@@ -56,7 +56,7 @@ def workers_ready_for_leader(leader_pod: JSON, worker_sts: JSON | None) -> bool:
 
 
 def container_restarted(pod: JSON) -> bool:
-    """§7.3: a live pod (Running or Pending) with any restarted (init) container."""
+    """A live pod (Running or Pending) with any restarted (init) container."""
     status = pod.get("status") or {}
     if status.get("phase") not in ("Running", "Pending"):
         return False

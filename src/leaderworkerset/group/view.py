@@ -54,7 +54,7 @@ class LwsView:
         return self.annotations.get(key, "")
 
     def leader_template(self) -> JSON:
-        """A copy of leaderTemplate, or of workerTemplate when there is none (§6.5)."""
+        """A copy of leaderTemplate, or of workerTemplate when there is none."""
         return self.template.effective_leader_template()
 
     def worker_template(self) -> JSON:

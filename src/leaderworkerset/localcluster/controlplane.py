@@ -325,6 +325,7 @@ class ControlPlane:
         self._wait(CONTROLLER_MANAGER, self._controller_manager_ready, deadline)
         self._wait(SCHEDULER, self._scheduler_ready, deadline)
 
+    # One piece: the flag lists of all four components, read best side by side.
     def _args(self, component: str) -> list[str]:
         p, w, k = self._ports(), self.workdir, self._pki
         if component == ETCD:

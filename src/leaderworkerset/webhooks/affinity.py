@@ -1,9 +1,9 @@
-"""Exclusive placement terms of a pod (spec §5.5).
+"""Exclusive placement terms of a pod.
 
 A pair of required terms over one node topology: affinity to pods with the same
 key value, anti-affinity against pods with a different value of that key. The
 anti-affinity term also keeps other groups out once this pod is placed, which
-is why workers need only a nodeSelector (§7.5).
+is why workers need only a nodeSelector.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ def _has_term(kind: dict[str, Any] | None, topology_key: str) -> bool:
 
 def has_exclusive_terms(pod: Pod, topology_key: str) -> bool:
     """Upstream compares only topology keys, so any pair of required terms over
-    the same topology counts, whatever they select (kept: §12 #8)."""
+    the same topology counts, whatever they select. Kept on purpose, see
+    docs/upstream-deviations.md#equal-group-and-subgroup-topology-keys."""
     affinity = (pod.get("spec") or {}).get("affinity")
     if affinity is None:
         return False

@@ -1,4 +1,4 @@
-"""LWS environment variables of a pod (spec §5.11): LWS_LEADER_ADDRESS,
+"""LWS environment variables of a pod: LWS_LEADER_ADDRESS,
 LWS_GROUP_SIZE and LWS_WORKER_INDEX, injected first in every container."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The pod admission mutation (spec §5.3, plus Group Identity's Hash mode) as a
+"""The pod admission mutation (upstream's, plus Group Identity's Hash mode) as a
 pure function: no API calls, so the webhook server, the tests and any
 simulated cluster all compute the same labels, names and env vars.
 
-Hash mode, in brief (design page; details on each helper):
+Hash mode, in brief (docs/hash-mode.md; details on each helper):
   * leader: a random group key, which also fills `group-index` (there is no
     ordinal); hostname = first 8 key characters; subdomain = the LWS's shared
     Service, or `names.hash_group_service_name` under UniquePerReplica; readiness
@@ -117,7 +117,7 @@ def _admit_hash_leader(
         namespace = namespace_of(pod)
         labels[c.LABEL_GROUP_KEY] = ctx.new_group_key(namespace)
     group_key = labels[c.LABEL_GROUP_KEY]
-    # No ordinal exists; upstream tools read group-index, so it carries the key (design page).
+    # No ordinal exists; upstream tools read group-index, so it carries the key (docs/hash-mode.md).
     labels.setdefault(c.LABEL_GROUP_INDEX, group_key)
     spec = child_map(pod, "spec")
     spec["hostname"] = naming.hash_hostname(group_key)
@@ -180,7 +180,7 @@ def _join_subgroup(
 
 
 def _set_pod_group_name(meta: dict[str, Any], labels: dict[str, str]) -> None:
-    """§5.7 volcano PodGroup name; in Hash mode the group-index segment is the group key."""
+    """The volcano PodGroup name; in Hash mode the group-index segment is the group key."""
     parts = (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX, c.LABEL_TEMPLATE_REVISION_HASH)
     name = "-".join(labels.get(label, "") for label in parts)
     child_map(meta, "annotations")[c.ANNOTATION_POD_GROUP_NAME] = name

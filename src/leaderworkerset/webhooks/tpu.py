@@ -1,4 +1,4 @@
-"""TPU environment variables of a pod (spec §5.10).
+"""TPU environment variables of a pod.
 
 TPU runtimes find their peers through TPU_WORKER_HOSTNAMES and their own rank
 through TPU_WORKER_ID, so the lists below must name, in rank order, exactly
@@ -121,8 +121,9 @@ def _add_subgroup_env(
     if _already_set(container):
         return
     if facts.is_leader and facts.leader_excluded:
-        # Fixed upstream quirk (§12 #7): upstream denies this leader because it has
-        # no subgroup-index; an excluded leader belongs to no slice, so it gets none.
+        # Deviation from upstream, which denies this leader because it has no
+        # subgroup-index: an excluded leader belongs to no slice, so it gets none
+        # (docs/upstream-deviations.md#tpu-leader-under-leaderexcluded).
         return
     # An excluded leader's TPUs are not in any slice, so workers must not count it.
     leader_in_slice = facts.leader_requests_tpus and not facts.leader_excluded

@@ -1,5 +1,5 @@
 """Ordinal mode: the leaders are the pods of one StatefulSet named like the LWS
-(spec §6.5). `leader_statefulset` is the server-side-apply body; the partition and
+`leader_statefulset` is the server-side-apply body; the partition and
 replicas come from `rolling_update.rolling_update_parameters`."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def leader_statefulset(lws: JSON, key: str, partition: int, replicas: int) -> JS
         view, {c.LABEL_SET_NAME: view.name, c.LABEL_TEMPLATE_REVISION_HASH: key}
     )
     # The desired replicas at apply time, so a later reconcile can tell a change of
-    # spec.replicas mid-rollout (§6.4.3 case 4) from surge.
+    # spec.replicas mid-rollout from surge.
     annotations[c.ANNOTATION_REPLICAS] = str(view.replicas)
     spec: JSON = {
         # The shared Service name, also under UniquePerReplica: the pod webhook

@@ -1,5 +1,5 @@
 """The LeaderWorkerSet reconciler: revisions, the leader workload, the shared
-Service, status (spec §6).
+Service, status.
 
 It reads only from the watch caches and writes only what differs. Which
 workload runs the leaders is the one thing the two group identities do not
@@ -44,7 +44,7 @@ from leaderworkerset.runtime.events import EventRecorder, object_reference
 
 log = logging.getLogger(__name__)
 
-# A leader workload being deleted is waited out (spec §6.2 step 4).
+# A leader workload being deleted is waited out, as upstream does.
 DELETING_REQUEUE = 5.0
 
 
@@ -166,7 +166,7 @@ class LeaderWorkerSetReconciler:
         if not choice.create:
             return choice.revision
         if leader_workload is not None:
-            # Adopting a workload whose revision we do not see (§6.3.8) writes the live
+            # Adopting a workload whose revision we do not see writes the live
             # spec under its key. A revision cache that merely lags must not make us do
             # that, so ask the API server first; this path is rare.
             key = rev.revision_key(choice.revision)
@@ -189,7 +189,7 @@ class LeaderWorkerSetReconciler:
 
     async def _revision_for_update(self, lws: JSON, proposed: JSON, revisions: list[JSON]) -> JSON:
         """The revision of a changed spec: one we already made for it (seen through a
-        leader workload the cache has not caught up with), else a new one (E2)."""
+        leader workload the cache has not caught up with), else a new one."""
         key = rev.revision_key(proposed)
         existing = rev.find_revision(lws, revisions, key)
         if existing is not None and rev.same_content(lws, proposed, existing):

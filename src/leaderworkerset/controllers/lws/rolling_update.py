@@ -1,12 +1,12 @@
-"""Rolling-update arithmetic of the leader StatefulSet (spec §6.4): which partition
+"""Rolling-update arithmetic of the leader StatefulSet: which partition
 and how many replicas (surge included) to write on each reconcile.
 
 The StatefulSet updates every ordinal at or above its partition, highest first,
 so the rollout is steered by lowering the partition `step` groups past the
 finished tail each reconcile and by raising `replicas` above R for surge.
 
-Deviations from upstream wording only (see `events`): E7 for a rising
-partition and E9/E10 for ordinary scale-downs.
+Deviations from upstream wording only (see `events`): the event for a rising
+partition and the events for ordinary scale-downs.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ class ReplicaState:
 
 @dataclass(frozen=True)
 class Budget:
-    """§6.4.1, scaled against the desired replicas R, never the current S."""
+    """The surge and unavailable budgets, scaled against the desired replicas R, never
+    the current S."""
 
     replicas: int
     surge: int
@@ -72,13 +73,13 @@ def rolling_budget(lws: JSON | LwsView) -> Budget:
 
 
 def leader_max_unavailable(lws: JSON | LwsView) -> int:
-    """§6.4.5: the StatefulSet may replace the surge and unavailable budgets at once,
+    """The StatefulSet may replace the surge and unavailable budgets at once,
     but at least one pod (the StatefulSet API rejects 0)."""
     budget = rolling_budget(lws)
     return max(1, budget.unavailable + budget.surge)
 
 
-# --- Replica states (§6.4.2) ---------------------------------------------------------------
+# --- Replica states ---------------------------------------------------------------
 def parse_index(value: Any) -> int | None:
     """A decimal group index as Go's strconv.Atoi reads it; None when it is not one."""
     if not isinstance(value, str):
@@ -167,7 +168,7 @@ def _updated(states: Sequence[ReplicaState], i: int) -> bool:
     return i < len(states) and states[i].updated
 
 
-# --- The main decision (§6.4.3) --------------------------------------------------------------
+# --- The main decision --------------------------------------------------------------
 def rolling_update_parameters(
     lws: JSON,
     sts: JSON | None,
@@ -176,7 +177,8 @@ def rolling_update_parameters(
     leader_pods: Iterable[JSON] = (),
     statefulsets: Iterable[JSON] = (),
 ) -> RollingUpdatePlan:
-    """(partition, replicas) for the leader StatefulSet, with E7/E9/E10.
+    """(partition, replicas) for the leader StatefulSet, with the events for a moved
+    partition and for removed replicas.
 
     `sts` is the leader StatefulSet as stored (None before creation); `lws_updated`
     says this reconcile created a new revision. `leader_pods` and `statefulsets` are
@@ -234,7 +236,7 @@ def _decide(
 def _shrink(
     view: LwsView, budget: Budget, s: int, unready: int, recorded: int | None
 ) -> tuple[int, list[events.Event]]:
-    """§6.4.1 `want`: the target replicas, and E9/E10 when that removes replicas."""
+    """The target replicas, and the replicas-deleted event when that removes some."""
     final = budget.rolling_replicas(unready)
     if final >= s:
         return final, []

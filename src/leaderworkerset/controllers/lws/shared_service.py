@@ -1,4 +1,4 @@
-"""The shared headless Service of a LWS (spec §6.6, subdomainPolicy Shared), named
+"""The shared headless Service of a LWS (subdomainPolicy Shared), named
 like the LWS and selecting all its pods."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from leaderworkerset.group.view import view_of
 
 
 def wants_shared_service(lws: JSON) -> bool:
-    """An absent networkConfig means Shared (§6.2 step 10)."""
+    """An absent networkConfig means Shared."""
     return not view_of(lws).unique_per_replica
 
 

@@ -1,12 +1,13 @@
-"""LeaderWorkerSet status (spec §6.7): counting groups, choosing and merging the
+"""LeaderWorkerSet status: counting groups, choosing and merging the
 conditions, and telling whether anything changed.
 
 Each mode turns what it observes into one `GroupObservation` per group; the
-counting, the conditions, the E11 event and the done flag are shared.
+counting, the conditions, the conditions-changed event and the done flag are shared.
 
-Deviation from upstream (quirk §12 #16): a leader pod whose group-index label is
-not an integer is skipped and reported in `StatusUpdate.skipped_leaders`, instead
-of failing every status computation of the LWS.
+Deviation from upstream: a leader pod whose group-index label is not an integer is
+skipped and reported in `StatusUpdate.skipped_leaders`, instead of failing every
+status computation of the LWS (see
+docs/upstream-deviations.md#unparseable-group-index-does-not-block-status).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ class GroupCounts:
 class StatusUpdate:
     status: JSON  # the whole status to write
     changed: bool  # write only when set
-    event: events.Event | None  # E11, when the conditions changed
+    event: events.Event | None  # when the conditions changed
     done: bool  # the rollout is complete: old revisions may be truncated
     skipped_leaders: tuple[str, ...] = ()  # leaders without a usable group index
 
@@ -131,7 +132,7 @@ def hash_groups(
 
 
 def count_groups(groups: Iterable[GroupObservation]) -> GroupCounts:
-    """§6.7.1. `ready`/`updated` include surge groups; the part counters do not."""
+    """`ready`/`updated` include surge groups; the part counters do not."""
     ready = updated = current = part_updated = ready_non_burst = part_updated_ready = 0
     for g in groups:
         current += g.in_range
@@ -145,7 +146,7 @@ def count_groups(groups: Iterable[GroupObservation]) -> GroupCounts:
 
 # --- Conditions ---------------------------------------------------------------------------
 def chosen_condition_types(counts: GroupCounts, replicas: int) -> list[str]:
-    """§6.7.2, in the order they are merged."""
+    """The condition types that hold, in the order they are merged."""
     if counts.part_updated < counts.current:
         return [c.CONDITION_UPDATE_IN_PROGRESS, c.CONDITION_PROGRESSING]
     if counts.ready_non_burst == replicas and counts.part_updated_ready == counts.current:
@@ -173,7 +174,7 @@ def done_flag(counts: GroupCounts, replicas: int, partition: int) -> bool:
 def merge_conditions(
     existing: Sequence[JSON], new: Sequence[JSON], generation: int, now: str
 ) -> list[JSON]:
-    """§6.7.3. Conditions are added only as True and never removed; one turns False
+    """Upstream's merge: conditions are added only as True and never removed; one turns False
     only when an exclusive partner becomes True (keeping its reason and message)."""
     merged = [copy.deepcopy(e) for e in existing if isinstance(e, dict)]
     for cond in new:

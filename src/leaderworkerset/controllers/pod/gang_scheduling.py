@@ -1,4 +1,4 @@
-"""Gang scheduling with Volcano (spec §7.7): one PodGroup per group and revision.
+"""Gang scheduling with Volcano: one PodGroup per group and revision.
 
 Only with `gangSchedulingManagement.schedulerProvider: volcano`. The pod webhook
 names each pod's PodGroup in the `scheduling.k8s.io/group-name` annotation; the

@@ -1,5 +1,4 @@
-"""The per-group headless Service of a leader (spec §7.6, subdomainPolicy
-UniquePerReplica)."""
+"""The per-group headless Service of a leader (subdomainPolicy UniquePerReplica)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pod reconciler (spec §7): for each leader pod, its group — the worker
+"""The pod reconciler: for each leader pod, its group — the worker
 StatefulSet, the per-group Service — and the group restart policy for every pod.
 
 Both group identities share it. Hash mode adds two things, both keyed off the

@@ -1,4 +1,4 @@
-"""Group restart policies (spec §7.3): when one pod of a group fails, recreate the
+"""Group restart policies: when one pod of a group fails, recreate the
 whole group by deleting its leader in the foreground.
 
 Deleting the leader is enough: the worker StatefulSet and per-group Service are

@@ -1,4 +1,4 @@
-"""The worker StatefulSet of one group (spec §7.4), in both modes.
+"""The worker StatefulSet of one group, in both modes.
 
 Everything the revision decides (template, size, subgroups, network policy,
 claims) comes from the revision the leader pod was created from, so a group
