@@ -247,7 +247,7 @@ async def test_ordinal_scale_down_removes_the_highest_ordinal(
     nodesim_api: ApiClient,
     namespace: str,
 ) -> None:
-    """The contrast the seed draws: Ordinal mode removes group 2 and keeps the sick 1."""
+    """The contrast Hash mode exists for: Ordinal mode removes group 2 and keeps the sick 1."""
     api = nodesim_api
     await api.create(LEADERWORKERSETS, lws_manifest("ord", namespace, replicas=3, size=2))
     await wait_ready(api, namespace, "ord", 3)
