@@ -105,6 +105,7 @@ class Tools:
 
     def dry_run(self, manifests: str) -> dict[Key, Obj]:
         """What the API server would store for these manifests, by (kind, name)."""
+        manifests = _apart_from_live_webhooks(manifests)
         out = self.run(
             "kubectl",
             "apply",
@@ -119,6 +120,9 @@ class Tools:
             stdin=manifests,
         )
         objs = _json_stream(out)
+        for o in objs:
+            if o["kind"] in WEBHOOK_KINDS:
+                o["metadata"]["name"] = o["metadata"]["name"].removesuffix(DRY_RUN_SUFFIX)
         return {(o["kind"], o["metadata"]["name"]): o for o in objs}
 
     def helm_template(self, values: Obj | None = None) -> str:
@@ -132,6 +136,25 @@ class Tools:
 
     def kustomize(self, overlay: str) -> str:
         return self.run("kubectl", "kustomize", REPO / "config" / overlay)
+
+
+WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+DRY_RUN_SUFFIX = "-install-test"
+
+
+def _apart_from_live_webhooks(manifests: str) -> str:
+    """The same manifests with the webhook configurations renamed.
+
+    The session's controller has registered configurations of these names that
+    point at a URL on this machine; a server-side apply would merge the chart's
+    service reference into that clientConfig, and the API server rightly refuses
+    a webhook with both.
+    """
+    docs = [d for d in yaml.safe_load_all(manifests) if d]
+    for doc in docs:
+        if doc.get("kind") in WEBHOOK_KINDS:
+            doc["metadata"]["name"] += DRY_RUN_SUFFIX
+    return yaml.safe_dump_all(docs)
 
 
 def _json_stream(text: str) -> list[Obj]:
