@@ -17,6 +17,7 @@ import yaml
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import webhook_configurations
 from leaderworkerset.runtime.client import (
+    CONTROLLER_REVISIONS,
     CRDS,
     MUTATING_WEBHOOKS,
     NAMESPACES,
@@ -24,6 +25,7 @@ from leaderworkerset.runtime.client import (
     SERVICES,
     VALIDATING_WEBHOOKS,
     ApiClient,
+    ApiError,
     Resource,
 )
 
@@ -134,3 +136,40 @@ def token_kubeconfig(admin_kubeconfig: Path, token: str, path: Path) -> Path:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+async def owner_kind_resolvable(client: ApiClient, admin: ApiClient) -> bool:
+    """Whether the API server's owner-reference admission can resolve LeaderWorkerSet.
+
+    With OwnerReferencesPermissionEnforcement, a blockOwnerDeletion reference by a
+    non-admin is refused with 403 until the API server's discovery knows the kind,
+    which lags a freshly created CRD. Probed with a throw-away ControllerRevision
+    owned by a LeaderWorkerSet that does not exist, written by `client`.
+    """
+    owner = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "name": "rbac-probe",
+        "uid": "00000000-0000-0000-0000-000000000000",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    probe = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "generateName": "rbac-probe-",
+            "namespace": OPERATOR_NAMESPACE,
+            "ownerReferences": [owner],
+        },
+        "data": {"probe": True},
+        "revision": 1,
+    }
+    try:
+        made = await client.create(CONTROLLER_REVISIONS, probe)
+    except ApiError as exc:
+        if exc.status == 403 and "RESTMapping" in exc.message:
+            return False
+        raise
+    await admin.delete(CONTROLLER_REVISIONS, made["metadata"]["name"], OPERATOR_NAMESPACE)
+    return True

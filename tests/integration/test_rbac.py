@@ -57,6 +57,7 @@ from .installed import (
     SERVICE_ACCOUNTS,
     apply_all,
     default_install,
+    owner_kind_resolvable,
     service_account_token,
     token_kubeconfig,
 )
@@ -142,10 +143,22 @@ async def manager(
         await apply_all(admin, default_install(port))
         await eventually(lambda: _crd_established(admin), within=60, what="CRD established")
         token = await service_account_token(admin, MANAGER_SERVICE_ACCOUNT)
+        sa_kubeconfig = token_kubeconfig(kubeconfig, token, workdir / "sa.kubeconfig")
+        # Not RBAC, and it heals by itself, but it would be a 403 in the log.
+        as_sa = ApiClient.from_kubeconfig(sa_kubeconfig)
+        try:
+            await eventually(
+                lambda: owner_kind_resolvable(as_sa, admin),
+                within=90,
+                interval=1.0,
+                what="the API server to resolve LeaderWorkerSet owners",
+            )
+        finally:
+            await as_sa.close()
         process = ServiceAccountManager(
             "sa-manager",
             workdir,
-            token_kubeconfig(kubeconfig, token, workdir / "sa.kubeconfig"),
+            sa_kubeconfig,
             OPERATOR_NAMESPACE,
             dict(FAST_ELECTION),
             webhook_port=port,
