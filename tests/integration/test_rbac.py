@@ -64,6 +64,7 @@ from .installed import (
 from .lws_helpers import labels, live_pods, lws_manifest, name_of, wait_ready
 from .test_hash_mode import hash_lws, key_of, leaders
 from .test_manager_process import FAST_ELECTION, ManagerProcess, assert_pods_mutated
+from .test_ordinal_rollout import revisions
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 
@@ -343,6 +344,11 @@ async def test_ordinal_create_update_restart_and_placement(
 
     await eventually(updated, within=240, what="all groups on the new template")
     await wait_ready(api, namespace, name, 2, within=120)
+
+    async def old_revision_deleted() -> bool:
+        return len(await revisions(api, namespace, name)) == 1
+
+    await eventually(old_revision_deleted, within=60, what="the old revision deleted")
 
     # A worker's container restarts: the manager deletes the leader to recreate the group.
     leader = await api.get(PODS, f"{name}-0", namespace)
