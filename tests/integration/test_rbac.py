@@ -314,7 +314,7 @@ async def test_metrics_are_authenticated_and_authorized(
     manager.assert_never_denied()
 
 
-async def test_ordinal_create_update_restart_and_placement(
+async def test_ordinal_create_update_and_restart(
     manager: ServiceAccountManager,
     nodesim_api: ApiClient,
     node_simulator: NodeSimulator,
