@@ -365,6 +365,10 @@ class ControlPlane:
                 f"--service-account-key-file={k.sa_pub}",
                 f"--service-account-signing-key-file={k.sa_key}",
                 "--authorization-mode=Node,RBAC",
+                # As on clusters that harden owner references: a controller that
+                # sets blockOwnerDeletion must be allowed to update the owner's
+                # finalizers, which the RBAC test holds config/rbac to.
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
                 "--allow-privileged=true",
                 f"--requestheader-client-ca-file={k.crt('front-proxy-ca')}",
                 "--requestheader-allowed-names=front-proxy-client",

@@ -1,0 +1,419 @@
+"""The shipped RBAC is enough, and no more than the code asks for.
+
+`config/default` (all but the manager's Deployment) is applied with an admin client,
+then `lws controller` runs as a real process whose kubeconfig holds nothing but a
+TokenRequest token of the `lws-controller-manager` ServiceAccount, with leader
+election, webhooks, internal certificates and authorized metrics. The tests drive
+every path that talks to the API server (Ordinal create, rolling update, group
+restart and exclusive placement; Hash create, PostTermination replacement and
+scale-down; Lease, certificate Secret and CA injection; events; metrics
+authentication) and fail on any object not made or any 403 in the manager's log.
+
+The API server runs OwnerReferencesPermissionEnforcement, so the `finalizers`
+rules that blockOwnerDeletion needs are proven too. The session's in-process
+controller is paused meanwhile: it would reconcile too, as cluster admin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+import signal
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.localcluster.deploy import free_port
+from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
+from leaderworkerset.runtime.certs import CA_CERT
+from leaderworkerset.runtime.client import (
+    CONFIGMAPS,
+    CRDS,
+    EVENTS,
+    LEADERWORKERSETS,
+    LEASES,
+    MUTATING_WEBHOOKS,
+    PODS,
+    SECRETS,
+    VALIDATING_WEBHOOKS,
+    ApiClient,
+    ApiError,
+)
+from tests.fixtures.lws import paused_lws_controller
+from tests.fixtures.pods import is_ready
+from tests.waiting import eventually
+
+from .installed import (
+    CLUSTER_ROLE_BINDINGS,
+    MANAGER_SERVICE_ACCOUNT,
+    OPERATOR_NAMESPACE,
+    SERVICE_ACCOUNTS,
+    apply_all,
+    default_install,
+    owner_kind_resolvable,
+    service_account_token,
+    token_kubeconfig,
+)
+from .lws_helpers import labels, live_pods, lws_manifest, name_of, wait_ready
+from .manager_process import FAST_ELECTION, ManagerProcess
+from .test_hash_mode import hash_lws, key_of, leaders
+from .test_manager_process import assert_pods_mutated
+from .test_ordinal_rollout import revisions
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
+
+JSON = dict[str, Any]
+LEASE = c.LEADER_ELECTION_LEASE_NAME
+SCRAPER = "lws-rbac-test-scraper"
+HOSTNAME = "kubernetes.io/hostname"
+# A refusal as the API server words it (reason Forbidden, HTTP 403).
+DENIED = re.compile(r"forbidden|\s403\b", re.IGNORECASE)
+# Writes into a test namespace being deleted are refused with 403 too; that is
+# the namespace lifecycle, not RBAC.
+TERMINATING = ("NamespaceTerminating", "being terminated")
+
+
+class ServiceAccountManager(ManagerProcess):
+    """`lws controller` as deployed: metrics behind TokenReview and SubjectAccessReview."""
+
+    def command(self) -> list[str]:
+        return [
+            "--metrics-secure=true" if arg == "--metrics-secure=false" else arg
+            for arg in super().command()
+        ]
+
+    def denials(self) -> list[str]:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return [
+            line
+            for line in text.splitlines()
+            if DENIED.search(line) and not any(t in line for t in TERMINATING)
+        ]
+
+    def assert_never_denied(self) -> None:
+        denied = self.denials()
+        assert not denied, "the manager was refused:\n" + "\n".join(denied[:20])
+        self._check_alive()
+
+
+def _get(url: str, token: str | None) -> tuple[int, str]:
+    # The metrics server's certificate is self-signed.
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=ctx) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+async def _crd_established(admin: ApiClient) -> bool:
+    crd = await admin.get(CRDS, c.CRD_NAME)
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(x["type"] == "Established" and x["status"] == "True" for x in conditions)
+
+
+# --- fixtures ------------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
+async def manager(
+    request: pytest.FixtureRequest,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    kubeconfig: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[ServiceAccountManager]:
+    admin = nodesim_api
+    async with paused_lws_controller(request.session):
+        workdir = tmp_path_factory.mktemp("rbac")
+        port = free_port()
+        # A fresh install: the certificate Secret as config/internalcert ships it, empty.
+        if await admin.get_or_none(SECRETS, c.WEBHOOK_SECRET_NAME, OPERATOR_NAMESPACE):
+            await admin.delete(SECRETS, c.WEBHOOK_SECRET_NAME, OPERATOR_NAMESPACE)
+        await apply_all(admin, default_install(port))
+        await eventually(lambda: _crd_established(admin), within=60, what="CRD established")
+        token = await service_account_token(admin, MANAGER_SERVICE_ACCOUNT)
+        sa_kubeconfig = token_kubeconfig(kubeconfig, token, workdir / "sa.kubeconfig")
+        # Not RBAC, and it heals by itself, but it would be a 403 in the log.
+        as_sa = ApiClient.from_kubeconfig(sa_kubeconfig)
+        try:
+            await eventually(
+                lambda: owner_kind_resolvable(as_sa, admin),
+                within=90,
+                interval=1.0,
+                what="the API server to resolve LeaderWorkerSet owners",
+            )
+        finally:
+            await as_sa.close()
+        process = ServiceAccountManager(
+            "sa-manager",
+            workdir,
+            sa_kubeconfig,
+            OPERATOR_NAMESPACE,
+            dict(FAST_ELECTION),
+            webhook_port=port,
+        )
+        try:
+            process.start()
+            await process.wait_ready()
+            yield process
+            # Graceful stop releases the Lease: one more write to check.
+            process.signal(signal.SIGTERM)
+            assert await process.wait_exit(within=45) == 0
+            assert not process.denials(), "\n".join(process.denials()[:20])
+        finally:
+            process.kill()
+            print(f"===== {process.log_path}\n{process.log_tail(200)}")
+
+
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
+async def as_manager(manager: ServiceAccountManager) -> AsyncIterator[ApiClient]:
+    """A client with the manager's identity, for probing what it may not do."""
+    client = ApiClient.from_kubeconfig(manager.kubeconfig)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+async def secret_ca(api: ApiClient) -> str | None:
+    secret = await api.get_or_none(SECRETS, c.WEBHOOK_SECRET_NAME, OPERATOR_NAMESPACE)
+    data = (secret or {}).get("data") or {}
+    return data.get(CA_CERT) if all(data.get(k) for k in (CA_CERT, "tls.crt", "tls.key")) else None
+
+
+async def ca_bundles(api: ApiClient) -> set[str]:
+    out = set()
+    for resource, name in (
+        (MUTATING_WEBHOOKS, c.MUTATING_WEBHOOK_CONFIGURATION),
+        (VALIDATING_WEBHOOKS, c.VALIDATING_WEBHOOK_CONFIGURATION),
+    ):
+        for webhook in (await api.get(resource, name))["webhooks"]:
+            out.add(str(webhook["clientConfig"].get("caBundle", "")))
+    return out
+
+
+async def injected(api: ApiClient, manager: ManagerProcess, old: str | None = None) -> str | None:
+    """The Secret's CA once it is in every webhook and in the serving files."""
+    ca = await secret_ca(api)
+    if ca is None or ca == old or await ca_bundles(api) != {ca}:
+        return None
+    try:
+        on_disk = (manager.cert_dir / CA_CERT).read_bytes()
+    except OSError:
+        return None
+    return ca if base64.b64decode(ca) == on_disk else None
+
+
+async def controller_events(api: ApiClient, namespace: str) -> set[str]:
+    items = (await api.list(EVENTS, namespace)).get("items") or []
+    return {
+        str(e.get("reason"))
+        for e in items
+        if e.get("reportingController") == c.EVENT_REPORTING_CONTROLLER
+    }
+
+
+async def refused(call: Any) -> bool:
+    try:
+        await call
+    except ApiError as exc:
+        return exc.status == 403
+    return False
+
+
+# --- tests -----------------------------------------------------------------------------
+
+
+async def test_identity_holds_no_more_than_the_shipped_roles(as_manager: ApiClient) -> None:
+    api = as_manager
+    # Secrets and Leases only by name in the operator namespace, nothing elsewhere.
+    assert await refused(api.list(SECRETS))
+    assert await refused(api.list(SECRETS, OPERATOR_NAMESPACE))
+    assert await refused(api.get(SECRETS, "other", OPERATOR_NAMESPACE))
+    assert await refused(api.list(LEASES, OPERATOR_NAMESPACE))
+    assert await refused(api.list(CONFIGMAPS, OPERATOR_NAMESPACE))
+    # LeaderWorkerSets are the users' to write, and CRDs the installer's.
+    assert await refused(api.create(LEADERWORKERSETS, lws_manifest("x", OPERATOR_NAMESPACE)))
+    assert await refused(api.get(CRDS, c.CRD_NAME))
+    # Its own objects it may read.
+    assert await api.get(SECRETS, c.WEBHOOK_SECRET_NAME, OPERATOR_NAMESPACE)
+
+
+async def test_lease_certificates_and_rotation(
+    manager: ServiceAccountManager, nodesim_api: ApiClient
+) -> None:
+    api = nodesim_api
+
+    async def held() -> str | None:
+        lease = await api.get_or_none(LEASES, LEASE, OPERATOR_NAMESPACE)
+        return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "") or None
+
+    await eventually(held, within=30, what="the Lease acquired")
+    first = await eventually(lambda: injected(api, manager), within=60, what="CA injected")
+
+    # A lost Secret: the manager sees it go, makes new certificates, injects them.
+    await api.delete(SECRETS, c.WEBHOOK_SECRET_NAME, OPERATOR_NAMESPACE)
+    second = await eventually(
+        lambda: injected(api, manager, first), within=60, what="new CA injected"
+    )
+    assert second != first
+    assert await held()
+    manager.assert_never_denied()
+
+
+async def test_metrics_are_authenticated_and_authorized(
+    manager: ServiceAccountManager, nodesim_api: ApiClient
+) -> None:
+    api = nodesim_api
+    account = {"apiVersion": "v1", "kind": "ServiceAccount"}
+    account["metadata"] = {"name": SCRAPER, "namespace": OPERATOR_NAMESPACE}
+    await api.apply(SERVICE_ACCOUNTS, account, field_manager="lws-rbac-test")
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": SCRAPER},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "lws-metrics-reader",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": SCRAPER, "namespace": OPERATOR_NAMESPACE}],
+    }
+    await api.apply(CLUSTER_ROLE_BINDINGS, binding, field_manager="lws-rbac-test")
+    token = await service_account_token(api, SCRAPER)
+    url = f"https://127.0.0.1:{manager.metrics_port}/metrics"
+    try:
+        status, _ = await asyncio.to_thread(_get, url, None)
+        assert status == 401
+
+        async def scraped() -> str | None:
+            status, body = await asyncio.to_thread(_get, url, token)
+            return body if status == 200 else None
+
+        # RBAC caches in the API server take a moment to see the new binding.
+        body = await eventually(scraped, within=30, what="an authorized scrape")
+        assert f'leader_election_master_status{{name="{LEASE}"}} 1' in body
+    finally:
+        await api.delete(CLUSTER_ROLE_BINDINGS, SCRAPER)
+        await api.delete(SERVICE_ACCOUNTS, SCRAPER, OPERATOR_NAMESPACE)
+    manager.assert_never_denied()
+
+
+async def test_ordinal_create_update_and_restart(
+    manager: ServiceAccountManager,
+    nodesim_api: ApiClient,
+    node_simulator: NodeSimulator,
+    namespace: str,
+) -> None:
+    api, name = nodesim_api, "ord"
+    body = lws_manifest(name, namespace, replicas=2, size=2)
+    body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = (
+        c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART
+    )
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, name, 2, within=180)
+    await assert_pods_mutated(api, namespace, name, 4)
+
+    # Rolling update: a template change moves every group to a new revision.
+    patch = {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {}}}}}
+    patch["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] = {
+        "labels": {"rbac-test": "v2"}
+    }
+    await api.patch(LEADERWORKERSETS, name, patch, namespace=namespace)
+
+    async def updated() -> bool:
+        pods = await live_pods(api, namespace, name)
+        return len(pods) == 4 and all(
+            labels(p).get("rbac-test") == "v2" and is_ready(p) for p in pods
+        )
+
+    await eventually(updated, within=240, what="all groups on the new template")
+    await wait_ready(api, namespace, name, 2, within=120)
+
+    async def old_revision_deleted() -> bool:
+        return len(await revisions(api, namespace, name)) == 1
+
+    await eventually(old_revision_deleted, within=60, what="the old revision deleted")
+
+    # A worker's container restarts: the manager deletes the leader to recreate the group.
+    leader = await api.get(PODS, f"{name}-0", namespace)
+    await node_simulator.restart_container(namespace, f"{name}-0-1")
+
+    async def recreated() -> bool:
+        pod = await api.get_or_none(PODS, f"{name}-0", namespace)
+        return pod is not None and pod["metadata"]["uid"] != leader["metadata"]["uid"]
+
+    await eventually(recreated, within=120, what="group 0 recreated")
+    await wait_ready(api, namespace, name, 2, within=180)
+
+    wanted = {c.EVENT_REASON_CREATING_REVISION, c.EVENT_REASON_RECREATE_GROUP}
+
+    async def recorded() -> bool:
+        return wanted <= await controller_events(api, namespace)
+
+    await eventually(recorded, within=60, what=f"events {sorted(wanted)}")
+    manager.assert_never_denied()
+
+
+async def test_exclusive_placement_reads_the_leaders_node(
+    manager: ServiceAccountManager, nodesim_api: ApiClient, namespace: str
+) -> None:
+    # A namespace of its own: the group's anti-affinity keeps other groups of the
+    # namespace off its node.
+    placed = lws_manifest("placed", namespace, replicas=1, size=2)
+    placed["metadata"]["annotations"] = {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: HOSTNAME}
+    await nodesim_api.create(LEADERWORKERSETS, placed)
+    await wait_ready(nodesim_api, namespace, "placed", 1, within=180)
+    pods = await live_pods(nodesim_api, namespace, "placed")
+    assert len({p["spec"]["nodeName"] for p in pods}) == 1
+    manager.assert_never_denied()
+
+
+async def test_hash_create_replacement_and_scale_down(
+    manager: ServiceAccountManager, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api, name = nodesim_api, "hash"
+    await api.create(LEADERWORKERSETS, hash_lws(name, namespace, replicas=2, size=2))
+    await wait_ready(api, namespace, name, 2, within=180)
+    await assert_pods_mutated(api, namespace, name, 4)
+    before = await leaders(api, namespace, name)
+    old_keys = {key_of(p) for p in before}
+    assert len(before) == 2
+
+    # PostTermination (the default): the replacement waits behind its gate until
+    # the old group is gone, then the manager lifts the gate.
+    await api.delete(PODS, name_of(before[0]), namespace)
+
+    async def replaced() -> bool:
+        now = await leaders(api, namespace, name)
+        fresh = [p for p in now if key_of(p) not in old_keys]
+        return len(now) == 2 and len(fresh) == 1 and is_ready(fresh[0])
+
+    await eventually(replaced, within=180, what="the group replaced")
+    await wait_ready(api, namespace, name, 2, within=120)
+
+    await api.patch(LEADERWORKERSETS, name, {"spec": {"replicas": 1}}, namespace=namespace)
+
+    async def scaled_down() -> bool:
+        return len(await live_pods(api, namespace, name)) == 2
+
+    await eventually(scaled_down, within=120, what="one group left")
+    await wait_ready(api, namespace, name, 1, within=120)
+    manager.assert_never_denied()
