@@ -27,12 +27,14 @@ VOLCANO_IF = (
     '{{- if eq (.Values.gangSchedulingManagement.schedulerProvider | default "") "volcano" }}\n'
 )
 
+INTERNAL_CERT_IF = "{{- if not .Values.enableCertManager }}\n"
+
 # template file -> the kustomize files it is made from
 TEMPLATES = {
     "service_account.yaml": ["config/rbac/service_account.yaml"],
     "manager_role.yaml": ["config/rbac/role.yaml", "config/rbac/role_binding.yaml"],
     "leader_election_role.yaml": ["config/rbac/leader_election_role.yaml"],
-    "cert_secret_role.yaml": ["config/rbac/cert_secret_role.yaml"],
+    "cert_secret_role.yaml": ["config/internalcert/cert_secret_role.yaml"],
     "metrics_reader_role.yaml": ["config/rbac/metrics_reader_role.yaml"],
     "volcano_role.yaml": ["config/components/volcano/role.yaml"],
 }
@@ -62,6 +64,9 @@ def render(name: str) -> str:
     text = HEADER.format(source=" and ".join(sources)) + body
     if name == "volcano_role.yaml":
         text = VOLCANO_IF + text + "{{- end }}\n"
+    if name == "cert_secret_role.yaml":
+        # cert-manager writes the Secret instead; the manager only mounts it.
+        text = INTERNAL_CERT_IF + text + "{{- end }}\n"
     return text
 
 

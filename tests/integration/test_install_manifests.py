@@ -270,7 +270,13 @@ COMMON = {
     ("MutatingWebhookConfiguration", "lws-mutating-webhook-configuration"),
     ("ValidatingWebhookConfiguration", "lws-validating-webhook-configuration"),
 }
-INTERNAL_CERT = {("Secret", "lws-webhook-server-cert")}
+# The Secret and the Role that lets the manager write it go together: with
+# cert-manager, the manager only mounts what cert-manager writes.
+INTERNAL_CERT = {
+    ("Secret", "lws-webhook-server-cert"),
+    ("Role", "lws-cert-secret-role"),
+    ("RoleBinding", "lws-cert-secret-rolebinding"),
+}
 CERT_MANAGER = {("Issuer", "lws-selfsigned-issuer"), ("Certificate", "lws-serving-cert")}
 # Helm leaves the namespace to `--create-namespace`.
 NAMESPACE_OBJ = {("Namespace", NAMESPACE)}

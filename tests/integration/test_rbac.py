@@ -101,7 +101,7 @@ class ServiceAccountManager(ManagerProcess):
     def assert_never_denied(self) -> None:
         denied = self.denials()
         assert not denied, "the manager was refused:\n" + "\n".join(denied[:20])
-        self._check_alive()
+        self.check_alive()
 
 
 def _get(url: str, token: str | None) -> tuple[int, str]:
