@@ -371,7 +371,7 @@ def fault(ctx: click.Context, name: str, workdir: Path | None) -> None:
 
 def _fault_command(kind: str, help_text: str, target: str = "pod", container: bool = False) -> None:
     @click.pass_obj
-    def run(playground: Playground, **args: Any) -> None:
+    def run(playground: Playground, /, **args: Any) -> None:
         request = {"fault": kind, **{k: v for k, v in args.items() if v is not None}}
         try:
             playground.fault(request)
