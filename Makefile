@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine:
-#   make run    a local Kubernetes control plane with simulated nodes and a sample LeaderWorkerSet
+#   make run    a local Kubernetes control plane with simulated nodes, a sample LeaderWorkerSet
+#               and the Hash-mode replacement story (STORY=sample|hash|all), then exits
 #   make test   lint, type checks, a check of the plain install, unit tests and integration
 #               tests against a real control plane
 PYTHON ?= python3.11
@@ -9,8 +10,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test setup controlplane tools lint install-check unit integration compat crd clean
 
+# STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story) or all.
+STORY ?= all
 run: setup controlplane
-	$(BIN)/lws demo
+	$(BIN)/lws demo --story $(STORY) --exit-when-ready
 
 test: setup controlplane tools lint install-check
 	$(BIN)/pytest -q tests

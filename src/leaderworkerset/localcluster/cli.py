@@ -1,13 +1,18 @@
-"""``lws dev``: a local control plane that outlives the command that started it.
+"""``lws dev``: a playground cluster that outlives the command that started it.
 
 ``up`` spawns ``python -m leaderworkerset.localcluster.cli serve`` in a new
-session; that process owns the components (they die with it) and stops them
-on SIGTERM, which is what ``down`` sends.
+session; that process owns the control plane's components (they die with it) and
+stops them on SIGTERM, which is what ``down`` sends. Beside it ``up`` starts the
+node simulator (``lws dev nodesim``) and ``lws controller``, each in a session of
+its own (see :mod:`leaderworkerset.localcluster.playground`); ``down`` stops them
+first. ``fault`` reaches the running simulator through its socket.
 """
 
 from __future__ import annotations
 
-import shutil
+import asyncio
+import json
+import logging
 import signal
 import subprocess
 import sys
@@ -15,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -25,6 +31,16 @@ from leaderworkerset.localcluster.controlplane import (
     ControlPlane,
     default_workdir,
     pid_alive,
+)
+from leaderworkerset.localcluster.nodesim.control import serve_faults
+from leaderworkerset.localcluster.nodesim.nodes import GPU, ZONE_LABEL, playground_nodes
+from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
+from leaderworkerset.localcluster.playground import (
+    CONTROLLER,
+    NODESIM,
+    Playground,
+    PlaygroundError,
+    find_kubectl,
 )
 
 SERVE_LOG = "serve.log"
@@ -58,19 +74,29 @@ def dev() -> None:
 
 
 def _print_hints(cp: ControlPlane) -> None:
+    pg = Playground(cp.workdir)
     click.echo(f"control plane {cp.name!r} is up at {cp.server}")
-    click.echo(f"  logs:       {cp.log_dir}")
-    click.echo(f"  export KUBECONFIG={cp.kubeconfig}")
-    if shutil.which("kubectl"):
-        click.echo("  kubectl get ns")
-    else:
-        # kubectl is in the module the control plane is built from.
-        click.echo("  kubectl is not installed; to build it:")
+    nodes = pg.state().get(NODESIM)
+    if nodes and pg.pid(NODESIM):
         click.echo(
-            "    (cd hack/controlplane && CGO_ENABLED=0 go build -trimpath"
-            " -o ~/.local/bin/kubectl k8s.io/kubernetes/cmd/kubectl)"
+            f"  nodes:      {nodes['nodes']} simulated, {nodes['gpus']} {GPU} each, "
+            f"over {nodes['zones']} zone(s)"
         )
-    click.echo(f"  stop with: lws dev down --name {cp.name}")
+    if pg.pid(CONTROLLER):
+        click.echo(f"  controller: lws controller, metrics at {pg.controller_url('metrics')}")
+    click.echo(f"  logs:       {cp.log_dir}")
+    kubectl = find_kubectl()
+    if kubectl is not None:
+        click.echo(f"  kubectl:    {kubectl}")
+        click.echo(f'  export PATH="{kubectl.parent}:$PATH"')
+    else:
+        click.echo("  kubectl:    not built yet; `bash hack/build-tools.sh` builds it")
+    click.echo(f"  export KUBECONFIG={cp.kubeconfig}")
+    click.echo("  kubectl apply -f config/samples/leader-and-worker.yaml")
+    where = f"--name {cp.name}"
+    if cp.workdir != default_workdir(cp.name).resolve():
+        where = f"--workdir {cp.workdir}"
+    click.echo(f"  inject faults with `lws dev fault {where} ...`; stop: lws dev down {where}")
     click.echo(str(cp.kubeconfig))
 
 
@@ -78,17 +104,63 @@ def _print_hints(cp: ControlPlane) -> None:
 @name_option
 @workdir_option
 @click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for health.")
-def up(name: str, workdir: Path | None, timeout: float) -> None:
-    """Start a control plane in the background and wait until it is healthy."""
+@click.option(
+    "--nodes", default=4, show_default=True, type=click.IntRange(min=0), help="Simulated nodes."
+)
+@click.option(
+    "--gpus", default=8, show_default=True, type=click.IntRange(min=0), help=f"{GPU} per node."
+)
+@click.option(
+    "--zones",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help=f"Zones ({ZONE_LABEL}) the nodes are dealt over.",
+)
+@click.option(
+    "--controller/--no-controller",
+    default=True,
+    show_default=True,
+    help="Run `lws controller` with its webhooks and the CRD installed.",
+)
+def up(
+    name: str,
+    workdir: Path | None,
+    timeout: float,
+    nodes: int,
+    gpus: int,
+    zones: int,
+    controller: bool,
+) -> None:
+    """Start a playground in the background: control plane, nodes, controller.
+
+    Run again on a running playground, it starts what is missing (a node simulator
+    or a controller that is not running) and leaves the rest as it is.
+    """
     wd = _workdir(name, workdir)
-    existing = ControlPlane.attach(wd)
-    if existing is not None:
-        if not existing.is_healthy():
-            raise click.ClickException(
-                f"a control plane is recorded in {wd} but is not healthy; run `lws dev down`"
-            )
-        _print_hints(existing)
-        return
+    cp = ControlPlane.attach(wd)
+    if cp is None:
+        cp = _start_control_plane(name, wd, timeout)
+    elif not cp.is_healthy():
+        raise click.ClickException(
+            f"a control plane is recorded in {wd} but is not healthy; run `lws dev down`"
+        )
+    pg = Playground(wd)
+    try:
+        if nodes and pg.pid(NODESIM) is None:
+            started = time.monotonic()
+            pg.start_nodesim(nodes, gpus, zones)
+            click.echo(f"{nodes} nodes ready in {time.monotonic() - started:.1f}s", err=True)
+        if controller and pg.pid(CONTROLLER) is None:
+            started = time.monotonic()
+            pg.start_controller(cp.kubeconfig)
+            click.echo(f"controller ready in {time.monotonic() - started:.1f}s", err=True)
+    except PlaygroundError as err:
+        raise click.ClickException(f"{err}\n(`lws dev down` stops what did start)") from None
+    _print_hints(cp)
+
+
+def _start_control_plane(name: str, wd: Path, timeout: float) -> ControlPlane:
     # Built here rather than in the background so that progress is visible.
     binaries = ensure_binaries()
     wd.mkdir(parents=True, exist_ok=True)
@@ -117,16 +189,19 @@ def up(name: str, workdir: Path | None, timeout: float) -> None:
             proc.terminate()
             raise click.ClickException(f"not healthy after {timeout}s; see {log_path}")
         time.sleep(0.2)
-    click.echo(f"started in {time.monotonic() - started:.1f}s", err=True)
-    _print_hints(cp)
+    click.echo(f"control plane started in {time.monotonic() - started:.1f}s", err=True)
+    return cp
 
 
 @dev.command()
 @name_option
 @workdir_option
 def down(name: str, workdir: Path | None) -> None:
-    """Stop the control plane and every process it started."""
+    """Stop the controller, the node simulator, the control plane and its processes."""
     wd = _workdir(name, workdir)
+    left_behind = Playground(wd).stop()
+    if left_behind:
+        raise click.ClickException(f"still running after stop: {left_behind}")
     cp = ControlPlane.attach(wd)
     if cp is None:
         # A SIGKILLed owner leaves its state file behind (its children die
@@ -146,7 +221,7 @@ def down(name: str, workdir: Path | None) -> None:
 @name_option
 @workdir_option
 def status(name: str, workdir: Path | None) -> None:
-    """Show health, ports, pids and kubeconfig; exit 1 unless all is healthy."""
+    """Show the control plane, the nodes and the controller; exit 1 unless all is healthy."""
     wd = _workdir(name, workdir)
     cp = ControlPlane.attach(wd)
     if cp is None:
@@ -171,8 +246,59 @@ def status(name: str, workdir: Path | None) -> None:
     for c in COMPONENTS:
         state = "healthy" if health[c] else "UNHEALTHY"
         click.echo(f"  {c:<24} pid {pids.get(c, '-')!s:<8} port {port_of[c]:<6} {state}")
-    if not all(health.values()):
+    healthy = all(health.values())
+    if health["kube-apiserver"]:
+        _show_nodes(cp)
+    healthy = _show_playground(Playground(wd)) and healthy
+    click.echo(f"export KUBECONFIG={cp.kubeconfig}")
+    if not healthy:
         sys.exit(1)
+
+
+def _show_nodes(cp: ControlPlane) -> None:
+    nodes: list[dict[str, Any]] = json.loads(cp.api_get("/api/v1/nodes")).get("items") or []
+    click.echo(f"nodes:      {len(nodes)}")
+    if not nodes:
+        return
+    click.echo(f"  {'NAME':<16} {'READY':<8} {'CPU':<5} {'MEMORY':<8} {'GPU':<4} ZONE")
+    for node in nodes:
+        status = node.get("status") or {}
+        ready = next(
+            (x.get("status") for x in status.get("conditions") or [] if x.get("type") == "Ready"),
+            "?",
+        )
+        capacity = status.get("capacity") or {}
+        zone = ((node.get("metadata") or {}).get("labels") or {}).get(ZONE_LABEL, "-")
+        ready_text = "Ready" if ready == "True" else f"NotReady({ready})"
+        click.echo(
+            f"  {node['metadata']['name']:<16} {ready_text:<8} {capacity.get('cpu', '-'):<5} "
+            f"{capacity.get('memory', '-'):<8} {capacity.get(GPU, '0'):<4} {zone}"
+        )
+
+
+def _show_playground(pg: Playground) -> bool:
+    """The simulator's and the controller's lines; False if a started one is unwell."""
+    state, healthy = pg.state(), True
+    if NODESIM in state:
+        pid = pg.pid(NODESIM)
+        ok = pid is not None and pg.nodesim_answers()
+        healthy = healthy and ok
+        text = "answering" if ok else f"NOT RUNNING (see {pg.log_path(NODESIM)})"
+        click.echo(f"node simulator: pid {pid or '-'} {text}; faults on {pg.socket_path}")
+    else:
+        click.echo("node simulator: not started (lws dev up --nodes N)")
+    if CONTROLLER in state:
+        pid = pg.pid(CONTROLLER)
+        ok = pid is not None and pg.controller_ready()
+        healthy = healthy and ok
+        text = "ready (/readyz 200)" if ok else f"NOT READY (see {pg.log_path(CONTROLLER)})"
+        click.echo(f"controller: pid {pid or '-'} {text}")
+        click.echo(f"  readyz:     {pg.controller_url('readyz')}")
+        click.echo(f"  metrics:    {pg.controller_url('metrics')}")
+        click.echo(f"  log:        {pg.log_path(CONTROLLER)}")
+    else:
+        click.echo("controller: not started (lws dev up --controller)")
+    return healthy
 
 
 @dev.command(hidden=True)
@@ -198,6 +324,101 @@ def serve(name: str, workdir: Path | None, binaries: Path | None) -> None:
                 click.echo(f"{c} exited; see {cp.log_dir / (c + '.log')}", err=True)
                 reported.add(c)
     click.echo("control plane stopped", err=True)
+
+
+@dev.command(hidden=True)
+@name_option
+@workdir_option
+@click.option("--nodes", default=4, type=click.IntRange(min=0))
+@click.option("--gpus", default=8, type=click.IntRange(min=0))
+@click.option("--zones", default=2, type=click.IntRange(min=0))
+def nodesim(name: str, workdir: Path | None, nodes: int, gpus: int, zones: int) -> None:
+    """Run the simulated nodes until SIGTERM/SIGINT/SIGHUP (what `up` runs)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    asyncio.run(_run_nodesim(Playground(_workdir(name, workdir)), nodes, gpus, zones))
+
+
+async def _run_nodesim(pg: Playground, nodes: int, gpus: int, zones: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+    # The nodes stay registered on stop: `down` ends the whole cluster right after, and
+    # a simulator started again takes them over.
+    sim = NodeSimulator(
+        pg.workdir / "kubeconfig",
+        playground_nodes(nodes, gpus, zones),
+        delete_nodes_on_stop=False,
+    )
+    # A fault names a pod that is already bound; no need to wait long for it.
+    sim.lookup_timeout = 5.0
+    async with sim:
+        server = await serve_faults(sim, pg.socket_path)
+        logging.info("%d nodes up; faults on %s", nodes, pg.socket_path)
+        async with server:
+            await stop.wait()
+    pg.socket_path.unlink(missing_ok=True)
+
+
+@dev.group()
+@name_option
+@workdir_option
+@click.pass_context
+def fault(ctx: click.Context, name: str, workdir: Path | None) -> None:
+    """Inject a fault into the running node simulator (started by `lws dev up`)."""
+    ctx.obj = Playground(_workdir(name, workdir))
+
+
+def _fault_command(kind: str, help_text: str, target: str = "pod", container: bool = False) -> None:
+    @click.pass_obj
+    def run(playground: Playground, /, **args: Any) -> None:
+        request = {"fault": kind, **{k: v for k, v in args.items() if v is not None}}
+        try:
+            playground.fault(request)
+        except (PlaygroundError, ConnectionError, RuntimeError) as err:
+            raise click.ClickException(str(err)) from None
+        click.echo(f"{kind}: {args[target]}")
+
+    run.__doc__ = help_text
+    command: Any = run
+    if kind == "crash":
+        command = click.option(
+            "--downtime",
+            type=float,
+            default=None,
+            help="Seconds in CrashLoopBackOff (not ready) before the container runs again.",
+        )(command)
+    if kind in ("crash", "fail"):
+        command = click.option("--exit-code", type=int, default=None, help="Exit code (1).")(
+            command
+        )
+    if container:
+        command = click.option(
+            "-c", "--container", default=None, help="Container (default: the first)."
+        )(command)
+    if kind == "node-down":
+        command = click.option(
+            "--unreachable",
+            is_flag=True,
+            default=None,
+            help="Ready=Unknown (a silent node) rather than Ready=False.",
+        )(command)
+    if target == "pod":
+        command = click.option("-n", "--namespace", default="default", show_default=True)(command)
+    command = click.argument(target)(command)
+    fault.command(kind)(command)
+
+
+_fault_command("crash", "Crash a container and start it again (restartCount+1).", container=True)
+_fault_command("fail", "Terminate the pod's containers: phase Failed.")
+_fault_command("unready", "Make a container not ready (the pod NotReady).", container=True)
+_fault_command("ready", "Undo `unready`.", container=True)
+_fault_command("stall", "Keep the pod Terminating once it is deleted, until `release`.")
+_fault_command("release", "Let a stalled pod finish terminating.")
+_fault_command(
+    "node-down", "Take a node down: NotReady, no heartbeats, its pods frozen.", target="node"
+)
+_fault_command("node-up", "Bring a node back: Ready, heartbeats, its pods resynced.", "node")
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def _pid_belongs_to(pid: int, workdir: Path) -> bool:
+def pid_belongs_to(pid: int, workdir: Path) -> bool:
     """Guard against signalling a recycled pid: ours all name the workdir.
 
     An argument must be the work dir or lie under it, so that a cluster in
@@ -539,11 +539,11 @@ class ControlPlane:
 
     def _stop_foreign(self) -> None:
         owner = self._owner_pid
-        if owner and owner != os.getpid() and _pid_belongs_to(owner, self.workdir):
+        if owner and owner != os.getpid() and pid_belongs_to(owner, self.workdir):
             # The owner stops its children itself and removes the state file.
             self._terminate({"owner": owner}, self.stop_timeout * 2, group=False)
         leftovers = {
-            n: pid for n, pid in self._foreign_pids.items() if _pid_belongs_to(pid, self.workdir)
+            n: pid for n, pid in self._foreign_pids.items() if pid_belongs_to(pid, self.workdir)
         }
         self._terminate(leftovers, self.stop_timeout)
         self._foreign_pids.clear()
@@ -608,7 +608,7 @@ class ControlPlane:
         cp._foreign_pids = {
             n: pid
             for n, pid in state.get("pids", {}).items()
-            if pid_alive(pid) and _pid_belongs_to(pid, workdir)
+            if pid_alive(pid) and pid_belongs_to(pid, workdir)
         }
         if not cp._foreign_pids:
             return None

@@ -1,5 +1,6 @@
 """`lws demo`: a local control plane, simulated nodes, the controller and a sample
-LeaderWorkerSet, with the groups shown as they come up.
+LeaderWorkerSet, with the groups shown as they come up; `--story hash` then tells the
+Hash-mode replacement story (see :mod:`leaderworkerset.localcluster.story`).
 
 Everything runs as children of this process (Kubernetes components) or inside
 it (node simulator, controller); Ctrl-C stops all of it. The kubeconfig is
@@ -23,6 +24,7 @@ from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.localcluster.deploy import running_controller
 from leaderworkerset.localcluster.nodesim.nodes import default_nodes
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
+from leaderworkerset.localcluster.story import StoryError, hash_story
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient, ApiError
 
 
@@ -61,31 +63,50 @@ async def _show_until_ready(api: ApiClient, namespace: str, name: str, within: f
     return False
 
 
-async def _demo(control_plane: ControlPlane, manifest: JSON, keep_running: bool) -> bool:
-    namespace = manifest["metadata"].setdefault("namespace", "default")
-    name = manifest["metadata"]["name"]
+STORIES = ("sample", "hash", "all")
+
+
+async def _demo(
+    control_plane: ControlPlane, manifest: JSON, keep_running: bool, story: str
+) -> bool:
     async with (
-        NodeSimulator(control_plane.kubeconfig, default_nodes(4)),
+        NodeSimulator(control_plane.kubeconfig, default_nodes(4)) as sim,
         running_controller(control_plane.kubeconfig),
     ):
         api = ApiClient.from_kubeconfig(control_plane.kubeconfig)
         try:
-            with contextlib.suppress(ApiError):
-                await api.delete(LEADERWORKERSETS, name, namespace)
-            await api.create(LEADERWORKERSETS, manifest)
-            click.echo(f"created LeaderWorkerSet {namespace}/{name}")
-            ready = await _show_until_ready(api, namespace, name, within=300)
-            click.echo("all groups ready" if ready else "not all groups became ready in 300s")
-            if keep_running and ready:
+            ok = True
+            if story in ("sample", "all"):
+                ok = await _sample(api, manifest)
+            if ok and story in ("hash", "all"):
+                click.echo("\n--- Hash mode: a crash, and a replacement that waits its turn ---")
+                try:
+                    await hash_story(api, sim)
+                except StoryError as err:
+                    click.echo(f"the story went wrong: {err}")
+                    ok = False
+            if keep_running and ok:
                 click.echo(
                     f"\nexport KUBECONFIG={control_plane.kubeconfig}\n"
                     "kubectl get lws,statefulsets,pods -o wide\n"
                     "Ctrl-C stops the cluster."
                 )
                 await asyncio.Event().wait()
-            return ready
+            return ok
         finally:
             await api.close()
+
+
+async def _sample(api: ApiClient, manifest: JSON) -> bool:
+    namespace = manifest["metadata"].setdefault("namespace", "default")
+    name = manifest["metadata"]["name"]
+    with contextlib.suppress(ApiError):
+        await api.delete(LEADERWORKERSETS, name, namespace)
+    await api.create(LEADERWORKERSETS, manifest)
+    click.echo(f"created LeaderWorkerSet {namespace}/{name}")
+    ready = await _show_until_ready(api, namespace, name, within=300)
+    click.echo("all groups ready" if ready else "not all groups became ready in 300s")
+    return ready
 
 
 @click.command()
@@ -97,13 +118,21 @@ async def _demo(control_plane: ControlPlane, manifest: JSON, keep_running: bool)
     help="The LeaderWorkerSet to create.",
 )
 @click.option(
+    "--story",
+    type=click.Choice(STORIES),
+    default="sample",
+    show_default=True,
+    help="sample: the --sample LeaderWorkerSet; hash: the Hash-mode replacement story; "
+    "all: one then the other.",
+)
+@click.option(
     "--keep-running/--exit-when-ready",
     default=True,
     show_default=True,
     help="Keep the cluster up after the groups are ready (Ctrl-C stops it).",
 )
 @click.option("--name", default="demo", show_default=True, help="Name of the local cluster.")
-def demo(sample: Path, keep_running: bool, name: str) -> None:
+def demo(sample: Path, story: str, keep_running: bool, name: str) -> None:
     """Local control plane + simulated nodes + the controller + a sample LeaderWorkerSet."""
     click.echo("building or finding the Kubernetes binaries (a cold build takes minutes)...")
     binaries = ensure_binaries()
@@ -116,8 +145,8 @@ def demo(sample: Path, keep_running: bool, name: str) -> None:
         )
         try:
             manifest: JSON = yaml.safe_load(sample.read_text())
-            ok = asyncio.run(_demo(control_plane, manifest, keep_running))
+            ok = asyncio.run(_demo(control_plane, manifest, keep_running, story))
         except KeyboardInterrupt:
             ok = True
     if not ok:
-        raise click.ClickException("the sample did not become ready")
+        raise click.ClickException(f"the {story} demo did not end as it should")

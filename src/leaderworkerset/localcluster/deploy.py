@@ -169,14 +169,13 @@ class RunningController:
         await self.start()
 
 
-@contextlib.asynccontextmanager
-async def running_controller(
-    kubeconfig: Path, *, namespace: str = c.DEFAULT_OPERATOR_NAMESPACE
-) -> AsyncIterator[RunningController]:
-    """Install the CRD and webhooks, run the whole manager in this event loop."""
-    port = free_port()
+async def prepare_cluster(
+    kubeconfig: Path, webhook_port: int, *, namespace: str = c.DEFAULT_OPERATOR_NAMESPACE
+) -> None:
+    """What a controller on 127.0.0.1:``webhook_port`` needs: the CRD, the webhook
+    configurations, and the operator namespace for its certificate Secret."""
     async with _client(kubeconfig) as client:
-        await install(client, port)
+        await install(client, webhook_port)
         try:
             await client.create(
                 NAMESPACES,
@@ -185,6 +184,15 @@ async def running_controller(
         except ApiError as exc:
             if not exc.already_exists:
                 raise
+
+
+@contextlib.asynccontextmanager
+async def running_controller(
+    kubeconfig: Path, *, namespace: str = c.DEFAULT_OPERATOR_NAMESPACE
+) -> AsyncIterator[RunningController]:
+    """Install the CRD and webhooks, run the whole manager in this event loop."""
+    port = free_port()
+    await prepare_cluster(kubeconfig, port, namespace=namespace)
     with tempfile.TemporaryDirectory(prefix="lws-certs-") as cert_dir:
         running = RunningController(kubeconfig, namespace, port, Path(cert_dir))
         await running.start()

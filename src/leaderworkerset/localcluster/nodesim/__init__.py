@@ -20,8 +20,9 @@ that it needs, keyed by (namespace, name), with the wait for idleness behind
 
 Modules: ``simulator`` (:class:`NodeSimulator`, the entry point), ``nodes`` (node
 specs, node and lease objects, the default fleet), ``fleet`` (the running nodes),
-``pods`` (pod status as a kubelet writes it), ``faults`` (injected failures), and
-``api`` (the API client and JSON helpers).
+``pods`` (pod status as a kubelet writes it), ``faults`` (injected failures),
+``control`` (faults from another process, through a unix socket) and ``api`` (the API
+client and JSON helpers).
 """
 
 from leaderworkerset.localcluster.nodesim.nodes import NodeSpec, default_nodes

@@ -81,6 +81,20 @@ def default_nodes(count: int = 4, prefix: str = "sim-node") -> list[NodeSpec]:
     ]
 
 
+def playground_nodes(count: int, gpus: int, zones: int, prefix: str = "lws-node") -> list[NodeSpec]:
+    """``count`` nodes of 8 cpu and 32Gi with ``gpus`` GPUs each, dealt round-robin
+    over ``zones`` zones (none labelled when ``zones`` is 0)."""
+    names = [f"zone-{chr(ord('a') + i)}" if i < 26 else f"zone-{i}" for i in range(zones)]
+    return [
+        NodeSpec(
+            name=f"{prefix}-{i}",
+            gpus=gpus,
+            labels={ZONE_LABEL: names[i % zones], REGION_LABEL: "sim-region"} if zones else {},
+        )
+        for i in range(count)
+    ]
+
+
 class AddressPool:
     """Hands out unique IPv4 addresses from a network and takes them back."""
 
