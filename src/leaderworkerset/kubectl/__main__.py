@@ -1,0 +1,3 @@
+from leaderworkerset.kubectl.cli import main
+
+main()

@@ -1,0 +1,127 @@
+"""One row per group: what `kubectl lws groups` prints, as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import meta_of, name_of
+from leaderworkerset.group.names import HASH_HOSTNAME_LENGTH
+from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.state import (
+    Group,
+    GroupState,
+    group_state,
+    leader_node,
+    ready_pods,
+    restarts,
+)
+from leaderworkerset.kubectl.ages import age_since
+from leaderworkerset.kubectl.pairing import Pairing, pair
+from leaderworkerset.kubectl.ranking import victim_order
+from leaderworkerset.kubectl.snapshot import Snapshot
+
+# WAITING FOR of a gated leader that the PostTermination rule releases now.
+ADMITTING = "<admitting>"
+
+
+@dataclass
+class GroupRow:
+    group: str  # the ordinal, or the key's first characters
+    index: str  # the full group-index label
+    state: GroupState
+    ready: int
+    size: int
+    revision: str | None
+    current: bool | None  # None when the current revision is unknown
+    leader_node: str
+    restarts: int
+    age: str
+    leader: str
+    worker_statefulset: str
+    scale_down_rank: int | None = None
+    waiting_for: str | None = None
+
+    def as_dict(self, hash_mode: bool) -> dict[str, object]:
+        data: dict[str, object] = {
+            "group": self.group,
+            "groupIndex": self.index,
+            "state": self.state.value,
+            "readyPods": self.ready,
+            "size": self.size,
+            "revision": self.revision,
+            "currentRevision": self.current,
+            "leaderNode": self.leader_node or None,
+            "restarts": self.restarts,
+            "age": self.age,
+            "leaderPod": self.leader or None,
+            "workerStatefulSet": self.worker_statefulset or None,
+        }
+        if hash_mode:
+            data["scaleDownRank"] = self.scale_down_rank
+            data["waitingFor"] = self.waiting_for
+        return data
+
+
+def short(index: str) -> str:
+    """How a group is named on screen: the ordinal, or the key's first characters
+    (the same prefix its hostnames and per-group Service use)."""
+    return index if index.isdigit() else index[:HASH_HOSTNAME_LENGTH]
+
+
+def _age(group: Group, now: datetime) -> str:
+    source = group.leader
+    if source is None:
+        stamps = sorted(str(meta_of(p).get("creationTimestamp") or "") for p in group.pods)
+        return age_since(stamps[0] if stamps else None, now)
+    return age_since(meta_of(source).get("creationTimestamp"), now)
+
+
+def _group_size(group: Group, snapshot: Snapshot) -> int:
+    return group.size or snapshot.view.size or 1
+
+
+def scale_down_ranks(snapshot: Snapshot, now: datetime | None) -> dict[str, int]:
+    """Leader pod name -> 1-based place in the scale-down order (Hash mode)."""
+    leaders = [p for p in snapshot.pods if is_leader(p)]
+    order = victim_order(leaders, leaders, now)
+    return {name_of(p): i for i, p in enumerate(order, start=1)}
+
+
+def pairing_of(snapshot: Snapshot) -> Pairing:
+    policy = (snapshot.lws.get("spec") or {}).get("groupReplacementPolicy")
+    immediate = policy == c.GROUP_REPLACEMENT_IMMEDIATE
+    return pair(snapshot.pods, immediate=immediate)
+
+
+def rows_of(snapshot: Snapshot, now: datetime) -> list[GroupRow]:
+    current = snapshot.current_revision
+    ranks = scale_down_ranks(snapshot, now) if snapshot.hash_mode else {}
+    pairing = pairing_of(snapshot) if snapshot.hash_mode else Pairing()
+    rows = []
+    for group in snapshot.groups():
+        state = group_state(group, current)
+        leader = name_of(group.leader)
+        revision = group.revision
+        row = GroupRow(
+            group=short(group.index),
+            index=group.index,
+            state=state,
+            ready=ready_pods(group),
+            size=_group_size(group, snapshot),
+            revision=revision,
+            current=None if current is None else revision == current,
+            leader_node=leader_node(group),
+            restarts=restarts(group),
+            age=_age(group, now),
+            leader=leader,
+            worker_statefulset=name_of(group.worker_statefulset),
+        )
+        if snapshot.hash_mode:
+            row.scale_down_rank = ranks.get(leader)
+            if state is GroupState.GATED:
+                waited = pairing.waits_for.get(leader)
+                row.waiting_for = short(waited) if waited else ADMITTING
+        rows.append(row)
+    return rows

@@ -1,0 +1,125 @@
+"""Everything `kubectl lws` shows about one LeaderWorkerSet, read in one go with
+plain GET and LIST requests (no watch, no write)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, labels_of, meta_of
+from leaderworkerset.group.state import Group, groups_of
+from leaderworkerset.group.view import LwsView, view_of
+from leaderworkerset.runtime.client import (
+    CORE_EVENTS,
+    DEPLOYMENTS,
+    LEADERWORKERSETS,
+    PODS,
+    SERVICES,
+    STATEFULSETS,
+    ApiClient,
+    ApiError,
+    Resource,
+)
+
+
+class LwsNotFound(Exception):
+    def __init__(self, name: str, namespace: str) -> None:
+        super().__init__(f'leaderworkerset "{name}" not found in namespace "{namespace}"')
+
+
+@dataclass
+class Snapshot:
+    lws: JSON
+    pods: list[JSON]
+    statefulsets: list[JSON]
+    # StatefulSet <lws> (Ordinal) or Deployment <lws> (Hash); None when absent.
+    leader_workload: JSON | None
+    services: list[JSON] = field(default_factory=list)
+    events: list[JSON] = field(default_factory=list)
+
+    @property
+    def view(self) -> LwsView:
+        return view_of(self.lws)
+
+    @property
+    def hash_mode(self) -> bool:
+        return self.view.hash_mode
+
+    @property
+    def current_revision(self) -> str | None:
+        """The revision new groups are built from: the label of the leader StatefulSet
+        (Ordinal) or of the Deployment's pod template (Hash)."""
+        workload = self.leader_workload
+        if workload is None:
+            return None
+        if self.hash_mode:
+            template = (workload.get("spec") or {}).get("template") or {}
+            value = labels_of(template).get(c.LABEL_TEMPLATE_REVISION_HASH)
+        else:
+            value = labels_of(workload).get(c.LABEL_TEMPLATE_REVISION_HASH)
+        return None if value is None else str(value)
+
+    @property
+    def worker_statefulsets(self) -> list[JSON]:
+        return [s for s in self.statefulsets if _owned_by_pod(s)]
+
+    def groups(self) -> list[Group]:
+        return groups_of(self.pods, self.worker_statefulsets)
+
+
+def _owned_by_pod(obj: JSON) -> bool:
+    return any(
+        isinstance(ref, dict) and ref.get("kind") == "Pod" and ref.get("controller") is True
+        for ref in meta_of(obj).get("ownerReferences") or []
+    )
+
+
+async def _items(
+    client: ApiClient, resource: Resource, namespace: str, selector: str | None = None
+) -> list[JSON]:
+    """Every page of a LIST."""
+    items: list[JSON] = []
+    token: str | None = None
+    while True:
+        page = await client.list(
+            resource,
+            namespace,
+            label_selector=selector,
+            limit=500,
+            continue_token=token,
+        )
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue") or None
+        if not token:
+            return items
+
+
+async def read(
+    client: ApiClient, name: str, namespace: str, *, with_details: bool = False
+) -> Snapshot:
+    """The LWS, its pods and StatefulSets and its leader workload; with `with_details`
+    also its Services and the namespace's Events."""
+    try:
+        lws = await client.get(LEADERWORKERSETS, name, namespace)
+    except ApiError as exc:
+        if exc.not_found:
+            raise LwsNotFound(name, namespace) from exc
+        raise
+    selector = f"{c.LABEL_SET_NAME}={name}"
+    hash_mode = view_of(lws).hash_mode
+    leader_kind = DEPLOYMENTS if hash_mode else STATEFULSETS
+    pods, statefulsets, workload = await asyncio.gather(
+        _items(client, PODS, namespace, selector),
+        _items(client, STATEFULSETS, namespace, selector),
+        client.get_or_none(leader_kind, name, namespace),
+    )
+    snapshot = Snapshot(lws, pods, statefulsets, workload)
+    if with_details:
+        services, events = await asyncio.gather(
+            _items(client, SERVICES, namespace, selector),
+            _items(client, CORE_EVENTS, namespace),
+        )
+        snapshot.services = services
+        snapshot.events = events
+    return snapshot
