@@ -166,13 +166,28 @@ def service(name: str, owner_uid: str | None, owner_name: str = "someone-else") 
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta}
 
 
-def reconciler(client: FakeClient, caches: Any, events: Events, **options: Any) -> PodReconciler:
+def reconciler(
+    client: FakeClient, caches: Any, events: Events, now: list[float] | None = None, **options: Any
+) -> PodReconciler:
+    clock = now if now is not None else [0.0]
     return PodReconciler(
         cast(ApiClient, client),
         caches,
         cast(EventRecorder, events),
         options=ControllerOptions(**options),
+        waits=RetryBackoff(clock=lambda: clock[0]),
     )
+
+
+async def delays_of(pods: PodReconciler, key: str, now: list[float], tries: int) -> list[float]:
+    """The requeue delays of `tries` reconciles, each run when the previous one asked."""
+    delays = []
+    for _ in range(tries):
+        result = await pods(key)
+        assert isinstance(result, Result) and result.requeue_after is not None
+        delays.append(result.requeue_after)
+        now[0] += result.requeue_after
+    return delays
 
 
 GROUP_SERVICE = naming.hash_group_service_name("lws", KEY)
@@ -215,13 +230,14 @@ async def test_a_service_owned_by_another_pod_is_not_adopted() -> None:
     foreign = service(GROUP_SERVICE, "uid-of-another-leader")
     client, events = FakeClient(), Events()
     async with seeded_caches(lws, revision, leader, foreign) as caches:
-        pods = reconciler(client, caches, events)
-        delays = []
-        for _ in range(8):
-            result = await pods(object_key(leader))
-            assert isinstance(result, Result) and result.requeue_after is not None
-            delays.append(result.requeue_after)
-    assert delays == [1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY]
+        now = [0.0]
+        pods = reconciler(client, caches, events, now)
+        delays = await delays_of(pods, object_key(leader), now, 9)
+        # Reconciles in between (the leader's own status updates) do not stretch it.
+        for _ in range(5):
+            await pods(object_key(leader))
+        assert await pods(object_key(leader)) == Result(requeue_after=MAX_DELAY)
+    assert delays == [1, 1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY]
     # No Service written, and no workers for a group without its own Service.
     assert client.calls == []
     ((type_, reason, note),) = events.recorded
@@ -282,25 +298,28 @@ async def test_missing_revision_is_reported_once_and_retried_with_backoff() -> N
     leader = hash_leader("no-such-revision", group_ready=None)
     client, events = FakeClient(), Events()
     async with seeded_caches(lws, leader) as caches:
-        pods = reconciler(client, caches, events)
-        delays = []
-        for _ in range(9):
-            result = await pods(object_key(leader))
-            assert isinstance(result, Result) and result.requeue_after is not None
-            delays.append(result.requeue_after)
-        assert delays == [1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY, MAX_DELAY]
+        now = [0.0]
+        pods = reconciler(client, caches, events, now)
+        delays = await delays_of(pods, object_key(leader), now, 9)
+        assert delays == [1, 1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY]
         ((type_, reason, note),) = events.recorded
         assert (type_, reason) == (ev.WARNING, c.EVENT_REASON_FAILED_CREATE)
         assert "no-such-revision" in note and leader["metadata"]["name"] in note
         # The leader's deletion forgets its delays.
         pods.remember_deleted(leader)
-        assert len(pods.waits._attempts) == 0
+        assert len(pods.waits) == 0
     assert client.writes("statefulsets") == []
 
 
-def test_retry_backoff_doubles_to_its_bound_and_starts_over() -> None:
-    waits = RetryBackoff(first=0.5, cap=3.0)
-    assert [waits.next("a") for _ in range(5)] == [(0.5, 0), (1.0, 1), (2.0, 2), (3.0, 3), (3.0, 4)]
+def test_retry_backoff_waits_as_long_as_the_condition_lasted() -> None:
+    now = [0.0]
+    waits = RetryBackoff(first=0.5, cap=3.0, clock=lambda: now[0])
+    seen = []
+    for _ in range(6):
+        delay, tries = waits.next("a")
+        seen.append((delay, tries))
+        now[0] += delay
+    assert seen == [(0.5, 0), (0.5, 1), (1.0, 2), (2.0, 3), (3.0, 4), (3.0, 5)]
     assert waits.next("b") == (0.5, 0)
     waits.forget("a")
     assert "a" not in waits and waits.next("a") == (0.5, 0)
