@@ -83,8 +83,8 @@ def leader_update_failed(lws_name: str, error: str, *, hash_mode: bool = False) 
     return Event(WARNING, c.EVENT_REASON_FAILED_UPDATE, ACTION_UPDATE, note)
 
 
-def leader_created(lws_name: str, related: JSON | None = None) -> Event:
-    note = f"Created leader statefulset {lws_name}"
+def leader_created(lws_name: str, related: JSON | None = None, *, hash_mode: bool = False) -> Event:
+    note = f"Created leader {_leader_workload(hash_mode)} {lws_name}"
     return Event(NORMAL, c.REASON_GROUPS_PROGRESSING, ACTION_CREATE, note, related)
 
 
@@ -150,6 +150,29 @@ def group_recreated(
     who = "Leader pod" if pod_is_leader else "Worker pod"
     note = f"{who} {pod_name} failed, deleted leader pod {leader_name} to recreate group {group}"
     return Event(NORMAL, c.EVENT_REASON_RECREATE_GROUP, ACTION_DELETE, note, related)
+
+
+# --- Group hardening: what the pod reconciler cannot do for a group, said once -----------
+def group_service_not_owned(
+    service: str, pod_name: str, owner: str, related: JSON | None = None
+) -> Event:
+    """A Service with the group's name exists but is not its leader's: sharing it would
+    point the group's DNS at somebody else's pods (a hostname collision, or a user's
+    Service), so it is left alone and its removal awaited."""
+    note = (
+        f"Service {service} for the group of leader pod {pod_name} exists and is owned by "
+        f"{owner}, not by that leader: not using it; retrying until it is removed"
+    )
+    return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note, related)
+
+
+def leader_revision_missing(pod_name: str, revision_key: str, related: JSON | None = None) -> Event:
+    note = (
+        f"Failed to create worker statefulset for leader pod {pod_name}: its revision "
+        f"(ControllerRevision with {c.LABEL_TEMPLATE_REVISION_HASH}={revision_key}) is "
+        "missing; retrying with backoff"
+    )
+    return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note, related)
 
 
 def record(recorder: EventRecorder | None, regarding: JSON, event: Event) -> None:

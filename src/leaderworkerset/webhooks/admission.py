@@ -8,13 +8,17 @@ replacement policy.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.errors import ErrorType
 from leaderworkerset.api.objects import JSON, meta_of, name_of
+from leaderworkerset.group import names as naming
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.roles import group_key, is_leader
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
 from leaderworkerset.runtime.webhook import (
     AdmissionResponse,
@@ -26,6 +30,7 @@ from leaderworkerset.runtime.webhook import (
     patched,
 )
 from leaderworkerset.webhooks.denial import Denied
+from leaderworkerset.webhooks.hostnames import IssuedHostnames, hostnames_in_use
 from leaderworkerset.webhooks.leaderworkerset import (
     MUTATING_PATH,
     VALIDATING_PATH,
@@ -78,17 +83,37 @@ async def validate_leaderworkerset(request: JSON) -> AdmissionResponse:
     return deny_status(status, verdict.warnings)
 
 
-def pod_context(lws: JSON | None, options: ControllerOptions) -> PodAdmissionContext:
+def pod_context(
+    lws: JSON | None,
+    options: ControllerOptions,
+    *,
+    new_group_key: Callable[[str], str] = naming.random_group_key,
+) -> PodAdmissionContext:
     spec = (lws or {}).get("spec") or {}
     return PodAdmissionContext(
         group_identity=spec.get("groupIdentity") or c.GROUP_IDENTITY_ORDINAL,
         group_replacement_policy=spec.get("groupReplacementPolicy")
         or c.GROUP_REPLACEMENT_POST_TERMINATION,
         gang_scheduling=options.gang_scheduling,
+        new_group_key=new_group_key,
     )
 
 
-def pod_mutator(caches: LwsCaches, options: ControllerOptions, client: ApiClient | None) -> Any:
+def pod_mutator(
+    caches: LwsCaches,
+    options: ControllerOptions,
+    client: ApiClient | None,
+    new_group_key: Callable[[str], str] = naming.random_group_key,
+) -> Any:
+    issued = IssuedHostnames()
+
+    def taken(pod: JSON, namespace: str, lws_name: str, hash_mode: bool) -> frozenset[str]:
+        """Only a Hash leader that still needs a key draws one."""
+        if not (hash_mode and is_leader(pod)) or group_key(pod):
+            return frozenset()
+        live = hostnames_in_use(LwsCaches.of_lws(caches.pods, namespace, lws_name))
+        return frozenset(live | issued.recent(namespace, lws_name))
+
     async def owning_lws(namespace: str, name: str) -> JSON | None:
         lws = caches.leaderworkersets.get(namespace, name)
         if lws is None and client is not None:
@@ -105,10 +130,17 @@ def pod_mutator(caches: LwsCaches, options: ControllerOptions, client: ApiClient
         pod.setdefault("metadata", {}).setdefault("namespace", namespace)
         lws_name = str(((pod["metadata"].get("labels") or {}).get(c.LABEL_SET_NAME)) or "")
         lws = await owning_lws(namespace, lws_name) if lws_name else None
+        ctx = pod_context(lws, options, new_group_key=new_group_key)
+        ctx = dataclasses.replace(
+            ctx, hostnames_in_use=taken(pod, namespace, lws_name, ctx.hash_mode)
+        )
         try:
-            mutated = mutate_pod(pod, pod_context(lws, options))
+            mutated = mutate_pod(pod, ctx)
         except Denied as exc:
             return deny(exc.message)
+        drawn = group_key(mutated)
+        if ctx.hash_mode and is_leader(mutated) and drawn and not group_key(pod):
+            issued.add(namespace, lws_name, naming.hash_hostname(drawn))
         return patched(pod, mutated)
 
     return mutate

@@ -34,10 +34,16 @@ from leaderworkerset.webhooks.tpu import add_tpu_env
 
 __all__ = [
     "DEFAULT_CONTEXT",
+    "MAX_KEY_DRAWS",
     "Denied",
     "PodAdmissionContext",
     "mutate_pod",
 ]
+
+# Draws of a Hash group key before giving up. With 32 bits of hostname a single redraw
+# almost never collides again; a run of collisions means the key source is broken, and
+# the creator (a ReplicaSet) retries the denied pod later.
+MAX_KEY_DRAWS = 8
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,9 @@ class PodAdmissionContext:
     gang_scheduling: bool = False
     # Injectable so that tests can pin Hash-mode keys.
     new_group_key: Callable[[str], str] = naming.random_group_key
+    # Hostnames (first key characters) of this LWS's live groups: a new key must not
+    # repeat one, or `<hostname>.<lws>.<ns>` would resolve to two leaders.
+    hostnames_in_use: frozenset[str] = frozenset()
 
     @property
     def hash_mode(self) -> bool:
@@ -114,8 +123,7 @@ def _admit_hash_leader(
     ctx: PodAdmissionContext,
 ) -> None:
     if not labels.get(c.LABEL_GROUP_KEY):
-        namespace = namespace_of(pod)
-        labels[c.LABEL_GROUP_KEY] = ctx.new_group_key(namespace)
+        labels[c.LABEL_GROUP_KEY] = _draw_group_key(namespace_of(pod), labels, ctx)
     group_key = labels[c.LABEL_GROUP_KEY]
     # No ordinal exists; upstream tools read group-index, so it carries the key (docs/hash-mode.md).
     labels.setdefault(c.LABEL_GROUP_INDEX, group_key)
@@ -130,6 +138,20 @@ def _admit_hash_leader(
         add_group_ready_gate(spec)
     if ctx.group_replacement_policy == c.GROUP_REPLACEMENT_POST_TERMINATION:
         add_scheduling_gate(spec)
+
+
+def _draw_group_key(namespace: str, labels: dict[str, str], ctx: PodAdmissionContext) -> str:
+    """A fresh key whose hostname no live group of the LWS has. (A key that came with
+    the pod is the creator's choice and is kept as it is.)"""
+    for _ in range(MAX_KEY_DRAWS):
+        key = ctx.new_group_key(namespace)
+        if naming.hash_hostname(key) not in ctx.hostnames_in_use:
+            return key
+    raise Denied(
+        f"no group key drawn in {MAX_KEY_DRAWS} tries has a hostname (its first "
+        f"{naming.HASH_HOSTNAME_LENGTH} characters) unused by the live groups of "
+        f"LeaderWorkerSet {namespace}/{labels.get(c.LABEL_SET_NAME, '')}"
+    )
 
 
 def _place_leader(

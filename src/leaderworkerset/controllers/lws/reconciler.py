@@ -126,12 +126,16 @@ class LeaderWorkerSetReconciler:
             revision = await self._revision_for_update(lws, updated, revisions)
         key = rev.revision_key(revision)
         body = leader_deployment(lws, key)
+        first_apply = deployment is None and not self._applied_before(DEPLOYMENTS, body)
         try:
             await self._apply(DEPLOYMENTS, body, deployment)
         except ApiError as exc:
             failure = ev.leader_create_failed if deployment is None else ev.leader_update_failed
             record(self.recorder, lws, failure(view.name, exc.message, hash_mode=True))
             raise
+        if first_apply:
+            created = ev.leader_created(view.name, object_reference(revision), hash_mode=True)
+            record(self.recorder, lws, created)
         await self._ensure_shared_service(lws)
         leader_pods, _ = self._groups(view)
         update = hash_status(lws, key, leader_pods, now_rfc3339())

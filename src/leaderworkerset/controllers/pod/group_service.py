@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of, name_of
+from leaderworkerset.api.objects import JSON, meta_of, name_of, uid_of
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group import names as naming
-from leaderworkerset.group.ownership import pod_reference
+from leaderworkerset.group.ownership import controller_of, pod_reference
 from leaderworkerset.group.roles import group_index, group_key
 from leaderworkerset.group.view import view_of
 
@@ -33,3 +33,33 @@ def group_service(lws: JSON, leader_pod: JSON) -> JSON:
         selector={c.LABEL_SET_NAME: view.name, c.LABEL_GROUP_INDEX: group_index(leader_pod) or ""},
         owner=pod_reference(leader_pod),
     )
+
+
+def owned_by_leader(service: JSON, leader_pod: JSON) -> bool:
+    """Only the leader's own Service is the group's: in Hash mode two live groups can
+    share a hostname prefix, and so a Service name, and anyone may have created a
+    Service of that name before the group existed."""
+    owner = controller_of(service)
+    return owner is not None and owner.get("uid") == uid_of(leader_pod)
+
+
+def on_its_way_out(service: JSON, leader_pod: JSON) -> bool:
+    """Going away without anyone's help: being deleted, or left by a predecessor of the
+    same name (Ordinal mode recreates a leader under its old name, and the garbage
+    collector removes the old leader's Service once that pod is gone)."""
+    if meta_of(service).get("deletionTimestamp"):
+        return True
+    owner = controller_of(service)
+    return bool(
+        owner is not None
+        and owner.get("kind") == "Pod"
+        and owner.get("name") == name_of(leader_pod)
+        and owner.get("uid") != uid_of(leader_pod)
+    )
+
+
+def owner_description(service: JSON) -> str:
+    owner = controller_of(service)
+    if owner is None:
+        return "no controller"
+    return f"{owner.get('kind', 'object')} {owner.get('name', '')}"

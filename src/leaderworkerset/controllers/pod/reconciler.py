@@ -17,15 +17,23 @@ from leaderworkerset.api.objects import (
     annotations_of,
     labels_of,
     meta_of,
+    name_of,
     namespace_of,
     uid_of,
 )
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
+from leaderworkerset.controllers.pod.backoff import RetryBackoff
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group
 from leaderworkerset.controllers.pod.group_ready import sync_group_ready
-from leaderworkerset.controllers.pod.group_service import group_service, group_service_name
+from leaderworkerset.controllers.pod.group_service import (
+    group_service,
+    group_service_name,
+    on_its_way_out,
+    owned_by_leader,
+    owner_description,
+)
 from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
 from leaderworkerset.group.caches import LwsCaches
@@ -51,8 +59,12 @@ from leaderworkerset.runtime.indexes import object_key
 
 log = logging.getLogger(__name__)
 
-# The leader's revision may not be in the cache yet right after a rollout starts.
-MISSING_REVISION_REQUEUE = 1.0
+# What the reconciler waits out by polling, each with its own delays per leader.
+_WAIT_REVISION = "revision"
+_WAIT_SERVICE = "service"
+# Right after a rollout starts the leader's revision can be late in the cache; a
+# revision still missing at the second look is really missing, and is reported.
+_REVISION_MISSES_BEFORE_EVENT = 1
 
 
 # What _reconcile_pod answers when the restart policy is recreating the group.
@@ -89,6 +101,7 @@ class PodReconciler:
     # Pods deleted without ever being seen terminating (a grace-0 or forced delete):
     # the restart policy still has to see them, so their last state is kept here.
     tombstones: dict[str, JSON] = field(default_factory=dict)
+    waits: RetryBackoff = field(default_factory=RetryBackoff)
 
     def __post_init__(self) -> None:
         self.restarter = GroupRestarter(self.client, self.caches)
@@ -101,6 +114,8 @@ class PodReconciler:
         final = dict(pod)
         final["metadata"] = {**meta, "deletionTimestamp": meta.get("deletionTimestamp") or "gone"}
         self.tombstones[object_key(pod)] = final
+        for wait in (_WAIT_REVISION, _WAIT_SERVICE):
+            self.waits.forget(_wait_key(wait, pod))
 
     async def __call__(self, key: str) -> Result | None:
         live = self.caches.pods.get_by_key(key)
@@ -164,17 +179,22 @@ class PodReconciler:
         if view.hash_mode and is_scheduling_gated(pod):
             # PostTermination: nothing exists for a group until it is admitted.
             return None
+        size = _group_size(pod, view)
+        worker_sts = None
+        if size > 1:
+            worker_sts = self.caches.statefulsets.get(view.namespace, str(meta.get("name")))
+            if view.hash_mode:
+                # Before anything below that can keep failing (a quota on Services, the
+                # Volcano API down): the leader's readiness is what Services route on
+                # and what scale-down ranks by, so it must never freeze on them.
+                await sync_group_ready(self.client, pod, worker_sts)
         if view.unique_per_replica:
-            await self._ensure_group_service(lws, pod)
+            waiting = await self._ensure_group_service(lws, pod)
+            if waiting is not None:
+                return waiting
         if self.options.gang_scheduling:
             await ensure_pod_group(self.client, view, pod)
-        if _group_size(pod, view) == 1:
-            return None
-
-        worker_sts = self.caches.statefulsets.get(view.namespace, str(meta.get("name")))
-        if view.hash_mode:
-            await sync_group_ready(self.client, pod, worker_sts)
-        if worker_sts is not None:
+        if size == 1 or worker_sts is not None:
             # Never updated in place: a group moves to a new revision when its leader
             # is replaced and this StatefulSet is garbage collected with the old one.
             return None
@@ -192,7 +212,14 @@ class PodReconciler:
         key = str((meta.get("labels") or {}).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
         revision = rev.find_revision(lws, revisions, key) if key else None
         if revision is None:
-            return Result(requeue_after=MISSING_REVISION_REQUEUE)
+            delay, misses = self.waits.next(_wait_key(_WAIT_REVISION, pod))
+            if misses == _REVISION_MISSES_BEFORE_EVENT:
+                event = ev.leader_revision_missing(
+                    str(meta.get("name")), key, object_reference(pod)
+                )
+                record(self.recorder, lws, event)
+            return Result(requeue_after=delay)
+        self.waits.forget(_wait_key(_WAIT_REVISION, pod))
         node_selector = await self._exclusive_node_selector(pod, view)
         if node_selector is None:
             return None
@@ -255,12 +282,43 @@ class PodReconciler:
             raise TopologyError(f"node {node_name} does not have topology label: {topology_key}")
         return {topology_key: value}
 
-    async def _ensure_group_service(self, lws: JSON, pod: JSON) -> None:
+    async def _ensure_group_service(self, lws: JSON, pod: JSON) -> Result | None:
+        """None once the leader's own Service exists; a Result while a Service of that
+        name that is not the leader's stands in the way (never shared: the group's DNS
+        would reach another group's pods, or whatever the stranger selects)."""
         namespace = namespace_of(pod)
-        if self.caches.services.get(namespace, group_service_name(lws, pod)) is not None:
-            return
-        try:
-            await self.client.create(SERVICES, group_service(lws, pod))
-        except ApiError as exc:
-            if not exc.already_exists:
-                raise
+        name = group_service_name(lws, pod)
+        wait_key = _wait_key(_WAIT_SERVICE, pod)
+        service = self.caches.services.get(namespace, name)
+        if service is None:
+            try:
+                await self.client.create(SERVICES, group_service(lws, pod))
+            except ApiError as exc:
+                if not exc.already_exists:
+                    raise
+                # Our own earlier create the cache has not shown yet, or a Service
+                # without this LeaderWorkerSet's label, which the cache never holds.
+                service = await self.client.get_or_none(SERVICES, name, namespace)
+                if service is None:
+                    return Result(requeue=True)  # deleted in between: create it again
+            else:
+                self.waits.forget(wait_key)
+                return None
+        if owned_by_leader(service, pod):
+            self.waits.forget(wait_key)
+            return None
+        delay, tries = self.waits.next(wait_key)
+        if tries == 0 and not on_its_way_out(service, pod):
+            event = ev.group_service_not_owned(
+                f"{namespace}/{name}",
+                name_of(pod),
+                owner_description(service),
+                object_reference(pod),
+            )
+            record(self.recorder, lws, event)
+        return Result(requeue_after=delay)
+
+
+def _wait_key(wait: str, pod: JSON) -> str:
+    # By UID: an Ordinal leader recreated under the same name starts afresh.
+    return f"{wait}/{uid_of(pod)}"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.names import parse_ordinal
@@ -42,6 +42,16 @@ def waits_for_start(view: LwsView) -> bool:
     )
 
 
+def group_size(pod: JSON, view: LwsView) -> int:
+    """The size of the revision `pod` was built from, which its size annotation records
+    (the webhook refuses a group pod without it). Mid-rollout that can differ from the
+    live spec, and a group of the old size must still be complete when it is."""
+    try:
+        return int(annotations_of(pod)[c.ANNOTATION_SIZE])
+    except (KeyError, TypeError, ValueError):
+        return view.size
+
+
 @dataclass
 class GroupRestarter:
     client: ApiClient
@@ -61,7 +71,7 @@ class GroupRestarter:
         group = self.caches.group_pods(
             view.namespace, str(labels.get(c.LABEL_SET_NAME)), str(labels.get(c.LABEL_GROUP_INDEX))
         )
-        if len(group) != view.size:
+        if len(group) != group_size(pod, view):
             return True
         return any((p.get("status") or {}).get("phase") == "Pending" for p in group)
 

@@ -1,0 +1,51 @@
+"""Watch caches filled with given objects, for unit tests of the reconcilers and
+webhooks that read them: real informers over a lister that serves a fixed list and a
+watch that never sends anything."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from leaderworkerset.api.objects import labels_of
+from leaderworkerset.group.caches import LwsCaches, build_caches
+from leaderworkerset.runtime.client import Resource
+
+JSON = dict[str, Any]
+
+
+class StaticLister:
+    """Lists the seeded objects of a resource; its watches stay silent."""
+
+    def __init__(self, objects: Iterable[JSON]) -> None:
+        self.objects = list(objects)
+
+    async def list(self, resource: Resource, namespace: str | None = None, **kwargs: Any) -> JSON:
+        selector = kwargs.get("label_selector")
+        items = [
+            o
+            for o in self.objects
+            if o.get("kind") == resource.kind and (not selector or selector in labels_of(o))
+        ]
+        return {"metadata": {"resourceVersion": "1"}, "items": [dict(o) for o in items]}
+
+    async def watch(self, resource: Resource, namespace: str | None = None, **kwargs: Any) -> Any:
+        await asyncio.Event().wait()
+        yield {}  # never reached: makes this an async generator
+
+
+@contextlib.asynccontextmanager
+async def seeded_caches(*objects: JSON) -> AsyncIterator[LwsCaches]:
+    """Caches (as `build_caches` makes them) holding `objects`, each with its `kind`."""
+    caches = build_caches(StaticLister(objects))
+    for informer in caches.all():
+        informer.start()
+    try:
+        for informer in caches.all():
+            assert await informer.wait_synced(5), informer.name
+        yield caches
+    finally:
+        for informer in caches.all():
+            await informer.stop()
