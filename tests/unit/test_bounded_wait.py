@@ -6,12 +6,27 @@ server."""
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
+from leaderworkerset.api.config.defaults import set_defaults
+from leaderworkerset.api.config.validation import validate
+from leaderworkerset.controller_command import Settings, load_configuration
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.lws.status import (
+    CONDITION_REPLACEMENT_HELD,
+    REASON_NO_REPLACEMENT_HELD,
+    REASON_WAITING_FOR_TERMINATION,
+    HeldReplacements,
+    hash_status,
+    held_replacements,
+)
 from leaderworkerset.controllers.replacement.post_termination import (
     NODE_NOT_READY,
     TERMINATION_OVERRUN,
@@ -20,8 +35,15 @@ from leaderworkerset.controllers.replacement.post_termination import (
     parse_time,
     pod_release,
 )
-from leaderworkerset.group.caches import node_readiness
-from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.controllers.replacement.reconciler import (
+    RELEASE_SLACK,
+    ReplacementReconciler,
+    node_events,
+)
+from leaderworkerset.group.caches import build_caches, node_readiness
+from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+
+from .group_objects import lws_object
 
 JSON = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
@@ -456,3 +478,198 @@ def _holds(p: JSON) -> bool:
 
 def _key(p: JSON) -> str:
     return str(p["metadata"]["labels"][c.LABEL_GROUP_KEY])
+
+
+# --- the manager Configuration ------------------------------------------------------------
+
+HEADER = "apiVersion: config.lws.x-k8s.io/v1alpha1\nkind: Configuration\n"
+
+
+def test_group_replacement_defaults_and_settings() -> None:
+    cfg = load_configuration(None)
+    gr = cfg.group_replacement
+    assert gr is not None
+    assert (gr.node_not_ready_release, gr.termination_overrun_release) == (120.0, 300.0)
+    settings_ = Settings(configuration=cfg, namespace="lws-system")
+    assert settings_.replacement_release == ReleaseThresholds(120.0, 300.0)
+    assert "nodeNotReadyRelease: 2m" in configuration_yaml(cfg)
+
+
+def test_group_replacement_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        HEADER + "groupReplacement: {nodeNotReadyRelease: 5s, terminationOverrunRelease: 0s}\n"
+    )
+    cfg = load_configuration(path)
+    thresholds = Settings(configuration=cfg, namespace="x").replacement_release
+    assert thresholds == ReleaseThresholds(node_not_ready=5.0, termination_overrun=0.0)
+
+
+def test_group_replacement_rejects_negative_durations_by_field_path() -> None:
+    cfg = set_defaults(
+        decode_configuration(HEADER + "groupReplacement: {nodeNotReadyRelease: -1s}\n")
+    )
+    (error,) = [str(e) for e in validate(cfg)]
+    assert error.startswith("groupReplacement.nodeNotReadyRelease: Invalid value")
+    assert "-1s" in error
+    with pytest.raises(ConfigError, match=r"groupReplacement\.terminationOverrunRelease"):
+        decode_configuration(HEADER + "groupReplacement: {terminationOverrunRelease: 5}\n")
+    with pytest.raises(ConfigError, match=r'unknown field "groupReplacement.other"'):
+        decode_configuration(HEADER + "groupReplacement: {other: 1s}\n")
+
+
+# --- the LeaderWorkerSet status: GroupReplacementHeld -------------------------------------
+
+
+def hash_lws(**spec: Any) -> JSON:
+    return lws_object(name="lws", replicas=2, groupIdentity=c.GROUP_IDENTITY_HASH, **spec)
+
+
+def held_of(lws: JSON, pods: list[JSON], now: float = 0.0) -> HeldReplacements:
+    return held_replacements(lws, pods, {"n1": node("n1")}, EPOCH + now, BOUNDS)
+
+
+def conditions_of(status: JSON) -> dict[str, JSON]:
+    return {cond["type"]: cond for cond in status.get("conditions", [])}
+
+
+def test_held_condition_appears_and_clears() -> None:
+    lws = hash_lws()
+    running = [pod("run", "9" * 40)]
+    waiting = [*running, *old_group(deleted_at=1000), REPLACEMENT]
+    leaders = [p for p in waiting if p["metadata"]["labels"][c.LABEL_WORKER_INDEX] == "0"]
+
+    plain = hash_status(lws, "rev", running, T0, held=held_of(lws, running))
+    assert CONDITION_REPLACEMENT_HELD not in conditions_of(plain.status)
+
+    held = held_of(lws, waiting)
+    assert held == HeldReplacements(leaders=("new",), groups=("a" * 40,))
+    update = hash_status(lws, "rev", leaders, T0, held=held)
+    cond = conditions_of(update.status)[CONDITION_REPLACEMENT_HELD]
+    assert (cond["status"], cond["reason"]) == ("True", REASON_WAITING_FOR_TERMINATION)
+    assert "new" in cond["message"] and "aaaaaaaa" in cond["message"]
+    assert update.changed
+    # The E11 event speaks of the upstream conditions only.
+    assert update.event is None or update.event.reason != REASON_WAITING_FOR_TERMINATION
+    lws["status"] = update.status
+
+    again = hash_status(lws, "rev", leaders, at(30), held=held)
+    assert not again.changed, "no write when nothing changed"
+
+    admitted_leaders = [p for p in leaders if p["metadata"]["name"] != "new"]
+    admitted_leaders.append({**REPLACEMENT, "spec": {"nodeName": "n1"}})
+    cleared = hash_status(lws, "rev", admitted_leaders, at(60), held=HeldReplacements())
+    cond = conditions_of(cleared.status)[CONDITION_REPLACEMENT_HELD]
+    assert (cond["status"], cond["reason"]) == ("False", REASON_NO_REPLACEMENT_HELD)
+    assert cond["lastTransitionTime"] == at(60) and cleared.changed
+    lws["status"] = cleared.status
+    assert not hash_status(lws, "rev", admitted_leaders, at(90), held=HeldReplacements()).changed
+
+
+def test_held_condition_keeps_its_transition_time_while_held() -> None:
+    lws = hash_lws()
+    pods = [*old_group(deleted_at=1000), REPLACEMENT]
+    first = hash_status(lws, "rev", pods, T0, held=held_of(lws, pods))
+    lws["status"] = first.status
+    more = [*pods, *old_group("c" * 40, deleted_at=1000), pod("new2", "d" * 40, gated=True)]
+    second = hash_status(lws, "rev", more, at(30), held=held_of(lws, more))
+    cond = conditions_of(second.status)[CONDITION_REPLACEMENT_HELD]
+    assert cond["lastTransitionTime"] == T0 and "cccccccc" in cond["message"]
+
+
+def test_nothing_is_held_under_immediate_or_once_released() -> None:
+    pods = [*old_group(deleted_at=0), REPLACEMENT]
+    assert not held_of(hash_lws(groupReplacementPolicy="Immediate"), pods).any
+    assert held_of(hash_lws(), pods, now=OVERRUN_BOUND - EPS).any
+    assert not held_of(hash_lws(), pods, now=OVERRUN_BOUND + EPS).any
+
+
+# --- the reconciler: Events once per hold, a wake-up at the release moment ----------------------
+
+
+class GateClient:
+    """Records gate removals; the cache is fed separately, so it can lag."""
+
+    def __init__(self) -> None:
+        self.patched: list[str] = []
+
+    async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> JSON:
+        self.patched.append(name)
+        return {}
+
+
+class Events:
+    def __init__(self) -> None:
+        self.notes: list[tuple[str, str]] = []
+
+    def event(self, regarding: JSON, type_: str, reason: str, *args: Any) -> None:
+        self.notes.append((reason, args[1]))
+
+
+def feed(informer: Any, *objects: JSON, kind: str = "ADDED") -> None:
+    for i, obj in enumerate(objects):
+        obj = {**obj, "metadata": {**obj["metadata"], "uid": obj["metadata"]["name"]}}
+        obj["metadata"]["resourceVersion"] = f"{informer.events + i + 1}"
+        informer._handle_event({"type": kind, "object": obj})
+
+
+class Rig:
+    def __init__(self, pods: list[JSON], nodes: list[JSON]) -> None:
+        self.client = GateClient()
+        self.caches = build_caches(self.client)  # type: ignore[arg-type]
+        self.events = Events()
+        self.now = EPOCH
+        self.reconciler = ReplacementReconciler(
+            self.client,  # type: ignore[arg-type]
+            self.caches,
+            self.events,  # type: ignore[arg-type]
+            options=ControllerOptions(replacement_release=BOUNDS),
+            clock=lambda: self.now,
+        )
+        self.caches.pods.add_handler(
+            on_update=self.reconciler.observe, on_delete=self.reconciler.observe_deleted
+        )
+        feed(self.caches.leaderworkersets, hash_lws())
+        feed(self.caches.pods, *pods)
+        assert self.caches.nodes is not None
+        feed(self.caches.nodes, *nodes)
+
+    async def reconcile(self, at_seconds: float) -> Any:
+        self.now = EPOCH + at_seconds
+        return await self.reconciler("default/lws")
+
+
+async def test_reconciler_holds_tells_once_and_wakes_at_the_release() -> None:
+    rig = Rig(
+        [*old_group(node_name="n1", deleted_at=1000), REPLACEMENT], [node("n1", "Unknown", 10)]
+    )
+    result = await rig.reconcile(20)
+    assert rig.client.patched == []
+    assert result.requeue_after == pytest.approx(10 + NODE_BOUND - 20 + RELEASE_SLACK)
+    assert [reason for reason, _ in rig.events.notes] == [ev.REASON_REPLACEMENT_HELD]
+    assert "new" in rig.events.notes[0][1] and "aaaaaaaa" in rig.events.notes[0][1]
+    await rig.reconcile(25)
+    assert len(rig.events.notes) == 1, "one Event per hold, not per reconcile"
+
+    result = await rig.reconcile(10 + NODE_BOUND + RELEASE_SLACK)
+    assert rig.client.patched == ["new"] and result is None
+    (reason, note) = rig.events.notes[-1]
+    assert reason == ev.REASON_REPLACEMENT_RELEASED
+    assert "aaaaaaaa" in note and "n1" in note and "not Ready" in note
+    # The cache still shows the leader gated: it is not admitted (or told) again.
+    await rig.reconcile(10 + NODE_BOUND + 1)
+    assert rig.client.patched == ["new"] and len(rig.events.notes) == 2
+    assert rig.reconciler.ungating("default/lws") == {"new"}
+    ungated = {**REPLACEMENT, "spec": {"nodeName": "n2"}}
+    feed(rig.caches.pods, ungated, kind="MODIFIED")
+    assert rig.reconciler.ungating("default/lws") == set()
+
+
+async def test_node_events_map_to_the_lws_with_pods_there() -> None:
+    rig = Rig([*old_group(node_name="n1", deleted_at=1000), REPLACEMENT], [node("n1")])
+    assert rig.caches.lws_keys_on_node("n1") == ["default/lws"]
+    assert rig.caches.lws_keys_on_node("n2") == []
+    update = node_events().update
+    assert update is not None
+    assert update(node("n1"), node("n1", "Unknown", 5))
+    assert not update(node("n1"), node("n1"))
