@@ -633,6 +633,7 @@ class Rig:
         feed(self.caches.pods, *pods)
         assert self.caches.nodes is not None
         feed(self.caches.nodes, *nodes)
+        self.caches.nodes.synced.set()
 
     async def reconcile(self, at_seconds: float) -> Any:
         self.now = EPOCH + at_seconds
@@ -667,9 +668,18 @@ async def test_reconciler_holds_tells_once_and_wakes_at_the_release() -> None:
 
 async def test_node_events_map_to_the_lws_with_pods_there() -> None:
     rig = Rig([*old_group(node_name="n1", deleted_at=1000), REPLACEMENT], [node("n1")])
+    nodes = rig.caches.node_map()
+    assert nodes is not None and "n1" in nodes and "n2" not in nodes and len(nodes) == 1
     assert rig.caches.lws_keys_on_node("n1") == ["default/lws"]
     assert rig.caches.lws_keys_on_node("n2") == []
     update = node_events().update
     assert update is not None
     assert update(node("n1"), node("n1", "Unknown", 5))
     assert not update(node("n1"), node("n1"))
+
+
+def test_unknown_nodes_release_nothing() -> None:
+    """Before the node cache has synced an absent Node is not a deleted one."""
+    pods = [*old_group(deleted_at=1000), REPLACEMENT]
+    assert decide(pods, None, EPOCH + 10 * NODE_BOUND, BOUNDS).admit == []
+    assert decide(pods, None, EPOCH + 1000 + OVERRUN_BOUND + EPS, BOUNDS).admit != []

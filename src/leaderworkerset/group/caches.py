@@ -9,7 +9,7 @@ rule reads whether a node is Ready, and that cache keeps nothing else of a Node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,25 @@ def _by_group(obj: JSON) -> Iterable[str]:
     if not name or group is None:
         return ()
     return (group_index_value(str(meta.get("namespace", "")), name, str(group)),)
+
+
+class _NodesByName(Mapping[str, JSON]):
+    """A read-through view of the node cache: no copy of every Node per reconcile."""
+
+    def __init__(self, informer: Informer) -> None:
+        self._informer = informer
+
+    def __getitem__(self, name: str) -> JSON:
+        node = self._informer.get(None, name)
+        if node is None:
+            raise KeyError(name)
+        return node
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._informer.keys())
+
+    def __len__(self) -> int:
+        return len(self._informer)
 
 
 def _by_node(pod: JSON) -> Iterable[str]:
@@ -95,11 +114,12 @@ class LwsCaches:
         ]
         return informers if self.nodes is None else [*informers, self.nodes]
 
-    def node_map(self) -> dict[str, JSON]:
-        """Cached (cut-down) Nodes by name."""
-        if self.nodes is None:
-            return {}
-        return {str(meta_of(n).get("name")): n for n in self.nodes.list()}
+    def node_map(self) -> Mapping[str, JSON] | None:
+        """Cached (cut-down) Nodes by name; None until the node cache has synced (or
+        without one), when an absent Node would not mean a deleted one."""
+        if self.nodes is None or not self.nodes.has_synced:
+            return None
+        return _NodesByName(self.nodes)
 
     def lws_keys_on_node(self, node_name: str) -> list[str]:
         """`namespace/lws-name` of every LeaderWorkerSet with a pod bound to the node."""

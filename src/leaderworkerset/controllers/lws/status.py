@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -266,7 +266,11 @@ class HeldReplacements:
 
 
 def held_replacements(
-    lws: JSON, pods: list[JSON], nodes: dict[str, JSON], now: float, thresholds: ReleaseThresholds
+    lws: JSON,
+    pods: list[JSON],
+    nodes: Mapping[str, JSON] | None,
+    now: float,
+    thresholds: ReleaseThresholds,
 ) -> HeldReplacements:
     """What the replacement controller's rule holds back right now, from the same caches
     (so the two controllers never disagree for longer than an event takes)."""

@@ -121,13 +121,14 @@ class PodRelease:
 
 
 def pod_release(
-    pod: JSON, nodes: Mapping[str, JSON], thresholds: ReleaseThresholds
+    pod: JSON, nodes: Mapping[str, JSON] | None, thresholds: ReleaseThresholds
 ) -> PodRelease | None:
     """When a pod of a tearing-down group stops holding its replacement back, and why;
-    None if only its removal will."""
+    None if only its removal will. `nodes` None means they are not known (a node
+    cache not synced yet): then no node releases anything."""
     candidates: list[PodRelease] = []
     node_name = str((pod.get("spec") or {}).get("nodeName") or "")
-    if thresholds.node_not_ready > 0 and node_name:
+    if thresholds.node_not_ready > 0 and node_name and nodes is not None:
         node = nodes.get(node_name)
         # A Node that is gone has no capacity left for the scheduler to hand out.
         since = 0.0 if node is None else node_not_ready_since(node)
@@ -156,7 +157,10 @@ class GroupRelease:
 
 
 def group_release(
-    group: str, members: list[JSON], nodes: Mapping[str, JSON], thresholds: ReleaseThresholds
+    group: str,
+    members: list[JSON],
+    nodes: Mapping[str, JSON] | None,
+    thresholds: ReleaseThresholds,
 ) -> GroupRelease | None:
     """When the whole group stops counting (its last pod's release); None if never."""
     releases = [pod_release(p, nodes, thresholds) for p in members]
@@ -191,7 +195,7 @@ class Decision:
 
 def decide(
     pods: list[JSON],
-    nodes: Mapping[str, JSON],
+    nodes: Mapping[str, JSON] | None,
     now: float,
     thresholds: ReleaseThresholds,
     *,
@@ -237,4 +241,4 @@ def to_admit(
     """The gated leaders to release now; all of them under `immediate`. Without
     thresholds the wait is unbounded (the plain T/G rule)."""
     bounds = thresholds or ReleaseThresholds(node_not_ready=0, termination_overrun=0)
-    return decide(pods, nodes or {}, now, bounds, immediate=immediate).admit
+    return decide(pods, nodes, now, bounds, immediate=immediate).admit
