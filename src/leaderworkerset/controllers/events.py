@@ -25,6 +25,7 @@ from typing import Final
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
+from leaderworkerset.controllers.replacement.post_termination import NODE_NOT_READY
 from leaderworkerset.runtime.events import EventRecorder
 
 NORMAL: Final = "Normal"
@@ -178,7 +179,7 @@ def replacement_released(
     """A tearing-down group stopped holding its replacement back before its pods were
     gone; `reason` is post_termination's NodeNotReady or TerminationOverrun."""
     where = f" on node {', '.join(nodes)}" if nodes else ""
-    if reason == "NodeNotReady":
+    if reason == NODE_NOT_READY:
         why = f"node not Ready (or gone) for {threshold:g}s"
     else:
         why = f"still present {threshold:g}s past the end of the deletion grace period"
