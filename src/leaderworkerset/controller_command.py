@@ -36,6 +36,7 @@ from leaderworkerset.api.config.defaults import (
 from leaderworkerset.api.config.types import API_VERSION, KIND, ClientConnection, Configuration
 from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.godurations import Duration, parse_duration
+from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
@@ -155,6 +156,22 @@ class Settings:
     def gang_scheduling_provider(self) -> str | None:
         gang = self.configuration.gang_scheduling_management
         return gang.scheduler_provider if gang else None
+
+    @property
+    def replacement_release(self) -> ReleaseThresholds:
+        """groupReplacement: how long a replacement waits for capacity that is lost."""
+        gr = self.configuration.group_replacement
+        defaults = ReleaseThresholds()
+        if gr is None:
+            return defaults
+        node = gr.node_not_ready_release
+        overrun = gr.termination_overrun_release
+        return ReleaseThresholds(
+            node_not_ready=defaults.node_not_ready if node is None else float(node),
+            termination_overrun=(
+                defaults.termination_overrun if overrun is None else float(overrun)
+            ),
+        )
 
     def manager_options(self) -> ManagerOptions:
         cfg = self.configuration
@@ -400,6 +417,7 @@ def run_controller(settings: Settings) -> None:
             manager,
             enable_webhooks=settings.enable_webhooks,
             gang_scheduling=settings.gang_scheduling_provider is not None,
+            replacement_release=settings.replacement_release,
         )
         await manager.run()
 

@@ -19,10 +19,11 @@ from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.replacement.reconciler import (
     ReplacementReconciler,
+    node_events,
     replacement_events,
 )
 from leaderworkerset.group.caches import LwsCaches, build_caches
-from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.group.roles import is_leader, leaders
 from leaderworkerset.runtime.controller import Controller, Predicate, own_key
 from leaderworkerset.runtime.indexes import object_key
@@ -66,6 +67,13 @@ def leader_keys_of(caches: LwsCaches) -> Callable[[JSON], list[str]]:
     return keys
 
 
+def _lws_on_node(caches: LwsCaches) -> Callable[[JSON], list[str]]:
+    def keys(node: JSON) -> list[str]:
+        return caches.lws_keys_on_node(str(meta_of(node).get("name", "")))
+
+    return keys
+
+
 def setup_controllers(
     manager: Manager,
     *,
@@ -74,14 +82,18 @@ def setup_controllers(
     gang_scheduling: bool = False,
     lws_workers: int = 4,
     pod_workers: int = 8,
+    replacement_release: ReleaseThresholds | None = None,
 ) -> LwsControllers:
     client = manager.client
-    options = ControllerOptions(gang_scheduling=gang_scheduling)
+    options = ControllerOptions(
+        gang_scheduling=gang_scheduling,
+        replacement_release=replacement_release or ReleaseThresholds(),
+    )
     caches = build_caches(client, namespace)
     for informer in caches.all():
         manager.add_cache(informer, name=informer.name)
 
-    lws_reconciler = LeaderWorkerSetReconciler(client, caches, manager.recorder)
+    lws_reconciler = LeaderWorkerSetReconciler(client, caches, manager.recorder, options=options)
     lws_controller = Controller(LWS_CONTROLLER, lws_reconciler, workers=lws_workers)
     lws_controller.watch(caches.leaderworkersets, own_key)
     for informer in (caches.statefulsets, caches.deployments, caches.services):
@@ -101,10 +113,14 @@ def setup_controllers(
     # leader gets (e.g. LeaderReady -> LeaderCreated releases waiting groups).
     pod_controller.watch(caches.leaderworkersets, leader_keys_of(caches), LEADER_SETTINGS_CHANGED)
 
-    replacement = ReplacementReconciler(client, caches)
+    replacement = ReplacementReconciler(client, caches, manager.recorder, options=options)
+    caches.pods.add_handler(on_update=replacement.observe, on_delete=replacement.observe_deleted)
     replacement_controller = Controller(REPLACEMENT_CONTROLLER, replacement, workers=2)
     replacement_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, replacement_events())
     replacement_controller.watch(caches.leaderworkersets, own_key)
+    if caches.nodes is not None:
+        # A node turning NotReady starts the clock of a bounded wait on its pods' groups.
+        replacement_controller.watch(caches.nodes, _lws_on_node(caches), node_events())
 
     for controller in (lws_controller, pod_controller, replacement_controller):
         manager.add(controller)

@@ -28,6 +28,7 @@ from typing import Final
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
+from leaderworkerset.controllers.replacement.post_termination import NODE_NOT_READY
 from leaderworkerset.runtime.events import EventRecorder
 
 NORMAL: Final = "Normal"
@@ -173,6 +174,43 @@ def leader_revision_missing(pod_name: str, revision_key: str, related: JSON | No
         "missing; retrying with backoff"
     )
     return Event(WARNING, c.EVENT_REASON_FAILED_CREATE, ACTION_CREATE, note, related)
+
+
+# --- Hash mode: PostTermination holds (our addition; upstream has no such wait) -------------
+REASON_REPLACEMENT_HELD: Final = "ReplacementHeld"
+REASON_REPLACEMENT_RELEASED: Final = "ReplacementReleasedEarly"
+
+_KEY_PREFIX = 8  # as in the leader hostname: what users see of a group's key
+
+
+def _group_list(groups: list[str], limit: int = 3) -> str:
+    shown = ", ".join(g[:_KEY_PREFIX] for g in groups[:limit])
+    more = len(groups) - limit
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def replacement_held(leader_name: str, groups: list[str], related: JSON | None = None) -> Event:
+    """A gated leader waits for tearing-down groups (named by key prefix) to be gone."""
+    word = "group" if len(groups) == 1 else "groups"
+    note = (
+        f"Replacement leader pod {leader_name} waits for {word} {_group_list(groups)} "
+        "to finish terminating (groupReplacementPolicy PostTermination)"
+    )
+    return Event(NORMAL, REASON_REPLACEMENT_HELD, ACTION_UPDATE, note, related)
+
+
+def replacement_released(
+    group: str, reason: str, pods: tuple[str, ...], nodes: tuple[str, ...], threshold: float
+) -> Event:
+    """A tearing-down group stopped holding its replacement back before its pods were
+    gone; `reason` is post_termination's NodeNotReady or TerminationOverrun."""
+    where = f" on node {', '.join(nodes)}" if nodes else ""
+    if reason == NODE_NOT_READY:
+        why = f"node not Ready (or gone) for {threshold:g}s"
+    else:
+        why = f"still present {threshold:g}s past the end of the deletion grace period"
+    note = f"Stopped waiting for group {group[:_KEY_PREFIX]}: pods {', '.join(pods)}{where}: {why}"
+    return Event(WARNING, REASON_REPLACEMENT_RELEASED, ACTION_UPDATE, note)
 
 
 def record(recorder: EventRecorder | None, regarding: JSON, event: Event) -> None:

@@ -3,12 +3,13 @@
 Every cache except the LeaderWorkerSets' own is label-selected on the
 `leaderworkerset.sigs.k8s.io/name` label, so the controller holds only the
 objects it manages, not every pod of the cluster. Reconciles read these caches
-and never LIST the API server.
+and never LIST the API server. Nodes are the exception: the group-replacement
+rule reads whether a node is Ready, and that cache keeps nothing else of a Node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
     DEPLOYMENTS,
     LEADERWORKERSETS,
+    NODES,
     PODS,
     SERVICES,
     STATEFULSETS,
@@ -27,6 +29,7 @@ from leaderworkerset.runtime.indexes import label_index_name
 
 BY_LWS = label_index_name(c.LABEL_SET_NAME)
 BY_GROUP = "group"
+BY_NODE = "node"
 
 
 def group_index_value(namespace: str, lws_name: str, group: str) -> str:
@@ -42,6 +45,53 @@ def _by_group(obj: JSON) -> Iterable[str]:
     return (group_index_value(str(meta.get("namespace", "")), name, str(group)),)
 
 
+class _NodesByName(Mapping[str, JSON]):
+    """A read-through view of the node cache: no copy of every Node per reconcile."""
+
+    def __init__(self, informer: Informer) -> None:
+        self._informer = informer
+
+    def __getitem__(self, name: str) -> JSON:
+        node = self._informer.get(None, name)
+        if node is None:
+            raise KeyError(name)
+        return node
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._informer.keys())
+
+    def __len__(self) -> int:
+        return len(self._informer)
+
+
+def _by_node(pod: JSON) -> Iterable[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return (str(node),) if node else ()
+
+
+def node_readiness(node: JSON) -> JSON:
+    """A Node cut down to its identity and Ready condition: the rest (images, volumes,
+    addresses, capacity) is large, never read, and changes with every status post."""
+    meta = meta_of(node)
+    kept_meta = {
+        k: meta[k]
+        for k in ("name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
+        if k in meta
+    }
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = [
+        {k: cond[k] for k in ("type", "status", "lastTransitionTime") if k in cond}
+        for cond in conditions
+        if isinstance(cond, dict) and cond.get("type") == "Ready"
+    ]
+    return {
+        "apiVersion": node.get("apiVersion", "v1"),
+        "kind": node.get("kind", "Node"),
+        "metadata": kept_meta,
+        "status": {"conditions": ready},
+    }
+
+
 @dataclass
 class LwsCaches:
     leaderworkersets: Informer
@@ -50,9 +100,11 @@ class LwsCaches:
     pods: Informer
     services: Informer
     revisions: Informer
+    # Cluster-scoped; None where a caller builds caches without it (tests).
+    nodes: Informer | None = None
 
     def all(self) -> list[Informer]:
-        return [
+        informers = [
             self.leaderworkersets,
             self.statefulsets,
             self.deployments,
@@ -60,6 +112,24 @@ class LwsCaches:
             self.services,
             self.revisions,
         ]
+        return informers if self.nodes is None else [*informers, self.nodes]
+
+    def node_map(self) -> Mapping[str, JSON] | None:
+        """Cached (cut-down) Nodes by name; None until the node cache has synced (or
+        without one), when an absent Node would not mean a deleted one."""
+        if self.nodes is None or not self.nodes.has_synced:
+            return None
+        return _NodesByName(self.nodes)
+
+    def lws_keys_on_node(self, node_name: str) -> list[str]:
+        """`namespace/lws-name` of every LeaderWorkerSet with a pod bound to the node."""
+        keys = set()
+        for pod in self.pods.by_index(BY_NODE, node_name):
+            meta = meta_of(pod)
+            name = (meta.get("labels") or {}).get(c.LABEL_SET_NAME)
+            if name:
+                keys.add(f"{meta.get('namespace', '')}/{name}")
+        return sorted(keys)
 
     @staticmethod
     def of_lws(informer: Informer, namespace: str, lws_name: str) -> list[JSON]:
@@ -92,7 +162,8 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
         ),
         statefulsets=labelled(STATEFULSETS),
         deployments=labelled(DEPLOYMENTS),
-        pods=labelled(PODS, indexers={BY_GROUP: _by_group}),
+        pods=labelled(PODS, indexers={BY_GROUP: _by_group, BY_NODE: _by_node}),
         services=labelled(SERVICES),
         revisions=labelled(CONTROLLER_REVISIONS),
+        nodes=Informer(client, NODES, transform=node_readiness),
     )

@@ -6,6 +6,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.config.types import (
     ClientConnection,
     Configuration,
+    GroupReplacement,
     InternalCertManagement,
 )
 from leaderworkerset.api.godurations import Duration
@@ -21,6 +22,9 @@ DEFAULT_RENEW_DEADLINE = 10.0
 DEFAULT_RETRY_PERIOD = 2.0
 DEFAULT_QPS = 500.0
 DEFAULT_BURST = 500
+# The same values as group.options' (api may not import group).
+DEFAULT_NODE_NOT_READY_RELEASE = 120.0
+DEFAULT_TERMINATION_OVERRUN_RELEASE = 300.0
 
 
 def set_defaults(cfg: Configuration) -> Configuration:
@@ -57,4 +61,9 @@ def set_defaults(cfg: Configuration) -> Configuration:
     cc = cfg.client_connection = cfg.client_connection or ClientConnection()
     cc.qps = DEFAULT_QPS if cc.qps is None else cc.qps
     cc.burst = DEFAULT_BURST if cc.burst is None else cc.burst
+    gr = cfg.group_replacement = cfg.group_replacement or GroupReplacement()
+    if gr.node_not_ready_release is None:
+        gr.node_not_ready_release = Duration(DEFAULT_NODE_NOT_READY_RELEASE)
+    if gr.termination_overrun_release is None:
+        gr.termination_overrun_release = Duration(DEFAULT_TERMINATION_OVERRUN_RELEASE)
     return cfg

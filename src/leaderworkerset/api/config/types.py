@@ -77,6 +77,17 @@ class ClientConnection:
 
 
 @dataclass
+class GroupReplacement:
+    """Our addition: bounds on how long a Hash-mode replacement waits under
+    PostTermination for a group whose capacity will not come back (0s: no bound)."""
+
+    # The group's remaining pods are on nodes not Ready (or gone) for this long.
+    node_not_ready_release: Duration | None = None
+    # The group's remaining pods are still there this long past their deletion timestamp.
+    termination_overrun_release: Duration | None = None
+
+
+@dataclass
 class Configuration:
     api_version: str = ""
     kind: str = ""
@@ -88,6 +99,7 @@ class Configuration:
     internal_cert_management: InternalCertManagement | None = None
     gang_scheduling_management: GangSchedulingManagement | None = None
     client_connection: ClientConnection | None = None
+    group_replacement: GroupReplacement | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form (durations as Go strings, unset members left out)."""

@@ -9,9 +9,11 @@ from leaderworkerset.api.config.types import (
     TLS,
     Configuration,
     GangSchedulingManagement,
+    GroupReplacement,
     InternalCertManagement,
 )
 from leaderworkerset.api.errors import FieldError, invalid, not_supported, required
+from leaderworkerset.api.godurations import format_duration
 from leaderworkerset.api.metavalidation import DNS1123_SUBDOMAIN_MSG, dns1035_label_errors
 
 SUPPORTED_RESOURCE_LOCKS = ("leases",)
@@ -36,6 +38,8 @@ def validate(cfg: Configuration) -> list[FieldError]:
         errs.append(
             not_supported("leaderElection.resourceLock", le.resource_lock, SUPPORTED_RESOURCE_LOCKS)
         )
+    if cfg.group_replacement is not None:
+        errs += _validate_group_replacement(cfg.group_replacement)
     port = cfg.webhook.port
     if port is not None and not 0 < port < 65536:
         errs.append(invalid("webhook.port", port, "must be between 1 and 65535, inclusive"))
@@ -101,3 +105,20 @@ def _validate_gang_scheduling(gang: GangSchedulingManagement) -> list[FieldError
             )
         ]
     return []
+
+
+def _validate_group_replacement(gr: GroupReplacement) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for name, value in (
+        ("nodeNotReadyRelease", gr.node_not_ready_release),
+        ("terminationOverrunRelease", gr.termination_overrun_release),
+    ):
+        if value is not None and value < 0:
+            errs.append(
+                invalid(
+                    f"groupReplacement.{name}",
+                    format_duration(value),
+                    "must be greater than or equal to 0s (0s: no bound)",
+                )
+            )
+    return errs

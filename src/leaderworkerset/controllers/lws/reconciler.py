@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
@@ -23,9 +24,15 @@ from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
 from leaderworkerset.controllers.lws.rolling_update import rolling_update_parameters
 from leaderworkerset.controllers.lws.shared_service import shared_service, wants_shared_service
-from leaderworkerset.controllers.lws.status import StatusUpdate, hash_status, ordinal_status
+from leaderworkerset.controllers.lws.status import (
+    StatusUpdate,
+    hash_status,
+    held_replacements,
+    ordinal_status,
+)
 from leaderworkerset.group import roles
 from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.ownership import controller_of
 from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.cache import Informer
@@ -58,6 +65,7 @@ class LeaderWorkerSetReconciler:
     caches: LwsCaches
     recorder: EventRecorder | None = None
     applied: AppliedObjects = field(default_factory=AppliedObjects)
+    options: ControllerOptions = field(default_factory=ControllerOptions)
 
     async def __call__(self, key: str) -> Result | None:
         lws = self.caches.leaderworkersets.get_by_key(key)
@@ -138,7 +146,14 @@ class LeaderWorkerSetReconciler:
             record(self.recorder, lws, created)
         await self._ensure_shared_service(lws)
         leader_pods, _ = self._groups(view)
-        update = hash_status(lws, key, leader_pods, now_rfc3339())
+        held = held_replacements(
+            lws,
+            LwsCaches.of_lws(self.caches.pods, view.namespace, view.name),
+            self.caches.node_map(),
+            time.time(),
+            self.options.replacement_release,
+        )
+        update = hash_status(lws, key, leader_pods, now_rfc3339(), held=held)
         return await self._finish(lws, view, update, key, [*revisions, revision])
 
     # -- shared steps ------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -22,8 +22,10 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, labels_of, name_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws.rolling_update import parse_index
+from leaderworkerset.controllers.replacement.post_termination import decide
 from leaderworkerset.group import roles
 from leaderworkerset.group.names import hpa_pod_selector
+from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.group.readiness import (
     pod_finished,
     pod_running_and_ready,
@@ -218,16 +220,116 @@ def ordinal_status(
     return _status_update(lws, view, count_groups(groups), replicas, view.partition, now, skipped)
 
 
-def hash_status(lws: JSON, key: str, leader_pods: Iterable[JSON], now: str) -> StatusUpdate:
+def hash_status(
+    lws: JSON,
+    key: str,
+    leader_pods: Iterable[JSON],
+    now: str,
+    *,
+    held: HeldReplacements | None = None,
+) -> StatusUpdate:
     """The status of a Hash-mode LWS; `replicas` counts every live leader pod."""
     view = view_of(lws)
     groups = hash_groups(view, key, leader_pods)
     # Partition is rejected in Hash mode; it means nothing to a Deployment.
     counts = count_groups(groups)
     update = _status_update(lws, view, counts, len(groups), 0, now, [])
+    status = update.status
+    if held is not None:
+        status["conditions"] = with_held_condition(status["conditions"], held, view.generation, now)
     # Old revisions may go only when no live leader still needs one to build its
     # workers: the old ReplicaSet can keep leaders beside the best R for a while.
-    return dataclasses.replace(update, done=update.done and counts.updated == len(groups))
+    return dataclasses.replace(
+        update,
+        status=status,
+        changed=status_changed(lws.get("status"), status),
+        done=update.done and counts.updated == len(groups),
+    )
+
+
+# --- Hash mode: replacements held by PostTermination ---------------------------------------
+# Our addition. The E11 event is about the upstream conditions only, so this one is
+# merged after it has been decided.
+CONDITION_REPLACEMENT_HELD: Final = "GroupReplacementHeld"
+REASON_WAITING_FOR_TERMINATION: Final = "WaitingForTermination"
+REASON_NO_REPLACEMENT_HELD: Final = "NoReplacementHeld"
+_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class HeldReplacements:
+    leaders: tuple[str, ...] = ()  # gated leaders left waiting
+    groups: tuple[str, ...] = ()  # the tearing-down groups they wait for
+
+    @property
+    def any(self) -> bool:
+        return bool(self.leaders)
+
+
+def held_replacements(
+    lws: JSON,
+    pods: list[JSON],
+    nodes: Mapping[str, JSON] | None,
+    now: float,
+    thresholds: ReleaseThresholds,
+) -> HeldReplacements:
+    """What the replacement controller's rule holds back right now, from the same caches
+    (so the two controllers never disagree for longer than an event takes)."""
+    immediate = (lws.get("spec") or {}).get("groupReplacementPolicy") == (
+        c.GROUP_REPLACEMENT_IMMEDIATE
+    )
+    decision = decide(pods, nodes, now, thresholds, immediate=immediate)
+    return HeldReplacements(
+        leaders=tuple(_name(p) for p in decision.held),
+        groups=tuple(decision.holding) if decision.held else (),
+    )
+
+
+def _listed(items: Sequence[str], width: int | None = None) -> str:
+    shown = ", ".join(i[:width] if width else i for i in items[:_SHOWN])
+    more = len(items) - _SHOWN
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def held_condition(held: HeldReplacements, generation: int, now: str) -> JSON:
+    if held.any:
+        status, reason = "True", REASON_WAITING_FOR_TERMINATION
+        message = (
+            f"{len(held.leaders)} replacement leader(s) ({_listed(held.leaders)}) wait for "
+            f"group(s) {_listed(held.groups, 8)} to finish terminating"
+        )
+    else:
+        status, reason = "False", REASON_NO_REPLACEMENT_HELD
+        message = "No replacement group is waiting for a group to terminate"
+    return {
+        "type": CONDITION_REPLACEMENT_HELD,
+        "status": status,
+        "observedGeneration": generation,
+        "lastTransitionTime": now,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def with_held_condition(
+    conditions: Sequence[JSON], held: HeldReplacements, generation: int, now: str
+) -> list[JSON]:
+    """The conditions with GroupReplacementHeld set: added the first time a replacement
+    is held, then True or False; lastTransitionTime moves only with the status."""
+    out = [copy.deepcopy(cond) for cond in conditions]
+    index = next(
+        (i for i, cond in enumerate(out) if cond.get("type") == CONDITION_REPLACEMENT_HELD), None
+    )
+    if index is None:
+        if held.any:
+            out.append(held_condition(held, generation, now))
+        return out
+    old = out[index]
+    new = held_condition(held, generation, now)
+    if old.get("status") == new["status"]:
+        new["lastTransitionTime"] = old.get("lastTransitionTime", now)
+    out[index] = new
+    return out
 
 
 def _status_update(

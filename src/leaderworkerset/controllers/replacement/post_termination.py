@@ -6,16 +6,33 @@ exists but its leader is terminating, finished or gone; counting pods (not the
 leader object, which a ReplicaSet deletes in the background seconds before its
 workers free their capacity) is what makes a replacement land on the capacity
 its predecessor frees instead of preempting other workloads.
+
+The wait is bounded: a tearing-down group stops counting in T once every pod it
+still has is either on a node that has not been Ready for `node_not_ready`
+seconds (or whose Node is gone), or still present `termination_overrun` seconds
+after its deletion timestamp. Waiting longer would not bring that capacity back to
+the scheduler; docs/hash-mode.md explains why this cannot preempt in the normal case.
+
+The decision is a function of (pods, nodes, now, thresholds) and of the leaders the
+caller has already ungated but its cache still shows gated, so a lagging cache can
+neither count a leader twice nor let a newer one take its slot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
 
-from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.group.gates import is_scheduling_gated
+from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.group.readiness import pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_key, is_leader
+
+NODE_NOT_READY: Final = "NodeNotReady"
+TERMINATION_OVERRUN: Final = "TerminationOverrun"
 
 
 def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
@@ -45,27 +62,183 @@ def leader_lost(leader: JSON) -> bool:
     return pod_terminating(leader) or pod_finished(leader)
 
 
-def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
-    """Group keys with a pod still present whose leader is terminating, finished or
-    gone."""
+def _groups_tearing_down(pods: Iterable[JSON]) -> dict[str, list[JSON]]:
     groups: dict[str, list[JSON]] = {}
     for pod in pods:
         key = group_key(pod)
         if key:
             groups.setdefault(key, []).append(pod)
-    tearing = set()
+    tearing = {}
     for key, members in groups.items():
         if all(is_scheduling_gated(p) for p in members):
             continue  # never admitted, so it holds no capacity to wait for
         leaders = [p for p in members if is_leader(p)]
         if not leaders or all(leader_lost(p) for p in leaders):
-            tearing.add(key)
+            tearing[key] = members
     return tearing
 
 
-def to_admit(pods: list[JSON], immediate: bool = False) -> list[JSON]:
-    """The gated leaders to release now; all of them under `immediate`."""
-    waiting = gated_leaders(pods)
+def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
+    """Group keys with a pod still present whose leader is terminating, finished or
+    gone."""
+    return set(_groups_tearing_down(pods))
+
+
+# --- when a pod stops holding its group's replacement back ------------------------------
+
+
+def parse_time(text: object) -> float | None:
+    """An RFC 3339 timestamp as seconds since the epoch (None when absent or bad)."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()
+
+
+def node_not_ready_since(node: JSON) -> float | None:
+    """When the node stopped being Ready (its Ready condition False or Unknown, or
+    missing: then since the node was created); None while it is Ready."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None)
+    if ready is None:
+        return parse_time(meta_of(node).get("creationTimestamp")) or 0.0
+    if ready.get("status") == "True":
+        return None
+    since = parse_time(ready.get("lastTransitionTime"))
+    return since if since is not None else 0.0
+
+
+@dataclass(frozen=True)
+class PodRelease:
+    at: float  # when the pod stops counting
+    reason: str
+    node: str
+
+
+def pod_release(
+    pod: JSON, nodes: Mapping[str, JSON] | None, thresholds: ReleaseThresholds
+) -> PodRelease | None:
+    """When a pod of a tearing-down group stops holding its replacement back, and why;
+    None if only its removal will. `nodes` None means they are not known (a node
+    cache not synced yet): then no node releases anything."""
+    candidates: list[PodRelease] = []
+    node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+    if thresholds.node_not_ready > 0 and node_name and nodes is not None:
+        node = nodes.get(node_name)
+        # A Node that is gone has no capacity left for the scheduler to hand out.
+        since = 0.0 if node is None else node_not_ready_since(node)
+        if since is not None:
+            candidates.append(
+                PodRelease(since + thresholds.node_not_ready, NODE_NOT_READY, node_name)
+            )
+    if thresholds.termination_overrun > 0:
+        # The API server sets deletionTimestamp to the end of the grace period.
+        deadline = parse_time(meta_of(pod).get("deletionTimestamp"))
+        if deadline is not None:
+            at = deadline + thresholds.termination_overrun
+            candidates.append(PodRelease(at, TERMINATION_OVERRUN, node_name))
+    return min(candidates, key=lambda r: r.at, default=None)
+
+
+@dataclass(frozen=True)
+class GroupRelease:
+    """A tearing-down group that no longer holds its replacement back."""
+
+    group: str
+    at: float  # when its last pod stopped counting
+    reason: str  # NODE_NOT_READY when every remaining pod is on a lost node
+    pods: tuple[str, ...]
+    nodes: tuple[str, ...]
+
+
+def group_release(
+    group: str,
+    members: list[JSON],
+    nodes: Mapping[str, JSON] | None,
+    thresholds: ReleaseThresholds,
+) -> GroupRelease | None:
+    """When the whole group stops counting (its last pod's release); None if never."""
+    releases = [pod_release(p, nodes, thresholds) for p in members]
+    known = [r for r in releases if r is not None]
+    if len(known) < len(releases):
+        return None
+    at = max(r.at for r in known)
+    reason = (
+        NODE_NOT_READY if all(r.reason == NODE_NOT_READY for r in known) else TERMINATION_OVERRUN
+    )
+    return GroupRelease(
+        group=group,
+        at=at,
+        reason=reason,
+        pods=tuple(sorted(name_of(p) for p in members)),
+        nodes=tuple(sorted({r.node for r in known if r.node})),
+    )
+
+
+# --- the decision ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    admit: list[JSON]  # gated leaders to ungate now, oldest first
+    held: list[JSON]  # gated leaders left waiting, oldest first
+    holding: list[str]  # tearing-down groups that still count in T, sorted
+    released: list[GroupRelease] = field(default_factory=list)  # no longer counted
+    # The earliest moment a group still counted will stop counting, if any does.
+    next_release_at: float | None = None
+
+
+def decide(
+    pods: list[JSON],
+    nodes: Mapping[str, JSON] | None,
+    now: float,
+    thresholds: ReleaseThresholds,
+    *,
+    immediate: bool = False,
+    ungating: Collection[str] = (),
+) -> Decision:
+    """Which gated leaders to release now.
+
+    `ungating` names leaders the caller has already ungated but `pods` may still show
+    gated: they are admitted, so they are neither waiting nor candidates again, and
+    G - T is counted over the leaders truly waiting.
+    """
+    waiting = [p for p in gated_leaders(pods) if name_of(p) not in ungating]
     if immediate:
-        return waiting
-    return waiting[: max(0, len(waiting) - len(tearing_down_groups(pods)))]
+        return Decision(admit=waiting, held=[], holding=[])
+    holding, released, upcoming = [], [], []
+    for group, members in sorted(_groups_tearing_down(pods).items()):
+        release = group_release(group, members, nodes, thresholds)
+        if release is not None and release.at <= now:
+            released.append(release)
+            continue
+        holding.append(group)
+        if release is not None:
+            upcoming.append(release.at)
+    count = max(0, len(waiting) - len(holding))
+    return Decision(
+        admit=waiting[:count],
+        held=waiting[count:],
+        holding=holding,
+        released=released,
+        next_release_at=min(upcoming, default=None),
+    )
+
+
+def to_admit(
+    pods: list[JSON],
+    immediate: bool = False,
+    *,
+    nodes: Mapping[str, JSON] | None = None,
+    now: float = 0.0,
+    thresholds: ReleaseThresholds | None = None,
+) -> list[JSON]:
+    """The gated leaders to release now; all of them under `immediate`. Without
+    thresholds the wait is unbounded (the plain T/G rule)."""
+    bounds = thresholds or ReleaseThresholds(node_not_ready=0, termination_overrun=0)
+    return decide(pods, nodes, now, bounds, immediate=immediate).admit

@@ -1,29 +1,52 @@
 """PostTermination group replacement in Hash mode: releasing gated leaders.
 
 The pod webhook admits every Hash leader behind the `group-replacement`
-scheduling gate; `post_termination.to_admit` decides which ones may schedule
-now and this reconciler removes their gates.
+scheduling gate; `post_termination.decide` says which ones may schedule now and
+this reconciler removes their gates, says on the LeaderWorkerSet (Events) which
+replacement waits for which group, and requeues itself for the moment a bounded
+wait will end instead of polling.
 
-Everything is computed from the pod cache on each reconcile, so a restarted
-controller neither admits early nor leaves a gate behind.
+Everything is computed from the caches on each reconcile, so a restarted
+controller neither admits early nor leaves a gate behind. The one thing kept in
+memory is which leaders this process ungated and its pod cache does not show
+ungated yet (expectations): without it a lagging cache would count those
+leaders as waiting and admit one leader too many.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.controllers.replacement.post_termination import gated_leaders, to_admit
+from leaderworkerset.api.objects import JSON, meta_of, name_of, namespace_of
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.replacement.post_termination import (
+    NODE_NOT_READY,
+    Decision,
+    decide,
+)
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.gates import remove_scheduling_gate_patch, scheduling_gate_index
+from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.group.readiness import pod_finished, pod_terminating
+from leaderworkerset.group.roles import is_leader, lws_name
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
 from leaderworkerset.runtime.controller import Predicate, Result
+from leaderworkerset.runtime.events import EventRecorder
+from leaderworkerset.runtime.expectations import Expectations
 
-# While leaders wait, look again now and then even without a pod event.
-WAITING_REQUEUE = 2.0
+log = logging.getLogger(__name__)
+
+# Expectations kind: a scheduling gate this controller removed.
+UNGATED = "scheduling-gate"
+# After a lost race on the gates (409/422), look again this soon whatever events come.
+CONFLICT_REQUEUE = 1.0
+# Wake a little after a release moment, so that the clock has passed it.
+RELEASE_SLACK = 0.05
 
 
 def replacement_events() -> Predicate:
@@ -40,14 +63,65 @@ def replacement_events() -> Predicate:
     return Predicate(update=changed)
 
 
+def _ready_status(node: JSON) -> tuple[str, str]:
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return str(cond.get("status")), str(cond.get("lastTransitionTime"))
+    return "", ""
+
+
+def node_events() -> Predicate:
+    """Node events that move a release moment: Ready changing, a node removed."""
+    return Predicate(
+        create=lambda node: False,
+        update=lambda old, new: _ready_status(old) != _ready_status(new),
+    )
+
+
+def lws_key_of(pod: JSON) -> str | None:
+    name = lws_name(pod)
+    return f"{namespace_of(pod)}/{name}" if name else None
+
+
 @dataclass
 class ReplacementReconciler:
     client: ApiClient
     caches: LwsCaches
+    recorder: EventRecorder | None = None
+    options: ControllerOptions = field(default_factory=ControllerOptions)
+    clock: Callable[[], float] = time.time
+    expectations: Expectations = field(default_factory=Expectations)
+    # What the Events already said, per LeaderWorkerSet: held leaders, released groups.
+    _told_held: dict[str, set[str]] = field(default_factory=dict)
+    _told_released: dict[str, set[str]] = field(default_factory=dict)
+
+    # -- cache handlers: ticking off the gates this controller removed ------------------
+
+    def observe(self, old: JSON, new: JSON) -> None:
+        if is_leader(new) and scheduling_gate_index(new) is None:
+            self._observed(new)
+
+    def observe_deleted(self, pod: JSON) -> None:
+        self._observed(pod)
+
+    def _observed(self, pod: JSON) -> None:
+        key = lws_key_of(pod)
+        if key is not None:
+            self.expectations.deletion_observed(key, UNGATED, name_of(pod))
+
+    def ungating(self, key: str) -> set[str]:
+        """Leaders ungated by this process that the cache still shows gated."""
+        if self.expectations.satisfied(key):
+            return set()
+        _, deletions = self.expectations.pending(key)
+        return set(deletions.get(UNGATED, set()))
+
+    # -- reconcile --------------------------------------------------------------------
 
     async def __call__(self, key: str) -> Result | None:
         lws = self.caches.leaderworkersets.get_by_key(key)
         if lws is None:
+            self._forget(key)
             return None
         view = view_of(lws)
         if not view.hash_mode:
@@ -56,11 +130,70 @@ class ReplacementReconciler:
         spec = lws.get("spec") or {}
         # A policy switched to Immediate releases whoever still waits.
         immediate = spec.get("groupReplacementPolicy") == c.GROUP_REPLACEMENT_IMMEDIATE
-        admitted = to_admit(pods, immediate)
-        released = [await self._ungate(pod) for pod in admitted]
-        if len(gated_leaders(pods)) > len(admitted) or not all(released):
-            return Result(requeue_after=WAITING_REQUEUE)
+        now = self.clock()
+        thresholds = self.options.replacement_release
+        decision = decide(
+            pods,
+            self.caches.node_map(),
+            now,
+            thresholds,
+            immediate=immediate,
+            ungating=self.ungating(key),
+        )
+        self._tell(key, lws, decision, thresholds)
+        if decision.admit:
+            names = [name_of(p) for p in decision.admit]
+            self.expectations.expect_deletions(key, UNGATED, names)
+        released = True
+        for index, pod in enumerate(decision.admit):
+            try:
+                removed = await self._ungate(pod)
+            except BaseException:
+                for rest in decision.admit[index:]:
+                    self.expectations.deletion_observed(key, UNGATED, name_of(rest))
+                raise
+            if not removed:
+                self.expectations.deletion_observed(key, UNGATED, name_of(pod))
+                released = False
+        if not released:
+            return Result(requeue_after=CONFLICT_REQUEUE)
+        if decision.held and decision.next_release_at is not None:
+            return Result(requeue_after=max(decision.next_release_at - now, 0.0) + RELEASE_SLACK)
         return None
+
+    def _tell(self, key: str, lws: JSON, decision: Decision, thresholds: ReleaseThresholds) -> None:
+        """One Event per hold (a leader starting to wait) and one per early release (a
+        group that stopped counting while leaders were gated), not one per reconcile."""
+        told = self._told_held.get(key, set())
+        for leader in decision.held:
+            if name_of(leader) not in told:
+                event = ev.replacement_held(name_of(leader), decision.holding, related=leader)
+                ev.record(self.recorder, lws, event)
+        self._told_held[key] = {name_of(p) for p in decision.held}
+        released = decision.released
+        gone = self._told_released.setdefault(key, set())
+        # A release matters, and is told, only when a leader was waiting for it.
+        if decision.admit or decision.held:
+            for release in released:
+                if release.group in gone:
+                    continue
+                threshold = (
+                    thresholds.node_not_ready
+                    if release.reason == NODE_NOT_READY
+                    else thresholds.termination_overrun
+                )
+                event = ev.replacement_released(
+                    release.group, release.reason, release.pods, release.nodes, threshold
+                )
+                ev.record(self.recorder, lws, event)
+                gone.add(release.group)
+        # Forget groups that have left the cache, so memory follows the cluster.
+        self._told_released[key] = gone & {r.group for r in released}
+
+    def _forget(self, key: str) -> None:
+        self.expectations.delete(key)
+        self._told_held.pop(key, None)
+        self._told_released.pop(key, None)
 
     async def _ungate(self, pod: JSON) -> bool:
         """Whether the gate is off (removed now, or already gone with its pod)."""
