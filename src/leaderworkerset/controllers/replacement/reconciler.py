@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.replacement.post_termination import gated_leaders, to_admit
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.gates import remove_scheduling_gate_patch, scheduling_gate_index
@@ -83,4 +84,5 @@ class ReplacementReconciler:
             if exc.status in (409, 422):
                 return False
             raise
+        GROUP_METRICS.gate_released(pod)
         return True
