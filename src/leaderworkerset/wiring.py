@@ -15,6 +15,7 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.replacement.reconciler import (
@@ -106,6 +107,7 @@ def setup_controllers(
 
     pod_reconciler = PodReconciler(client, caches, manager.recorder, options=options)
     caches.pods.add_handler(on_delete=pod_reconciler.remember_deleted)
+    GROUP_METRICS.watch(caches, pod_reconciler.restarter.deleted_leaders.__contains__)
     pod_controller = Controller(POD_CONTROLLER, pod_reconciler, workers=pod_workers)
     pod_controller.watch(caches.pods, own_key)
     pod_controller.watch_owned(caches.statefulsets, "Pod", "v1")

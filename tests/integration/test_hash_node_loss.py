@@ -21,6 +21,7 @@ from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
 from leaderworkerset.runtime.client import EVENTS, LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.runtime.metrics import REGISTRY
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
 from tests.waiting import eventually
 
@@ -79,6 +80,7 @@ async def test_node_loss_releases_the_replacement_after_the_bound(
     namespace: str,
 ) -> None:
     api = nodesim_api
+    early_before = early_releases(namespace, "loss")
     # Three one-cpu nodes of our own, one-cpu pods: leader and worker never share a
     # node, and the replacement group fits on the two that stay healthy.
     group = f"loss-{secrets.token_hex(3)}"
@@ -156,6 +158,21 @@ async def test_node_loss_releases_the_replacement_after_the_bound(
     )
     assert any(old_key[:8] in n and dead in n and "not Ready" in n for n in released), released
     assert len(await lws_events(api, namespace, "loss", ev.REASON_REPLACEMENT_HELD)) == 1
+    assert early_releases(namespace, "loss") == early_before + 1
+
+
+def early_releases(namespace: str, name: str) -> float:
+    """The in-process controller's early-release counter for this LeaderWorkerSet."""
+    value = REGISTRY.get_sample_value(
+        "lws_scheduling_gate_early_releases_total",
+        {
+            "namespace": namespace,
+            "leaderworkerset": name,
+            "group_identity": "Hash",
+            "reason": "node_not_ready",
+        },
+    )
+    return value or 0.0
 
 
 async def held_while(api: ApiClient, namespace: str, name: str) -> bool:

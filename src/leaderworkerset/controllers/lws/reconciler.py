@@ -19,6 +19,7 @@ from leaderworkerset.api.objects import JSON, labels_of, meta_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
+from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.lws.applied import AppliedObjects
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
@@ -70,6 +71,7 @@ class LeaderWorkerSetReconciler:
     async def __call__(self, key: str) -> Result | None:
         lws = self.caches.leaderworkersets.get_by_key(key)
         if lws is None or meta_of(lws).get("deletionTimestamp"):
+            GROUP_METRICS.forget(key)
             # Garbage collection removes what the LeaderWorkerSet owned.
             return None
         view = view_of(lws)
@@ -268,6 +270,7 @@ class LeaderWorkerSetReconciler:
     async def _finish(
         self, lws: JSON, view: LwsView, update: StatusUpdate, key: str, revisions: list[JSON]
     ) -> Result | None:
+        GROUP_METRICS.refresh(self.caches, view, key)
         for leader in update.skipped_leaders:
             log.warning(
                 "leader pod has no usable group index; left out of status",

@@ -24,6 +24,7 @@ from leaderworkerset.api.objects import (
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
+from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.pod.backoff import RetryBackoff
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group
 from leaderworkerset.controllers.pod.group_ready import sync_group_ready
@@ -254,6 +255,7 @@ class PodReconciler:
         the group as tearing down."""
         if not await self.restarter.delete_leader(leader):
             return
+        GROUP_METRICS.group_restarted(leader, leader, c.GROUP_IDENTITY_HASH)
         meta = meta_of(leader)
         name = str(meta["name"])
         group = str((meta.get("labels") or {}).get(c.LABEL_GROUP_INDEX, ""))

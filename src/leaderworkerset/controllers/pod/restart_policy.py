@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.ownership import controller_of
@@ -132,6 +133,7 @@ class GroupRestarter:
             return True, None
         if not await self.delete_leader(leader):
             return True, None
+        GROUP_METRICS.group_restarted(leader, pod, view.group_identity)
         group = str(labels_of(leader).get(c.LABEL_GROUP_INDEX, ""))
         return True, ev.group_recreated(
             str(meta_of(pod).get("name")),

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of, name_of, namespace_of
 from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.replacement.post_termination import (
     NODE_NOT_READY,
     Decision,
@@ -186,6 +187,8 @@ class ReplacementReconciler:
                     release.group, release.reason, release.pods, release.nodes, threshold
                 )
                 ev.record(self.recorder, lws, event)
+                waiting = next(iter(decision.admit or decision.held))
+                GROUP_METRICS.early_release(waiting, _metric_reason(release.reason))
                 gone.add(release.group)
         # Forget groups that have left the cache, so memory follows the cluster.
         self._told_released[key] = gone & {r.group for r in released}
@@ -216,4 +219,10 @@ class ReplacementReconciler:
             if exc.status in (409, 422):
                 return False
             raise
+        GROUP_METRICS.gate_released(pod)
         return True
+
+
+def _metric_reason(reason: str) -> str:
+    """Prometheus label values are snake_case: NodeNotReady -> node_not_ready."""
+    return "node_not_ready" if reason == NODE_NOT_READY else "termination_overrun"

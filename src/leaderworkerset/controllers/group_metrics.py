@@ -1,0 +1,361 @@
+"""Group lifecycle metrics: how long groups take to become Ready, how often and why
+they are recreated, how long replacements wait behind their scheduling gate, and
+how many groups are in each state.
+
+Every family is labelled by namespace, LeaderWorkerSet name and group identity
+mode only. Group keys, pods and nodes are left out on purpose: they change with
+every recreation and would make the number of series grow without bound.
+
+The reconcilers report what they do themselves (a group restarted by its restart
+policy, a gate removed); what other actors do to groups (a StatefulSet or
+ReplicaSet deleting a leader for a rollout or a scale-down, a user deleting one,
+a node going away) is read from the pod cache's events by :meth:`watch`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import enum
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, labels_of, meta_of, namespace_of, uid_of
+from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.group.gates import is_scheduling_gated
+from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
+from leaderworkerset.group.roles import group_index, is_leader, lws_name
+from leaderworkerset.group.state import GroupState, group_state, groups_of
+from leaderworkerset.group.view import LwsView
+from leaderworkerset.runtime.metrics import REGISTRY
+
+LABELS = ("namespace", "leaderworkerset", "group_identity")
+
+# From seconds (a pause container on an idle node) to an hour (large images, many
+# accelerators to attach).
+READY_BUCKETS = (1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
+GATED_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+
+# How long a counted leader loss is remembered when its final deletion is never seen
+# (a relist that skipped it): far longer than any termination grace period in use.
+LOST_LEADER_MEMORY = 3600.0
+
+# DisruptionTarget reasons of pods that went with their node.
+_NODE_LOST_REASONS = ("DeletionByTaintManager", "DeletionByPodGC")
+
+
+class Cause(enum.StrEnum):
+    """Why a group was taken down (and, except for a scale-down, created again)."""
+
+    CONTAINER_RESTART = "container_restart"
+    POD_FAILED = "pod_failed"
+    LEADER_DELETED = "leader_deleted"
+    NODE_LOST = "node_lost"
+    ROLLOUT = "rollout"
+    SCALE_DOWN = "scale_down"
+
+
+def _disruption_reason(pod: JSON) -> str | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if (
+            isinstance(cond, dict)
+            and cond.get("type") == "DisruptionTarget"
+            and cond.get("status") == "True"
+        ):
+            return str(cond.get("reason") or "")
+    return None
+
+
+def loss_cause(pod: JSON) -> Cause | None:
+    """What the pod itself says about why it is going: its node was lost, or it
+    failed, was evicted or preempted. None when it says nothing (deleted by a
+    controller or a user)."""
+    reason = _disruption_reason(pod)
+    status_reason = (pod.get("status") or {}).get("reason")
+    if reason in _NODE_LOST_REASONS or status_reason == "NodeLost":
+        return Cause.NODE_LOST
+    if reason is not None or status_reason == "Evicted" or pod_finished(pod):
+        return Cause.POD_FAILED
+    return None
+
+
+def restart_cause(pod: JSON) -> Cause:
+    """Why a restart policy recreates a group, from the pod that made it do so."""
+    if pod_terminating(pod) or pod_finished(pod):
+        cause = loss_cause(pod)
+        if cause is not None:
+            return cause
+        # Deleted by someone: the leader is the group's identity; a worker is a pod
+        # of the group that was lost.
+        return Cause.LEADER_DELETED if is_leader(pod) else Cause.POD_FAILED
+    if container_restarted(pod):
+        return Cause.CONTAINER_RESTART
+    return Cause.POD_FAILED
+
+
+def mode_of(lws: JSON) -> str:
+    return str((lws.get("spec") or {}).get("groupIdentity") or c.GROUP_IDENTITY_ORDINAL)
+
+
+def seconds_since(obj: JSON, now: float) -> float | None:
+    """Seconds from the object's creationTimestamp to `now` (epoch seconds)."""
+    stamp = meta_of(obj).get("creationTimestamp")
+    if not stamp:
+        return None
+    try:
+        created = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0.0, now - created.timestamp())
+
+
+@dataclass
+class _LwsRecord:
+    """What the metrics remember of one LeaderWorkerSet between reconciles."""
+
+    mode: str
+    revision: str | None = None
+    # Leader UIDs first seen before their group was Ready (the ready time is still
+    # to be observed), and those whose ready time is observed or was never ours to
+    # observe (Ready before this process first saw them).
+    waiting: set[str] = field(default_factory=set)
+    done: set[str] = field(default_factory=set)
+
+
+class GroupMetrics:
+    """The group metric families and what they need to remember, in one registry."""
+
+    def __init__(
+        self, registry: CollectorRegistry = REGISTRY, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.clock = clock
+        self.ready_seconds = Histogram(
+            "lws_group_ready_seconds",
+            "Seconds from a group's leader creation to the group first being Ready",
+            LABELS,
+            buckets=READY_BUCKETS,
+            registry=registry,
+        )
+        self.recreations = Counter(
+            "lws_group_recreations_total",
+            "Groups taken down, by cause; all but scale_down are created again",
+            (*LABELS, "cause"),
+            registry=registry,
+        )
+        self.gated_seconds = Histogram(
+            "lws_replacement_gated_seconds",
+            "Seconds a replacement leader waited behind the group-replacement scheduling "
+            "gate, from its creation to the gate's removal",
+            LABELS,
+            buckets=GATED_BUCKETS,
+            registry=registry,
+        )
+        self.groups = Gauge(
+            "lws_groups",
+            "Groups of a LeaderWorkerSet by state",
+            (*LABELS, "state"),
+            registry=registry,
+        )
+        self.admissions = Counter(
+            "lws_scheduling_gate_admissions_total",
+            "Replacement leaders released from the group-replacement scheduling gate",
+            LABELS,
+            registry=registry,
+        )
+        self.early_releases = Counter(
+            "lws_scheduling_gate_early_releases_total",
+            "Replacement leaders released before the group they replace was gone, by reason",
+            (*LABELS, "reason"),
+            registry=registry,
+        )
+        self._lws: dict[tuple[str, str], _LwsRecord] = {}
+        # UIDs of leaders whose loss is counted, with when.
+        self._lost: dict[str, float] = {}
+
+    # -- groups by state and time to Ready (the LWS reconciler) -------------------------
+
+    def refresh(self, caches: LwsCaches, view: LwsView, revision: str | None) -> None:
+        """Recount the groups of a LeaderWorkerSet whose current revision is `revision`,
+        and observe the ready time of each group Ready for the first time."""
+        pods = LwsCaches.of_lws(caches.pods, view.namespace, view.name)
+        statefulsets = LwsCaches.of_lws(caches.statefulsets, view.namespace, view.name)
+        self.count(view.namespace, view.name, view.group_identity, revision, pods, statefulsets)
+
+    def count(
+        self,
+        namespace: str,
+        name: str,
+        mode: str,
+        revision: str | None,
+        pods: Iterable[JSON],
+        statefulsets: Iterable[JSON],
+    ) -> None:
+        record = self._record(namespace, name, mode)
+        record.revision = revision
+        counts = dict.fromkeys(GroupState, 0)
+        live: set[str] = set()
+        now = self.clock()
+        for group in groups_of(pods, statefulsets):
+            state = group_state(group, revision)
+            counts[state] += 1
+            if group.leader is None or state is GroupState.TEARING_DOWN:
+                continue
+            uid = uid_of(group.leader)
+            live.add(uid)
+            if uid in record.done:
+                continue
+            if state is not GroupState.READY:
+                record.waiting.add(uid)
+            elif uid in record.waiting:
+                seconds = seconds_since(group.leader, now)
+                if seconds is not None:
+                    self.ready_seconds.labels(namespace, name, mode).observe(seconds)
+                record.waiting.discard(uid)
+                record.done.add(uid)
+            else:
+                record.done.add(uid)
+        # Leaders that are gone are forgotten, so both sets stay as large as the groups.
+        record.waiting &= live
+        record.done &= live
+        for state, count in counts.items():
+            self.groups.labels(namespace, name, mode, _state_label(state)).set(count)
+
+    def forget(self, key: str) -> None:
+        """The LeaderWorkerSet `namespace/name` is gone: its group series go with it."""
+        namespace, _, name = key.partition("/")
+        record = self._lws.pop((namespace, name), None)
+        if record is not None:
+            self._remove_series(namespace, name, record.mode)
+
+    def _record(self, namespace: str, name: str, mode: str) -> _LwsRecord:
+        record = self._lws.get((namespace, name))
+        if record is not None and record.mode != mode:
+            self._remove_series(namespace, name, record.mode)
+            record = None
+        if record is None:
+            record = self._lws[(namespace, name)] = _LwsRecord(mode)
+        return record
+
+    def _remove_series(self, namespace: str, name: str, mode: str) -> None:
+        for state in GroupState:
+            with contextlib.suppress(KeyError):
+                self.groups.remove(namespace, name, mode, _state_label(state))
+
+    # -- recreations ----------------------------------------------------------------------
+
+    def group_restarted(self, leader: JSON, trigger: JSON, mode: str) -> None:
+        """The controller deleted `leader` to recreate its group because of `trigger`
+        (one of the group's pods, the leader itself included)."""
+        self.recreated(leader, mode, restart_cause(trigger))
+
+    def recreated(self, leader: JSON, mode: str, cause: Cause) -> None:
+        """Count the loss of `leader`'s group once, whoever reports it first."""
+        uid = uid_of(leader)
+        if not self._claim(uid):
+            return
+        name = lws_name(leader) or ""
+        self.recreations.labels(namespace_of(leader), name, mode, cause.value).inc()
+
+    def _claim(self, uid: str) -> bool:
+        now = self.clock()
+        for old in [u for u, at in self._lost.items() if now - at > LOST_LEADER_MEMORY]:
+            del self._lost[old]
+        if not uid or uid in self._lost:
+            return False
+        self._lost[uid] = now
+        return True
+
+    def watch(self, caches: LwsCaches, deleted_by_us: Callable[[str], bool]) -> None:
+        """Count the leaders other actors take down, from the pod cache's events.
+        `deleted_by_us(uid)` tells the leaders the controller deleted itself, which
+        it counts where it deletes them."""
+
+        def on_update(old: JSON, new: JSON) -> None:
+            if is_leader(new) and pod_terminating(new) and not pod_terminating(old):
+                self._leader_lost(caches, new, deleted_by_us)
+
+        def on_delete(pod: JSON) -> None:
+            if not is_leader(pod):
+                return
+            if not pod_terminating(pod):
+                # Deleted at once (grace period 0): no terminating update came first.
+                self._leader_lost(caches, pod, deleted_by_us)
+            # Nothing more will be heard of this pod.
+            self._lost.pop(uid_of(pod), None)
+
+        caches.pods.add_handler(on_update=on_update, on_delete=on_delete)
+
+    def _leader_lost(
+        self, caches: LwsCaches, leader: JSON, deleted_by_us: Callable[[str], bool]
+    ) -> None:
+        uid = uid_of(leader)
+        if uid in self._lost or deleted_by_us(uid) or is_scheduling_gated(leader):
+            return  # counted already, or a gated leader: no group was built for it
+        namespace, name = namespace_of(leader), lws_name(leader) or ""
+        lws = caches.leaderworkersets.get(namespace, name)
+        if lws is None or meta_of(lws).get("deletionTimestamp"):
+            return  # the whole LeaderWorkerSet is going
+        mode = mode_of(lws)
+        cause = loss_cause(leader) or self._workload_cause(caches, lws, leader)
+        self.recreated(leader, mode, cause)
+
+    def _workload_cause(self, caches: LwsCaches, lws: JSON, leader: JSON) -> Cause:
+        """A leader deleted with nothing on the pod to say why: its workload removed it
+        for a rollout or a scale-down, or someone else deleted it."""
+        namespace, name = namespace_of(lws), str(meta_of(lws).get("name", ""))
+        replicas = int((lws.get("spec") or {}).get("replicas", 1) or 0)
+        record = self._lws.get((namespace, name))
+        revision = labels_of(leader).get(c.LABEL_TEMPLATE_REVISION_HASH)
+        if mode_of(lws) != c.GROUP_IDENTITY_HASH:
+            index = group_index(leader) or ""
+            if index.isdigit() and int(index) >= replicas:
+                return Cause.SCALE_DOWN
+            if record is not None and record.revision and revision != record.revision:
+                return Cause.ROLLOUT
+            return Cause.LEADER_DELETED
+        if record is not None and record.revision and revision != record.revision:
+            return Cause.ROLLOUT
+        # A ReplicaSet scaling down leaves as many leaders as wanted; a leader deleted
+        # by someone else leaves one fewer until the ReplicaSet creates another.
+        uid = uid_of(leader)
+        others = [
+            p
+            for p in LwsCaches.of_lws(caches.pods, namespace, name)
+            if is_leader(p) and uid_of(p) != uid and not pod_terminating(p) and not pod_finished(p)
+        ]
+        return Cause.SCALE_DOWN if len(others) >= replicas else Cause.LEADER_DELETED
+
+    # -- the group-replacement scheduling gate ---------------------------------------------
+
+    def gate_released(self, leader: JSON) -> None:
+        """The replacement reconciler removed `leader`'s gate."""
+        labels = (namespace_of(leader), lws_name(leader) or "", c.GROUP_IDENTITY_HASH)
+        self.admissions.labels(*labels).inc()
+        seconds = seconds_since(leader, self.clock())
+        if seconds is not None:
+            self.gated_seconds.labels(*labels).observe(seconds)
+
+    def early_release(self, leader: JSON, reason: str) -> None:
+        """A leader released before the group it replaces was gone (a bounded wait ran
+        out, say). It is also counted by :meth:`gate_released` when ungated."""
+        labels = (namespace_of(leader), lws_name(leader) or "", c.GROUP_IDENTITY_HASH)
+        self.early_releases.labels(*labels, reason).inc()
+
+
+def _state_label(state: GroupState) -> str:
+    """Prometheus label values are snake_case: NotReady -> not_ready."""
+    return {
+        GroupState.READY: "ready",
+        GroupState.NOT_READY: "not_ready",
+        GroupState.GATED: "gated",
+        GroupState.TEARING_DOWN: "tearing_down",
+        GroupState.UPDATING: "updating",
+    }[state]
+
+
+# The process's one set of group metrics, served on /metrics with the rest.
+GROUP_METRICS = GroupMetrics()
