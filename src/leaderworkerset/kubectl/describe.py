@@ -190,14 +190,26 @@ def _indent(text: str) -> str:
 
 
 def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
-    lws = name_of(snapshot.lws)
-    namespace = str(meta_of(snapshot.lws).get("namespace") or "")
-    pairing = pairing_of(snapshot) if snapshot.hash_mode else Pairing()
-    row = next(r for r in rows_of(snapshot, now) if r.index == group.index)
     pods = sorted(
         (p for p in snapshot.pods if group_index(p) == group.index),
         key=lambda p: (not is_leader(p), int(worker_index(p) or 0), name_of(p)),
     )
+    out = _summary(snapshot, group, now)
+    out += ["", "Pods:"]
+    pod_rows = [_pod_line(p, now) for p in pods]
+    header = ["NAME", "ROLE", "PHASE", "READY", "NODE", "RESTARTS", "AGE"]
+    out.append(_indent(table(header, pod_rows)) if pod_rows else "  <none>")
+    out += ["", "Worker StatefulSet:", _statefulset_section(group.worker_statefulset)]
+    out += ["", "Services:"]
+    services = _services(snapshot.services, group.index)
+    out.append(_indent(table(["NAME", "SCOPE", "SELECTOR"], services)) if services else "  <none>")
+    out += ["", "Events:", _events_section(snapshot, group, pods, now)]
+    return "\n".join(out)
+
+
+def _summary(snapshot: Snapshot, group: Group, now: datetime) -> list[str]:
+    pairing = pairing_of(snapshot) if snapshot.hash_mode else Pairing()
+    row = next(r for r in rows_of(snapshot, now) if r.index == group.index)
     revision = group.revision
     current = snapshot.current_revision
     if current is None:
@@ -206,8 +218,8 @@ def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
         which = " (current)" if revision == current else f" (old; current is {current})"
     named = group.index if group.index.isdigit() else f"{short(group.index)} ({group.index})"
     lines = [
-        ("Name", lws),
-        ("Namespace", namespace),
+        ("Name", name_of(snapshot.lws)),
+        ("Namespace", str(meta_of(snapshot.lws).get("namespace") or "")),
         ("Group", named),
         ("State", row.state.value),
         ("Why", why(snapshot, group, pairing, now)),
@@ -219,66 +231,47 @@ def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
     if snapshot.hash_mode:
         rank = row.scale_down_rank
         lines.append(("Scale-down rank", str(rank) if rank is not None else "-"))
-    out = [f"{key + ':':<17}{value}" for key, value in lines]
+    return [f"{key + ':':<17}{value}" for key, value in lines]
 
-    out += ["", "Pods:"]
-    pod_rows = [_pod_line(p, now) for p in pods]
-    header = ["NAME", "ROLE", "PHASE", "READY", "NODE", "RESTARTS", "AGE"]
-    out.append(_indent(table(header, pod_rows)) if pod_rows else "  <none>")
 
-    out += ["", "Worker StatefulSet:"]
-    sts = group.worker_statefulset
+def _statefulset_section(sts: JSON | None) -> str:
     if sts is None:
-        out.append("  <none>")
-    else:
-        spec, status = sts.get("spec") or {}, sts.get("status") or {}
-        sts_revision = labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH)
-        rollout = (
-            "up to date"
-            if status.get("currentRevision", "") == status.get("updateRevision", "")
-            else f"rolling out {status.get('currentRevision')} -> {status.get('updateRevision')}"
-        )
-        out.append(
-            _indent(
-                table(
-                    ["NAME", "READY", "REVISION", "ROLLOUT"],
-                    [
-                        [
-                            name_of(sts),
-                            f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
-                            str(sts_revision or NONE),
-                            rollout,
-                        ]
-                    ],
-                )
-            )
-        )
+        return "  <none>"
+    spec, status = sts.get("spec") or {}, sts.get("status") or {}
+    sts_revision = labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH)
+    rollout = (
+        "up to date"
+        if status.get("currentRevision", "") == status.get("updateRevision", "")
+        else f"rolling out {status.get('currentRevision')} -> {status.get('updateRevision')}"
+    )
+    row = [
+        name_of(sts),
+        f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+        str(sts_revision or NONE),
+        rollout,
+    ]
+    return _indent(table(["NAME", "READY", "REVISION", "ROLLOUT"], [row]))
 
-    out += ["", "Services:"]
-    services = _services(snapshot.services, group.index)
-    out.append(_indent(table(["NAME", "SCOPE", "SELECTOR"], services)) if services else "  <none>")
 
-    out += ["", "Events:"]
-    about = {(c.KIND, lws)} | {("Pod", name_of(p)) for p in pods}
-    if sts is not None:
-        about.add(("StatefulSet", name_of(sts)))
+def _events_section(snapshot: Snapshot, group: Group, pods: list[JSON], now: datetime) -> str:
+    about = {(c.KIND, name_of(snapshot.lws))} | {("Pod", name_of(p)) for p in pods}
+    if group.worker_statefulset is not None:
+        about.add(("StatefulSet", name_of(group.worker_statefulset)))
     events = group_events(snapshot, about)
     if not events:
-        out.append("  <none>")
-    else:
-        event_rows = [
-            [
-                age_since(_event_time(e), now),
-                str(e.get("type") or ""),
-                str(e.get("reason") or ""),
-                f"{(e.get('involvedObject') or {}).get('kind', '')}/"
-                f"{(e.get('involvedObject') or {}).get('name', '')}",
-                " ".join(str(e.get("message") or e.get("note") or "").split()),
-            ]
-            for e in events
+        return "  <none>"
+    event_rows = [
+        [
+            age_since(_event_time(e), now),
+            str(e.get("type") or ""),
+            str(e.get("reason") or ""),
+            f"{(e.get('involvedObject') or {}).get('kind', '')}/"
+            f"{(e.get('involvedObject') or {}).get('name', '')}",
+            " ".join(str(e.get("message") or e.get("note") or "").split()),
         ]
-        out.append(_indent(table(["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows)))
-    return "\n".join(out)
+        for e in events
+    ]
+    return _indent(table(["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows))
 
 
 def _services(services: Sequence[JSON], index: str) -> list[list[str]]:

@@ -165,6 +165,7 @@ def _caption(rows: Rows) -> str:
     return "groups coming up"
 
 
+# One piece: the story reads top to bottom as the timeline it prints.
 async def hash_story(api: ApiClient, sim: NodeSimulator, namespace: str = "default") -> None:
     """Tell the story; StoryError if it does not happen as told."""
     nodes = story_nodes()
