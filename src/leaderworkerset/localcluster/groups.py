@@ -1,27 +1,23 @@
 """A compact per-group table of one LeaderWorkerSet, read from the API, for the demo
-stories.
-
-TODO: switch to the renderer of `kubectl lws groups` once that plugin lands; this
-table is the demo's own stand-in with the columns the story needs (group, state,
-ready pods / size, leader node).
+stories: the columns the story needs (group, state, ready pods / size, leader node),
+with the state from `group.state`, the same answer `kubectl lws groups` and the
+`lws_groups` metric give.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.group.gates import is_scheduling_gated
-from leaderworkerset.group.readiness import pod_running_and_ready, pod_terminating
-from leaderworkerset.group.roles import group_index, group_key, is_leader
-from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.group.state import GroupState, group_state, groups_of, leader_node, ready_pods
+from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
 
-READY = "Ready"
-NOT_READY = "NotReady"
-GATED = "Gated"
-TEARING_DOWN = "TearingDown"
+READY = GroupState.READY.value
+NOT_READY = GroupState.NOT_READY.value
+GATED = GroupState.GATED.value
+TEARING_DOWN = GroupState.TEARING_DOWN.value
 # Hash keys are 40 hex digits; their first 8 name the group's Service too.
 KEY_PREFIX = 8
 
@@ -36,44 +32,24 @@ class GroupRow:
     created: str = ""
 
 
-def group_rows(lws: JSON, pods: list[JSON]) -> list[GroupRow]:
+def group_rows(lws: JSON, pods: list[JSON], statefulsets: Sequence[JSON] = ()) -> list[GroupRow]:
     """One row per group that has pods: Ordinal groups by index, Hash groups in the
     order their leaders were created."""
     spec = lws.get("spec") or {}
     size = int((spec.get("leaderWorkerTemplate") or {}).get("size") or 1)
     hash_mode = spec.get("groupIdentity") == c.GROUP_IDENTITY_HASH
-    members: dict[str, list[JSON]] = defaultdict(list)
-    for pod in pods:
-        group = group_index(pod) or group_key(pod)
-        if group is not None:
-            members[group].append(pod)
-    rows = [_row(group, group_pods, size, hash_mode) for group, group_pods in members.items()]
-    if hash_mode:
-        return sorted(rows, key=lambda r: (r.created, r.group))
-    return sorted(rows, key=lambda r: int(r.group) if r.group.isdigit() else -1)
-
-
-def _row(group: str, pods: list[JSON], size: int, hash_mode: bool) -> GroupRow:
-    leader = next((p for p in pods if is_leader(p)), None)
-    live = [p for p in pods if not pod_terminating(p)]
-    ready = sum(1 for p in live if pod_running_and_ready(p))
-    if leader is None or pod_terminating(leader):
-        state = TEARING_DOWN if any(pod_terminating(p) for p in pods) else NOT_READY
-    elif is_scheduling_gated(leader):
-        state = GATED
-    elif ready == size:
-        state = READY
-    else:
-        state = NOT_READY
-    node = str(((leader or {}).get("spec") or {}).get("nodeName") or "-")
-    return GroupRow(
-        group=group[:KEY_PREFIX] if hash_mode else group,
-        state=state,
-        ready=ready,
-        size=size,
-        leader_node=node,
-        created=str(meta_of(leader).get("creationTimestamp") or ""),
-    )
+    rows = [
+        GroupRow(
+            group=group.index[:KEY_PREFIX] if hash_mode else group.index,
+            state=group_state(group, None).value,
+            ready=ready_pods(group),
+            size=group.size or size,
+            leader_node=leader_node(group) or "-",
+            created=str(meta_of(group.leader).get("creationTimestamp") or ""),
+        )
+        for group in groups_of(pods, statefulsets)
+    ]
+    return rows
 
 
 def render(rows: list[GroupRow], indent: str = "  ") -> str:
@@ -89,4 +65,7 @@ async def read_groups(api: ApiClient, namespace: str, name: str) -> tuple[JSON, 
     lws = await api.get(LEADERWORKERSETS, name, namespace)
     selector = f"{c.LABEL_SET_NAME}={name}"
     pods = (await api.list(PODS, namespace, label_selector=selector)).get("items") or []
-    return lws, group_rows(lws, pods)
+    statefulsets = (await api.list(STATEFULSETS, namespace, label_selector=selector)).get(
+        "items"
+    ) or []
+    return lws, group_rows(lws, pods, statefulsets)
