@@ -29,7 +29,9 @@ import asyncio
 import base64
 import math
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -245,6 +247,7 @@ async def measure(
         before = manager.metrics() if manager else Metrics()
         cpu_before = cpu_seconds(manager.pid) if manager else 0.0
         rss_before = memory_kib(manager.pid)[0] if manager else 0
+        profiler = _profiler(args, manager, f"{config}-{run}")
         started = time.monotonic()
         if manager is None:
             await _create_floor(api, args.replicas, args.size)
@@ -273,6 +276,9 @@ async def measure(
             return result
         # Writes that trail the last observation (a final status update) still count.
         await asyncio.sleep(2)
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            await asyncio.to_thread(profiler.wait, 120)
         after = manager.metrics()
         result.cpu = cpu_seconds(manager.pid) - cpu_before
         rss, hwm = memory_kib(manager.pid)
@@ -289,6 +295,21 @@ async def measure(
     finally:
         await watch.stop()
         await api.close()
+
+
+def _profiler(
+    args: argparse.Namespace, manager: Manager | None, name: str
+) -> subprocess.Popen[bytes] | None:
+    """py-spy sampling our manager from the create to all Ready (collapsed stacks, which
+    flamegraph tools and `sort | uniq` read alike)."""
+    if not args.profile or manager is None or manager.go_binary is not None:
+        return None
+    out = Path(args.profile) / f"{name}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    py_spy = Path(sys.executable).with_name("py-spy")
+    command = [str(py_spy), "record", "--pid", str(manager.pid), "--format", "raw"]
+    command += ["--rate", "50", "--nonblocking", "-o", str(out)]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path | None) -> Result:
@@ -360,6 +381,7 @@ def main() -> None:
     parser.add_argument("--with-upstream", action="store_true", help="also upstream's Go manager")
     parser.add_argument("--baseline", type=Path, help="also `lws controller` from this src/ tree")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor (no ratio column)")
+    parser.add_argument("--profile", metavar="DIR", help="py-spy our manager into DIR")
     parser.add_argument("--keep-logs", metavar="DIR", help="copy each manager's log here")
     args = parser.parse_args()
     go_binary = None
