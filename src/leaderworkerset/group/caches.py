@@ -9,7 +9,7 @@ rule reads whether a node is Ready, and that cache keeps nothing else of a Node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,50 @@ from leaderworkerset.runtime.indexes import label_index_name
 BY_LWS = label_index_name(c.LABEL_SET_NAME)
 BY_GROUP = "group"
 BY_NODE = "node"
+
+
+# What the controllers read of a cached pod, besides its metadata. Everything else
+# (images, volumes, mounts, env, tolerations, container states) is never read and is
+# most of a pod's size, so the pod cache drops it. Cached pods are never written back
+# (pods are only patched), so a trimmed pod cannot wipe a field on the server.
+_POD_SPEC_READ = ("nodeName", "schedulingGates", "readinessGates")
+_POD_CONTAINER_LISTS = ("containers", "initContainers")  # their resources: TPU requests
+_POD_STATUS_READ = ("phase", "reason", "conditions")  # reason: Evicted, NodeLost
+_POD_CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")  # restarts
+_CONTAINER_STATUS_READ = ("name", "restartCount", "ready")
+
+
+def pod_fields_read(pod: JSON) -> JSON:
+    """The pod cache's transform: metadata without managedFields, and of spec and
+    status only the fields the controllers read."""
+    strip_managed_fields(pod)
+    spec = pod.get("spec")
+    if isinstance(spec, dict):
+        kept = {k: spec[k] for k in _POD_SPEC_READ if k in spec}
+        for field in _POD_CONTAINER_LISTS:
+            if field in spec:
+                kept[field] = [_container_read(x) for x in spec[field] or ()]
+        pod["spec"] = kept
+    status = pod.get("status")
+    if isinstance(status, dict):
+        kept = {k: status[k] for k in _POD_STATUS_READ if k in status}
+        for field in _POD_CONTAINER_STATUS_LISTS:
+            if field in status:
+                kept[field] = [_container_status_read(x) for x in status[field] or ()]
+        pod["status"] = kept
+    return pod
+
+
+def _container_read(container: Any) -> Any:
+    if not isinstance(container, dict):
+        return container
+    return {k: container[k] for k in ("name", "resources") if k in container}
+
+
+def _container_status_read(status: Any) -> Any:
+    if not isinstance(status, dict):
+        return status
+    return {k: status[k] for k in _CONTAINER_STATUS_READ if k in status}
 
 
 def group_index_value(namespace: str, lws_name: str, group: str) -> str:
@@ -144,15 +188,17 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
     """Caches for all namespaces, or for one (a controller scoped to a namespace)."""
     selector = c.LABEL_SET_NAME
 
-    def labelled(resource: Any, **extra: Any) -> Informer:
+    def labelled(
+        resource: Any, transform: Callable[[JSON], JSON] = strip_managed_fields, **extra: Any
+    ) -> Informer:
         return Informer(
             client,
             resource,
             namespace=namespace,
             label_selector=selector,
             label_indexes=[c.LABEL_SET_NAME],
-            # Never read, and about a third of a cached pod's memory.
-            transform=strip_managed_fields,
+            # managedFields are never read, and about a third of a cached object's memory.
+            transform=transform,
             **extra,
         )
 
@@ -162,7 +208,7 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
         ),
         statefulsets=labelled(STATEFULSETS),
         deployments=labelled(DEPLOYMENTS),
-        pods=labelled(PODS, indexers={BY_GROUP: _by_group, BY_NODE: _by_node}),
+        pods=labelled(PODS, pod_fields_read, indexers={BY_GROUP: _by_group, BY_NODE: _by_node}),
         services=labelled(SERVICES),
         revisions=labelled(CONTROLLER_REVISIONS),
         nodes=Informer(client, NODES, transform=node_readiness),

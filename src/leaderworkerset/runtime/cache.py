@@ -430,15 +430,21 @@ class Informer:
 
     def _store(self, key: str, obj: JSON, old: JSON | None) -> None:
         self._items[key] = obj
+        indices = self._indices
         for name, func in self._indexers.items():
-            new_values = set(func(obj))
-            old_values = set(func(old)) if old is not None else set()
-            if new_values == old_values:
+            new_values = func(obj)
+            if old is None:
+                # An add: nothing to compare with or take out (most events of a scale-up).
+                for value in new_values:
+                    indices[name].setdefault(value, set()).add(key)
                 continue
-            index = self._indices[name]
-            for value in old_values - new_values:
+            new_set, old_set = set(new_values), set(func(old))
+            if new_set == old_set:
+                continue
+            index = indices[name]
+            for value in old_set - new_set:
                 _discard(index, value, key)
-            for value in new_values - old_values:
+            for value in new_set - old_set:
                 index.setdefault(value, set()).add(key)
 
     def _remove(self, key: str) -> JSON:

@@ -1,0 +1,418 @@
+"""Create `replicas` groups of `size` pods several ways, each on a fresh local control
+plane of the same build, and print one table:
+
+    python -m bench.scale --replicas 1000 --size 8 [--hash] [--runs 3] [--idle 60]
+        [--with-upstream] [--baseline /path/to/other/src]
+
+floor     the StatefulSets a LeaderWorkerSet ends up with, created directly (no LWS
+          controller): the time Kubernetes itself needs for these pods
+ours      `lws controller` as its own process, with its webhooks
+upstream  upstream's Go manager (hack/build-upstream-lws.sh), with --with-upstream
+base      `lws controller` run from another source tree (--baseline SRC), to compare
+          a change with what it changes in one run
+
+The node simulator runs as a process of its own (bench/nodesim_process.py), about
+100 pods per node; the driver watches pods and polls the LeaderWorkerSet.
+Columns: seconds from the create to all pods Ready and to the LeaderWorkerSet's
+status saying so (readyReplicas == replicas and Available), the manager's CPU
+seconds (utime + stime over that interval), its peak resident size (VmHWM) and the
+growth of its resident size per pod, its API writes (rest_client_requests_total,
+POST/PUT/PATCH/DELETE), the pod webhook's p50/p99 latency
+(controller_runtime_webhook_latency_seconds), writes in an idle period afterwards,
+and the time to all pods Ready as a multiple of the same run's floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import workload
+from bench.processes import (
+    Manager,
+    Metrics,
+    Simulator,
+    cpu_seconds,
+    memory_kib,
+    quantile,
+    webhook_tls,
+)
+from leaderworkerset.api import constants as c
+from leaderworkerset.localcluster.binaries import ensure_binaries
+from leaderworkerset.localcluster.controlplane import ControlPlane
+from leaderworkerset.localcluster.deploy import FIELD_MANAGER, install, webhook_configurations
+from leaderworkerset.runtime.cache import Informer
+from leaderworkerset.runtime.client import (
+    CRDS,
+    LEADERWORKERSETS,
+    MUTATING_WEBHOOKS,
+    NAMESPACES,
+    PODS,
+    SERVICES,
+    STATEFULSETS,
+    VALIDATING_WEBHOOKS,
+    ApiClient,
+    ApiError,
+    Resource,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+PODS_PER_NODE = 100
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+CLUSTER_ROLES = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
+)
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
+# Upstream's manager (v0.9 on) also runs a DisaggregatedSet controller, and exits
+# when that kind's cache cannot sync; a schemaless CRD is enough.
+DISAGGREGATEDSET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "disaggregatedsets.disaggregatedset.x-k8s.io"},
+    "spec": {
+        "group": "disaggregatedset.x-k8s.io",
+        "names": {
+            "kind": "DisaggregatedSet",
+            "listKind": "DisaggregatedSetList",
+            "plural": "disaggregatedsets",
+            "singular": "disaggregatedset",
+        },
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+@dataclass
+class Result:
+    config: str
+    run: int
+    pods_ready: float
+    lws_ready: float | None = None
+    cpu: float | None = None
+    peak_rss_mib: float | None = None
+    kib_per_pod: float | None = None
+    writes: int | None = None
+    webhook_p50_ms: float | None = None
+    webhook_p99_ms: float | None = None
+    idle_writes: int | None = None
+
+
+# -- watching -------------------------------------------------------------------------------
+
+
+def _readiness_only(pod: dict[str, Any]) -> dict[str, Any]:
+    meta = pod.get("metadata") or {}
+    ready = any(
+        x.get("type") == "Ready" and x.get("status") == "True"
+        for x in (pod.get("status") or {}).get("conditions") or ()
+    )
+    kept = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta}
+    return {"metadata": kept, "ready": ready}
+
+
+def _lws_ready(lws: dict[str, Any], replicas: int) -> bool:
+    status = lws.get("status") or {}
+    return status.get("readyReplicas") == replicas and any(
+        x["type"] == c.CONDITION_AVAILABLE and x["status"] == "True"
+        for x in status.get("conditions") or ()
+    )
+
+
+# -- set-up of a manager ----------------------------------------------------------------------
+
+
+async def _route_webhooks(api: ApiClient, port: int, ca_pem: bytes) -> None:
+    await install(api, port)
+    bundle = base64.b64encode(ca_pem).decode()
+    for config in webhook_configurations(port, REPO):
+        for webhook in config["webhooks"]:
+            webhook["clientConfig"]["caBundle"] = bundle
+        resource = (
+            MUTATING_WEBHOOKS if config["kind"].startswith("Mutating") else VALIDATING_WEBHOOKS
+        )
+        await api.apply(resource, config, field_manager=FIELD_MANAGER)
+
+
+async def _metrics_token(api: ApiClient) -> str:
+    """A token allowed to GET /metrics, for upstream's authenticated metrics server."""
+    name = "lws-bench-metrics"
+    await api.create(SERVICE_ACCOUNTS, {"metadata": {"name": name}}, "default")
+    await api.create(
+        CLUSTER_ROLES,
+        {
+            "metadata": {"name": name},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+        },
+    )
+    await api.create(
+        CLUSTER_ROLE_BINDINGS,
+        {
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}],
+        },
+    )
+    answer = await api.request(
+        "POST",
+        SERVICE_ACCOUNTS.path("default", name, "token"),
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )
+    return str(answer["status"]["token"])
+
+
+async def _start_manager(api: ApiClient, manager: Manager) -> None:
+    ca_pem = webhook_tls(manager.cert_dir)
+    await _route_webhooks(api, manager.webhook_port, ca_pem)
+    if manager.go_binary is not None:
+        await api.apply(CRDS, DISAGGREGATEDSET_CRD, field_manager=FIELD_MANAGER)
+        manager.metrics_token = await _metrics_token(api)
+    try:
+        await api.create(NAMESPACES, {"metadata": {"name": c.DEFAULT_OPERATOR_NAMESPACE}})
+    except ApiError as exc:
+        if not exc.already_exists:
+            raise
+    manager.start()
+    await asyncio.to_thread(manager.wait_ready)
+    # Caches are synced when /readyz answers; let start-up work (CA checks, the first
+    # relists) finish before the clock starts.
+    await asyncio.sleep(3)
+
+
+# -- one configuration ------------------------------------------------------------------------
+
+
+async def _create_floor(api: ApiClient, replicas: int, size: int) -> None:
+    await api.create(SERVICES, workload.headless_service(), workload.NAMESPACE)
+    slots = asyncio.Semaphore(20)
+
+    async def create(obj: dict[str, Any]) -> None:
+        async with slots:
+            await api.create(STATEFULSETS, obj, workload.NAMESPACE)
+
+    await asyncio.gather(*(create(s) for s in workload.floor_statefulsets(replicas, size)))
+
+
+async def measure(
+    config: str,
+    run: int,
+    kubeconfig: Path,
+    workdir: Path,
+    args: argparse.Namespace,
+    manager: Manager | None,
+) -> Result:
+    pods = args.replicas * args.size
+    api = ApiClient.from_kubeconfig(kubeconfig, qps=0, burst=0, user_agent="lws-bench")
+    watch = Informer(
+        api,
+        PODS,
+        namespace=workload.NAMESPACE,
+        label_selector=workload.POD_LABEL,
+        transform=_readiness_only,
+    )
+    try:
+        if manager is not None:
+            await _start_manager(api, manager)
+        watch.start()
+        await watch.wait_synced()
+        before = manager.metrics() if manager else Metrics()
+        cpu_before = cpu_seconds(manager.pid) if manager else 0.0
+        rss_before = memory_kib(manager.pid)[0] if manager else 0
+        profiler = _profiler(args, manager, f"{config}-{run}")
+        started = time.monotonic()
+        if manager is None:
+            await _create_floor(api, args.replicas, args.size)
+        else:
+            identity = c.GROUP_IDENTITY_HASH if args.hash else c.GROUP_IDENTITY_ORDINAL
+            lws = workload.leaderworkerset(args.replicas, args.size, identity)
+            await api.create(LEADERWORKERSETS, lws, workload.NAMESPACE)
+        pods_ready: float | None = None
+        lws_ready: float | None = None
+        deadline = started + args.timeout
+        while pods_ready is None or (manager is not None and lws_ready is None):
+            now = time.monotonic()
+            if now > deadline:
+                raise TimeoutError(f"{config}: not ready after {args.timeout}s")
+            if manager is not None and not manager.running():
+                raise RuntimeError(f"{config} exited:\n{manager.log_tail()}")
+            if pods_ready is None and sum(1 for p in watch.list() if p["ready"]) >= pods:
+                pods_ready = now - started
+            if manager is not None and lws_ready is None:
+                current = await api.get(LEADERWORKERSETS, workload.NAME, workload.NAMESPACE)
+                if _lws_ready(current, args.replicas):
+                    lws_ready = now - started
+            await asyncio.sleep(0.5)
+        result = Result(config, run, pods_ready, lws_ready)
+        if manager is None:
+            return result
+        # Writes that trail the last observation (a final status update) still count.
+        await asyncio.sleep(2)
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            await asyncio.to_thread(profiler.wait, 120)
+        after = manager.metrics()
+        result.cpu = cpu_seconds(manager.pid) - cpu_before
+        rss, hwm = memory_kib(manager.pid)
+        result.peak_rss_mib = hwm / 1024
+        result.kib_per_pod = (rss - rss_before) / pods
+        result.writes = after.writes - before.writes
+        for q, attr in ((0.5, "webhook_p50_ms"), (0.99, "webhook_p99_ms")):
+            value = quantile(q, before.webhook_buckets, after.webhook_buckets)
+            setattr(result, attr, None if value is None else value * 1000)
+        if args.idle > 0:
+            await asyncio.sleep(args.idle)
+            result.idle_writes = manager.metrics().writes - after.writes
+        return result
+    finally:
+        await watch.stop()
+        await api.close()
+
+
+def _profiler(
+    args: argparse.Namespace, manager: Manager | None, name: str
+) -> subprocess.Popen[bytes] | None:
+    """py-spy sampling our manager from the create to all Ready (collapsed stacks, which
+    flamegraph tools and `sort | uniq` read alike)."""
+    if not args.profile or manager is None or manager.go_binary is not None:
+        return None
+    out = Path(args.profile) / f"{name}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    py_spy = Path(sys.executable).with_name("py-spy")
+    command = [str(py_spy), "record", "--pid", str(manager.pid), "--format", "raw"]
+    command += ["--rate", "50", "--nonblocking", "-o", str(out)]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path | None) -> Result:
+    pods = args.replicas * args.size
+    with tempfile.TemporaryDirectory(prefix=f"lws-scale-{config}-") as tmp:
+        workdir = Path(tmp)
+        with ControlPlane(workdir / "cp", name=f"scale-{config}", binaries=ensure_binaries()) as cp:
+            manager = None
+            if config != "floor":
+                manager = Manager(
+                    config,
+                    workdir,
+                    cp.kubeconfig,
+                    workdir / "certs",
+                    go_binary=go_binary if config == "upstream" else None,
+                    env={"PYTHONPATH": str(args.baseline)} if config == "base" else {},
+                )
+            nodes = max(1, math.ceil(pods / PODS_PER_NODE))
+            try:
+                with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log"):
+                    return asyncio.run(measure(config, run, cp.kubeconfig, workdir, args, manager))
+            finally:
+                if manager is not None:
+                    manager.stop()
+                    if args.keep_logs:
+                        keep = Path(args.keep_logs) / f"{config}-{run}.log"
+                        keep.parent.mkdir(parents=True, exist_ok=True)
+                        keep.write_bytes(manager.log_path.read_bytes())
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+
+def _cell(value: float | int | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def table(results: list[Result]) -> str:
+    header = (
+        f"{'config':<9} {'run':>3} {'pods Ready s':>12} {'LWS Ready s':>11} {'x floor':>7} "
+        f"{'CPU s':>7} {'peak MiB':>8} {'KiB/pod':>7} {'writes':>7} "
+        f"{'hook p50 ms':>11} {'hook p99 ms':>11} {'idle writes':>11}"
+    )
+    floors = {r.run: r.pods_ready for r in results if r.config == "floor"}
+    lines = [header, "-" * len(header)]
+    for r in results:
+        floor = floors.get(r.run)
+        ratio = r.pods_ready / floor if floor else None
+        lines.append(
+            f"{r.config:<9} {r.run:>3} {r.pods_ready:>12.1f} {_cell(r.lws_ready, '.1f'):>11} "
+            f"{_cell(ratio, '.2f'):>7} {_cell(r.cpu, '.1f'):>7} {_cell(r.peak_rss_mib, '.0f'):>8} "
+            f"{_cell(r.kib_per_pod, '.1f'):>7} {_cell(r.writes, 'd'):>7} "
+            f"{_cell(r.webhook_p50_ms, '.1f'):>11} {_cell(r.webhook_p99_ms, '.1f'):>11} "
+            f"{_cell(r.idle_writes, 'd'):>11}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--replicas", type=int, default=1000, help="groups")
+    parser.add_argument("--size", type=int, default=8, help="pods per group")
+    parser.add_argument("--hash", action="store_true", help="groupIdentity: Hash (default Ordinal)")
+    parser.add_argument("--runs", type=int, default=1, help="configurations alternate within a run")
+    parser.add_argument("--idle", type=float, default=60.0, help="idle seconds afterwards; 0 skips")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per configuration")
+    parser.add_argument("--with-upstream", action="store_true", help="also upstream's Go manager")
+    parser.add_argument("--baseline", type=Path, help="also `lws controller` from this src/ tree")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor (no ratio column)")
+    parser.add_argument("--profile", metavar="DIR", help="py-spy our manager into DIR")
+    parser.add_argument("--keep-logs", metavar="DIR", help="copy each manager's log here")
+    args = parser.parse_args()
+    go_binary = None
+    if args.with_upstream:
+        built = subprocess.run(
+            ["bash", str(REPO / "hack" / "build-upstream-lws.sh")],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        go_binary = Path(built.stdout.strip().splitlines()[-1])
+    configs = [] if args.no_floor else ["floor"]
+    if args.baseline:
+        configs.append("base")
+    configs.append("ours")
+    if go_binary:
+        configs.append("upstream")
+    mode = "Hash" if args.hash else "Ordinal"
+    print(
+        f"{args.replicas} groups x {args.size} ({args.replicas * args.size} pods), {mode}, "
+        f"{os.cpu_count()} CPUs, configurations {configs}",
+        flush=True,
+    )
+    results = []
+    for run in range(1, args.runs + 1):
+        for config in configs:
+            results.append(run_config(config, run, args, go_binary))
+            print(table(results[-1:]).splitlines()[-1], flush=True)
+    print()
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
