@@ -120,3 +120,19 @@ def test_a_live_leader_wins_over_a_dying_one_and_groups_sort_by_number() -> None
 def test_zero_counts_are_kept() -> None:
     counts = count_by_state([], "r1")
     assert set(counts) == set(GroupState) and not any(counts.values())
+
+
+def test_a_stored_leaderworkerset_is_decoded_once_per_version() -> None:
+    from leaderworkerset.group.view import view_of
+
+    lws: JSON = {
+        "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 3}},
+    }
+    first = view_of(lws)
+    assert view_of(lws) is first
+    changed = {**lws, "metadata": {**lws["metadata"], "resourceVersion": "8"}}
+    changed["spec"] = {"replicas": 5, "leaderWorkerTemplate": {"size": 3}}
+    assert view_of(changed).replicas == 5
+    unstored = {"metadata": {"name": "a"}, "spec": {"replicas": 1}}
+    assert view_of(unstored) is not view_of(unstored)
