@@ -36,7 +36,8 @@ TERMINATION_OVERRUN: Final = "TerminationOverrun"
 
 
 def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
-    """Oldest first (creation time, then name), as the seed orders them."""
+    """Oldest first (creation time, then name): the order in which Group Identity
+    admits replacements (docs/hash-mode.md)."""
     # A dying leader waits for nothing; counting it would take a live one's slot.
     waiting = [
         p
