@@ -10,6 +10,7 @@ import copy
 import random
 import signal
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,11 +148,15 @@ class WebhookRelay:
 
 
 async def start_controllers(
-    api: ApiClient, managers: Managers, relay: WebhookRelay, count: int = 2
+    api: ApiClient,
+    managers: Managers,
+    relay: WebhookRelay,
+    count: int = 2,
+    election: dict[str, str] | None = None,
 ) -> list[ManagerProcess]:
     """``count`` `lws controller` processes with leader election, the webhooks sent
     through the relay to whichever of them is up."""
-    procs = [managers.new(f"replica-{i}") for i in range(count)]
+    procs = [managers.new(f"replica-{i}", election) for i in range(count)]
     relay.targets = [p.webhook_port for p in procs]
     await install(api, relay.port)
     for proc in procs:
@@ -183,6 +188,35 @@ async def kill_and_restart(procs: list[ManagerProcess]) -> ManagerProcess:
     victim.proc = None
     victim.start()
     return victim
+
+
+class Supervisor:
+    """Starts again any process that exited, as the kubelet restarts a container."""
+
+    def __init__(self, procs: list[ManagerProcess]) -> None:
+        self.procs = procs
+        self.restarts = 0
+
+    async def run(self) -> None:
+        while True:
+            for proc in self.procs:
+                if proc.proc is not None and proc.proc.poll() is not None:
+                    proc.proc = None
+                    proc.start()
+                    self.restarts += 1
+            await asyncio.sleep(0.5)
+
+
+@contextlib.asynccontextmanager
+async def supervising(procs: list[ManagerProcess]) -> AsyncIterator[Supervisor]:
+    supervisor = Supervisor(procs)
+    task = asyncio.create_task(supervisor.run())
+    try:
+        yield supervisor
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 # --- the scenarios' LeaderWorkerSets -----------------------------------------------------
