@@ -106,6 +106,9 @@ class WebhookRelay:
         self.refused = 0
         self.relayed = 0
         self._server: asyncio.Server | None = None
+        # Its own generator: hypothesis (drawing in another thread) flags any use of
+        # the global one while it runs.
+        self._random = random.Random()
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
@@ -129,7 +132,7 @@ class WebhookRelay:
         )
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-        for port in random.sample(self.targets, len(self.targets)):
+        for port in self._random.sample(self.targets, len(self.targets)):
             with contextlib.suppress(OSError):
                 return await asyncio.open_connection("127.0.0.1", port)
         return None

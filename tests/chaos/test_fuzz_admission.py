@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import os
 import re
 import secrets
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient, ApiError
+from leaderworkerset.runtime.client import LEADERWORKERSETS, STATEFULSETS, ApiClient, ApiError
 from tests.integration.manager_process import Managers
 
 from .harness import WebhookRelay, figures, log_paths, settle, start_controllers
@@ -31,11 +34,13 @@ SAMPLE = int(os.environ.get("CHAOS_FUZZ_SAMPLE", "20"))
 CONCURRENCY = 16
 SAMPLE_PODS = 6  # accepted ones small enough to create for real
 FIELD_PATH = re.compile(r"\b(spec|metadata)\.[A-Za-z]")
+# What YAML refuses in a document, though JSON carries it unescaped.
+NOT_YAML = re.compile("[\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
-def generate(count: int) -> list[JSON]:
-    """``count`` examples, drawn by hypothesis (generation only: nothing to shrink)."""
-    drawn: list[JSON] = []
+def generate(count: int, emit: Callable[[JSON], object]) -> None:
+    """``count`` examples drawn by hypothesis (generation only: nothing to shrink),
+    each handed to ``emit`` as soon as it is drawn."""
 
     @settings(
         max_examples=count,
@@ -46,10 +51,44 @@ def generate(count: int) -> list[JSON]:
     )
     @given(leaderworkersets())
     def collect(lws: JSON) -> None:
-        drawn.append(lws)
+        emit(lws)
 
     collect()
-    return drawn
+
+
+async def known_finding(api: ApiClient, namespace: str, lws: JSON) -> str | None:
+    """Accepted objects the controller cannot reconcile, for the reasons the xfail
+    tests below reproduce: kept out of the sample. A template is tried on the
+    StatefulSet API itself (dry run), which validates what admission does not."""
+    if NOT_YAML.search(json.dumps(lws, ensure_ascii=False)):
+        return "a character YAML forbids"
+    lwt = lws["spec"].get("leaderWorkerTemplate") or {}
+    for template in (lwt.get("workerTemplate"), lwt.get("leaderTemplate")):
+        if template is None:
+            continue
+        probe = copy.deepcopy(template)
+        meta = probe.setdefault("metadata", {})
+        meta["labels"] = {**(meta.get("labels") or {}), "chaos-probe": "1"}
+        sts = {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "chaos-probe", "namespace": namespace},
+            "spec": {
+                "serviceName": "chaos-probe",
+                "selector": {"matchLabels": {"chaos-probe": "1"}},
+                "template": probe,
+                "volumeClaimTemplates": lwt.get("volumeClaimTemplates") or [],
+            },
+        }
+        try:
+            await api.request(
+                "POST", STATEFULSETS.path(namespace), params={"dryRun": "All"}, body=sts
+            )
+        except ApiError as exc:
+            if exc.status == 422:
+                return "a pod template the StatefulSet API refuses"
+            raise
+    return None
 
 
 def names_a_field(answer: JSON) -> bool:
@@ -61,6 +100,7 @@ def names_a_field(answer: JSON) -> bool:
 
 class Tally:
     def __init__(self) -> None:
+        self.sent = 0
         self.codes: Counter[int] = Counter()
         self.accepted: list[JSON] = []
         self.server_errors: list[tuple[JSON, str]] = []
@@ -90,17 +130,28 @@ async def dry_run(api: ApiClient, namespace: str, lws: JSON, tally: Tally) -> No
         return
 
 
-async def send_all(api: ApiClient, namespace: str, objects: list[JSON]) -> Tally:
+async def fuzz(api: ApiClient, namespace: str, count: int) -> Tally:
+    """Draw (in a thread) and send (here) at the same time."""
     tally = Tally()
-    queue: asyncio.Queue[JSON] = asyncio.Queue()
-    for lws in objects:
-        queue.put_nowait(lws)
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[JSON | None] = asyncio.Queue(maxsize=4 * CONCURRENCY)
 
-    async def worker() -> None:
-        while not queue.empty():
-            await dry_run(api, namespace, queue.get_nowait(), tally)
+    def emit(lws: JSON) -> None:
+        asyncio.run_coroutine_threadsafe(queue.put(lws), loop).result()
 
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    def draw() -> None:
+        try:
+            generate(count, emit)
+        finally:
+            for _ in range(CONCURRENCY):
+                asyncio.run_coroutine_threadsafe(queue.put(None), loop).result()
+
+    async def sender() -> None:
+        while (lws := await queue.get()) is not None:
+            tally.sent += 1
+            await dry_run(api, namespace, lws, tally)
+
+    await asyncio.gather(asyncio.to_thread(draw), *(sender() for _ in range(CONCURRENCY)))
     return tally
 
 
@@ -119,14 +170,13 @@ async def test_fuzzed_admission(
     api = nodesim_api
     procs = await start_controllers(api, managers, relay, count=1)
     with figures(f"fuzzed admission: {EXAMPLES} generated LeaderWorkerSets") as fig:
-        objects = await asyncio.to_thread(generate, EXAMPLES)
         loop = asyncio.get_running_loop()
         started = loop.time()
-        tally = await send_all(api, namespace, objects)
+        tally = await fuzz(api, namespace, EXAMPLES)
         seconds = loop.time() - started
         codes = ", ".join(f"{code}: {n}" for code, n in sorted(tally.codes.items()))
-        fig.notes.append(f"{len(objects)} dry runs in {seconds:.0f}s; answers {codes}")
-        fig.fault("dry-run creates", len(objects))
+        fig.notes.append(f"{tally.sent} drawn and dry-run in {seconds:.0f}s; answers {codes}")
+        fig.fault("dry-run creates", tally.sent)
         problems = [
             *(f"5xx for {lws}: {body}" for lws, body in tally.server_errors[:5]),
             *(f"no field path for {lws}: {body}" for lws, body in tally.unnamed[:5]),
@@ -142,7 +192,15 @@ async def test_fuzzed_admission(
             for lws in tally.accepted
             if max(replicas_of(lws), 0) * max(size_of(lws), 1) <= SAMPLE_PODS
         ]
-        sample = small[:: max(1, len(small) // SAMPLE)][:SAMPLE]
+        findings: Counter[str] = Counter()
+        sample: list[JSON] = []
+        for lws in small[:: max(1, len(small) // (3 * SAMPLE))]:
+            finding = await known_finding(api, namespace, lws)
+            if finding:
+                findings[finding] += 1
+            elif len(sample) < SAMPLE:
+                sample.append(lws)
+        fig.notes.append(f"accepted, tried for the sample, left out (findings): {dict(findings)}")
         names = []
         for lws in sample:
             body = copy.deepcopy(lws)
@@ -151,10 +209,12 @@ async def test_fuzzed_admission(
             await api.create(LEADERWORKERSETS, body)
             names.append(body["metadata"]["name"])
         fig.groups_created = sum(max(replicas_of(lws), 0) for lws in sample)
-        verdicts: list[Verdict] = [
-            await converged(api, namespace, name, log_paths=log_paths(procs), within=120)
-            for name in names
-        ]
+        verdicts: list[Verdict] = await asyncio.gather(
+            *(
+                converged(api, namespace, name, log_paths=log_paths(procs), within=120)
+                for name in names
+            )
+        )
         violations = [
             Violation(v.rule, f"{name}: {v.detail}")
             for name, verdict in zip(names, verdicts, strict=True)
@@ -171,4 +231,63 @@ async def test_fuzzed_admission(
         )
         settle(fig, merged)
         assert not problems, "\n".join(problems)
-        assert len(tally.accepted) > 0 and sum(tally.codes.values()) == len(objects)
+        assert len(tally.accepted) > 0 and sum(tally.codes.values()) == tally.sent == EXAMPLES
+
+
+# --- findings of the fuzzing, reproduced ----------------------------------------------------
+
+
+async def admitted_then_reconciled(
+    api: ApiClient, namespace: str, logs: list[Path], body: JSON
+) -> None:
+    await api.create(LEADERWORKERSETS, body)
+    name = body["metadata"]["name"]
+    verdict = await converged(api, namespace, name, log_paths=logs, within=30)
+    errors = controller_errors(verdict.snapshot.logs, namespace)
+    assert not verdict.violations and not errors, (verdict.report(), errors[:3])
+
+
+def small_lws(namespace: str, name: str, container: JSON) -> JSON:
+    template = {"spec": {"containers": [container] if container else []}}
+    return {
+        "apiVersion": LEADERWORKERSETS.api_version,
+        "kind": LEADERWORKERSETS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template}},
+    }
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="finding (not one of issue 11 items 1-5): admission does not validate the pod "
+    "templates as the StatefulSet API will (no containers, a container named Bad_Name, an "
+    "empty image, a volume claim named Bad_Claim...): the LWS is accepted, the StatefulSet "
+    "API refuses what the controller makes of it (422), and the controller retries "
+    "forever, logging an error each time, with no condition or event on the LWS",
+)
+async def test_invalid_pod_template_is_refused_or_reconciled(
+    namespace: str, managers: Managers, relay: WebhookRelay, nodesim_api: ApiClient
+) -> None:
+    procs = await start_controllers(nodesim_api, managers, relay, count=1)
+    body = small_lws(namespace, "badname", {"name": "Bad_Name", "image": "pause"})
+    try:
+        await admitted_then_reconciled(nodesim_api, namespace, log_paths(procs), body)
+    except ApiError as exc:  # refused at admission: as good, if it names the field
+        assert exc.status == 422 and names_a_field(exc.body), exc.body
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="finding (not one of issue 11 items 1-5): a template string holding a "
+    "character YAML forbids (e.g. U+007F in an env value) is admitted, but the "
+    "controller's server-side apply sends JSON as application/apply-patch+yaml and the "
+    "API server refuses it (400: yaml: control characters are not allowed): the group "
+    "is never built and the controller retries forever",
+)
+async def test_template_with_a_delete_character_reconciles(
+    namespace: str, managers: Managers, relay: WebhookRelay, nodesim_api: ApiClient
+) -> None:
+    procs = await start_controllers(nodesim_api, managers, relay, count=1)
+    container = {"name": "main", "image": "pause", "env": [{"name": "X", "value": "a\x7fb"}]}
+    body = small_lws(namespace, "delchar", container)
+    await admitted_then_reconciled(nodesim_api, namespace, log_paths(procs), body)
