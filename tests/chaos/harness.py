@@ -24,7 +24,7 @@ from leaderworkerset.runtime.client import JSON_PATCH, LEADERWORKERSETS, PODS, A
 from tests.integration.lws_helpers import lws_manifest
 from tests.integration.manager_process import ManagerProcess, Managers
 
-from .invariants import Verdict, is_leader
+from .invariants import Verdict, is_leader, transient_tracebacks
 
 JSON = dict[str, Any]
 
@@ -83,6 +83,9 @@ def settle(fig: Figures, verdict: Verdict, known: dict[str, str] | None = None) 
     """Record the verdict; fail on violations, or xfail when every violated rule is a
     known one (``known``: rule -> reason naming the issue item)."""
     fig.settled(verdict)
+    logs = verdict.snapshot.logs if verdict.snapshot is not None else {}
+    if transient := transient_tracebacks(logs):
+        fig.notes.append(f"tracebacks of lost API server connections (retried): {transient}")
     if not verdict.violations:
         return
     rules = {v.rule for v in verdict.violations}
@@ -97,7 +100,7 @@ def settle(fig: Figures, verdict: Verdict, known: dict[str, str] | None = None) 
 class WebhookRelay:
     """A TCP relay the webhook configurations point at. TLS passes through untouched
     (every manager of an operator namespace serves the same certificate), so the API
-    server sees one webhook whichever process answers; ``blocked`` makes it refuse."""
+    server sees one webhook whichever process answers; :meth:`block` cuts it off."""
 
     def __init__(self) -> None:
         self.port = free_port()
@@ -105,6 +108,7 @@ class WebhookRelay:
         self.blocked = False
         self.refused = 0
         self.relayed = 0
+        self._open: set[asyncio.StreamWriter] = set()
         self._server: asyncio.Server | None = None
         # Its own generator: hypothesis (drawing in another thread) flags any use of
         # the global one while it runs.
@@ -112,6 +116,17 @@ class WebhookRelay:
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+
+    def block(self) -> None:
+        """Refuse new connections and cut the open ones (the API server keeps its
+        connections to a webhook alive between calls)."""
+        self.blocked = True
+        for writer in list(self._open):
+            writer.transport.abort()
+        self._open.clear()
+
+    def unblock(self) -> None:
+        self.blocked = False
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -127,9 +142,15 @@ class WebhookRelay:
             return
         self.relayed += 1
         up_reader, up_writer = upstream
-        await asyncio.gather(
-            self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
-        )
+        self._open |= {writer, up_writer}
+        try:
+            await asyncio.gather(
+                self._pipe(reader, up_writer),
+                self._pipe(up_reader, writer),
+                return_exceptions=True,
+            )
+        finally:
+            self._open -= {writer, up_writer}
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         for port in self._random.sample(self.targets, len(self.targets)):

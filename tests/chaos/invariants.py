@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,11 @@ from leaderworkerset.runtime.client import (
 
 JSON = dict[str, Any]
 TRACEBACK = "Traceback (most recent call last)"
+# Connection-level failures while the API server is away.
+TRANSIENT = re.compile(
+    r"(httpx2?|httpcore2?)\.(ConnectError|RemoteProtocolError|ReadError|WriteError|"
+    r"ConnectTimeout|ReadTimeout|WriteTimeout|PoolTimeout)\b"
+)
 
 
 @dataclass
@@ -300,15 +307,55 @@ def check_status(snapshot: Snapshot) -> list[Violation]:
     return out
 
 
+def tracebacks(text: str) -> list[str]:
+    """Every traceback of a log: from the JSON lines' fields (the controller logs a
+    failed reconcile with its stack) and from plain lines (a crash on stderr)."""
+    found = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if TRACEBACK not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            found += [v for v in record.values() if isinstance(v, str) and TRACEBACK in v]
+            continue
+        block = [line]
+        for follow in lines[i + 1 :]:
+            block.append(follow)
+            if follow and not follow.startswith(" "):
+                break
+        found.append("\n".join(block))
+    return found
+
+
+def raised(traceback: str) -> str:
+    """The exception line a traceback ends with."""
+    lines = [line for line in traceback.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def expected(traceback: str) -> bool:
+    """A failure of the connection to the API server (restarted, or not yet up), which
+    the controller logs with its stack and retries: not a bug."""
+    return bool(TRANSIENT.match(raised(traceback)))
+
+
 def check_logs(logs: dict[str, str]) -> list[Violation]:
     out = []
     for name, text in logs.items():
-        count = text.count(TRACEBACK)
-        if count:
-            at = text.index(TRACEBACK)
-            excerpt = text[at : at + 1500]
-            out.append(Violation("traceback", f"{count} in {name}, first:\n{excerpt}"))
+        unexpected = [tb for tb in tracebacks(text) if not expected(tb)]
+        if unexpected:
+            first = unexpected[0]
+            detail = f"{len(unexpected)} in {name}, first raised {raised(first)}:\n{first[-1500:]}"
+            out.append(Violation("traceback", detail))
     return out
+
+
+def transient_tracebacks(logs: dict[str, str]) -> int:
+    return sum(1 for text in logs.values() for tb in tracebacks(text) if expected(tb))
 
 
 # --- against the cluster ------------------------------------------------------------------
@@ -350,7 +397,7 @@ async def take_snapshot(api: ApiClient, namespace: str, name: str) -> Snapshot:
 class Verdict:
     violations: list[Violation]
     seconds: float  # from the start of the wait to the last snapshot
-    snapshot: Snapshot
+    snapshot: Snapshot | None  # None for a verdict merged from several LWS
 
     def report(self) -> str:
         return "\n".join(str(v) for v in self.violations) or "none"

@@ -127,6 +127,7 @@ async def test_concurrent_spec_edits(
             verdict = await converged(
                 api, namespace, "edited", log_paths=log_paths(procs), within=300
             )
+            assert verdict.snapshot is not None
             generation = verdict.snapshot.lws["metadata"].get("generation")
             observed = (verdict.snapshot.lws.get("status") or {}).get("observedGeneration")
             fig.notes.append(f"generation {generation}, observed {observed}")

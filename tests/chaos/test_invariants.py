@@ -4,13 +4,14 @@ rule able to fail (no cluster needed)."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from leaderworkerset.api import constants as c
 
-from .invariants import Snapshot, check, expected_status
+from .invariants import Snapshot, check, expected_status, transient_tracebacks
 
 JSON = dict[str, Any]
 REV = "rev-new"
@@ -230,6 +231,24 @@ def test_traceback_in_a_log() -> None:
     snap.logs["replica-1.log"] = "x\nTraceback (most recent call last):\n  File ...\nKeyError\n"
     (violation,) = check(snap)
     assert violation.rule == "traceback" and "replica-1.log" in violation.detail
+
+
+def test_traceback_in_a_json_log_line() -> None:
+    snap = settled()
+    stack = "Traceback (most recent call last):\n  File x\nTypeError: bad operand\n"
+    line = json.dumps({"level": "error", "msg": "reconcile failed", "stacktrace": stack})
+    snap.logs["replica-1.log"] = line + "\n"
+    (violation,) = check(snap)
+    assert "TypeError: bad operand" in violation.detail
+
+
+def test_a_lost_connection_is_not_a_bug() -> None:
+    snap = settled()
+    stack = "Traceback (most recent call last):\n  File x\nhttpx2.ConnectError: All failed\n"
+    line = json.dumps({"level": "error", "msg": "reconcile failed", "stacktrace": stack})
+    snap.logs["replica-1.log"] = line + "\n"
+    assert check(snap) == []
+    assert transient_tracebacks(snap.logs) == 1
 
 
 def test_ordinal_mode() -> None:

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
+from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
 from tests.integration.lws_helpers import wait_ready
 from tests.integration.manager_process import Managers
 
@@ -22,7 +22,7 @@ from .harness import (
     settle,
     start_controllers,
 )
-from .invariants import converged
+from .invariants import converged, is_leader, live
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(600)]
 
@@ -43,13 +43,16 @@ async def test_webhook_outage_while_leaders_are_created(
             await api.patch(
                 LEADERWORKERSETS, "cutoff", {"spec": {"replicas": AFTER}}, namespace=namespace
             )
-            relay.blocked = True
+            relay.block()
             await asyncio.sleep(OUTAGE)  # the fault's duration
-            relay.blocked = False
+            pods = (await api.list(PODS, namespace))["items"]
+            during = sum(1 for p in pods if is_leader(p) and live(p))
+            relay.unblock()
             fig.fault("webhook connections refused", relay.refused)
-            assert relay.refused > 0, "the outage met no webhook call"
+            assert relay.refused > 0 and during < AFTER, "the outage met no pod creation"
             verdict = await converged(
                 api, namespace, "cutoff", log_paths=log_paths(procs), within=240
             )
         fig.groups_created = tally.count
+        fig.notes.append(f"leaders when the webhook came back: {during} of {AFTER}")
         settle(fig, verdict)
