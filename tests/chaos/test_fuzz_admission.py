@@ -69,7 +69,7 @@ async def known_finding(api: ApiClient, namespace: str, lws: JSON) -> str | None
         probe = copy.deepcopy(template)
         meta = probe.setdefault("metadata", {})
         meta["labels"] = {**(meta.get("labels") or {}), "chaos-probe": "1"}
-        sts = {
+        sts: JSON = {
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
             "metadata": {"name": "chaos-probe", "namespace": namespace},
