@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane tools lint install-check unit integration compat crd clean
+.PHONY: run test setup controlplane tools lint install-check unit integration compat chaos crd clean
 
 # STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story) or all.
 STORY ?= all
@@ -70,6 +70,12 @@ integration: setup controlplane tools
 compat: setup controlplane
 	bash hack/build-upstream-lws.sh
 	$(BIN)/pytest -q -s tests/compat
+
+# Faults on the real control plane (controller SIGKILLs, API server restarts and expired
+# watches, a webhook outage, concurrent edits, fuzzed admission), each ending with the
+# invariant checks; prints every scenario's figures. Opt-in: ~15 minutes (docs/chaos.md).
+chaos: setup controlplane
+	$(BIN)/pytest -q tests/chaos
 
 # The kustomize manifests and the Helm chart ship the same generated CRD.
 crd: setup
