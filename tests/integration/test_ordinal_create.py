@@ -77,3 +77,20 @@ async def test_size_one_has_no_worker_statefulsets(
     assert [name_of(s) for s in await statefulsets(api, namespace, "solo")] == ["solo"]
     pods = await live_pods(api, namespace, "solo")
     assert sorted(name_of(p) for p in pods) == ["solo-0", "solo-1"]
+
+
+async def test_a_template_string_yaml_forbids_still_reconciles(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    """JSON carries U+007F and the C1 controls as they are, YAML does not; the leader
+    StatefulSet goes out as an apply patch, which the API server parses as YAML."""
+    api = nodesim_api
+    body = lws_manifest("odd", namespace, replicas=1, size=2)
+    odd = "a\x7fb\x80c"
+    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"] = [
+        {"name": "ODD", "value": odd}
+    ]
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, "odd", 1)
+    leader = next(p for p in await live_pods(api, namespace, "odd") if name_of(p) == "odd-0")
+    assert env_of(leader)["ODD"] == odd

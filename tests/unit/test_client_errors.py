@@ -38,3 +38,21 @@ def test_conflict_and_already_exists_are_told_apart() -> None:
     assert exists.already_exists and not exists.conflict
     assert ApiError(410, {"reason": "Expired"}).gone
     assert ApiError(404, {}).not_found
+
+
+def test_apply_patches_escape_what_yaml_forbids() -> None:
+    import json
+
+    import yaml
+
+    from leaderworkerset.runtime.client import APPLY_PATCH, _encode
+
+    body = {"k\x85": "a\x7fb\x9f\ufffe\u2028", "plain": "é"}
+    applied = _encode(body, APPLY_PATCH)
+    assert b"\x7f" not in applied and b"\\u007f" in applied
+    assert json.loads(applied) == body
+    assert yaml.safe_load(applied.decode()) == body
+    assert (
+        _encode(body, "application/json")
+        == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    )

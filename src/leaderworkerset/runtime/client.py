@@ -8,6 +8,7 @@ thousands of pods, and the controller only ever reads a handful of members.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -25,6 +26,12 @@ from leaderworkerset.api.objects import JSON
 ResponseHook = Callable[[str, str, str], None]  # (method, status code, host)
 
 APPLY_PATCH = "application/apply-patch+yaml"
+# Characters JSON carries as they are but a YAML parser will not take as they are:
+# DEL and the C1 controls are forbidden, NEL and the Unicode line and paragraph
+# separators are line breaks (folded to a space inside a quoted string), the two
+# noncharacters are forbidden. The API server parses an apply patch as YAML, so a
+# template holding one would be refused, or changed, on every retry.
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -230,7 +237,7 @@ class ApiClient:
         request_timeout: float | None = 30.0,
     ) -> JSON:
         await self._limiter.acquire()
-        content = None if body is None else orjson.dumps(body)
+        content = None if body is None else _encode(body, content_type)
         headers = {"Content-Type": content_type} if content is not None else None
         response = await self.http.request(
             method,
@@ -414,3 +421,14 @@ def _decode(content: bytes) -> JSON:
     except orjson.JSONDecodeError:
         return {"message": content.decode("utf-8", "replace")[:500]}
     return data if isinstance(data, dict) else {"items": data}
+
+
+def _encode(body: Any, content_type: str) -> bytes:
+    content = orjson.dumps(body)
+    if content_type != APPLY_PATCH:
+        return content
+    text = content.decode()
+    if _NOT_YAML_PRINTABLE.search(text) is None:
+        return content
+    # JSON escapes are YAML escapes too, and these characters can only sit in strings.
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode()
