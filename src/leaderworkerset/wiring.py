@@ -25,7 +25,7 @@ from leaderworkerset.controllers.replacement.reconciler import (
 )
 from leaderworkerset.group.caches import LwsCaches, build_caches
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
-from leaderworkerset.group.roles import is_leader, leaders
+from leaderworkerset.group.roles import is_leader
 from leaderworkerset.runtime.controller import Controller, Predicate, own_key
 from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.manager import Manager
@@ -62,8 +62,8 @@ LEADER_SETTINGS_CHANGED = Predicate(
 def leader_keys_of(caches: LwsCaches) -> Callable[[JSON], list[str]]:
     def keys(lws: JSON) -> list[str]:
         meta = meta_of(lws)
-        pods = LwsCaches.of_lws(caches.pods, str(meta.get("namespace")), str(meta.get("name")))
-        return [object_key(p) for p in leaders(pods)]
+        pods = caches.leaders_of(str(meta.get("namespace")), str(meta.get("name")))
+        return [object_key(p) for p in pods]
 
     return keys
 

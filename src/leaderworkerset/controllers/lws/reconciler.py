@@ -31,7 +31,6 @@ from leaderworkerset.controllers.lws.status import (
     held_replacements,
     ordinal_status,
 )
-from leaderworkerset.group import roles
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.ownership import controller_of
@@ -174,8 +173,7 @@ class LeaderWorkerSetReconciler:
         return obj
 
     def _groups(self, view: LwsView) -> tuple[list[JSON], list[JSON]]:
-        pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
-        leaders = roles.leaders(pods)
+        leaders = self.caches.leaders_of(view.namespace, view.name)
         statefulsets = LwsCaches.of_lws(self.caches.statefulsets, view.namespace, view.name)
         workers = [s for s in statefulsets if c.LABEL_GROUP_INDEX in labels_of(s)]
         return leaders, workers
