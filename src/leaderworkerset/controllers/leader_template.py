@@ -9,6 +9,7 @@ import copy
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.api.types import LeaderWorkerTemplate
+from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.group.view import LwsView, view_of
 
 
@@ -117,3 +118,20 @@ def copied_metadata(view: LwsView, labels: dict[str, str]) -> tuple[JSON, JSON]:
     """(labels, annotations) of an object the controller creates for the LWS: all LWS
     labels and annotations, then the controller's labels."""
     return {**view.labels, **labels}, dict(view.annotations)
+
+
+def leader_workload_metadata(lws: JSON, key: str, **annotations: str) -> JSON:
+    """The metadata of the leader StatefulSet (Ordinal) or Deployment (Hash): named like
+    the LWS, owned by it, carrying its labels and annotations, the name and revision
+    labels, and `annotations` on top."""
+    view = view_of(lws)
+    labels, copied = copied_metadata(
+        view, {c.LABEL_SET_NAME: view.name, c.LABEL_TEMPLATE_REVISION_HASH: key}
+    )
+    return {
+        "name": view.name,
+        "namespace": view.namespace,
+        "labels": labels,
+        "annotations": {**copied, **annotations},
+        "ownerReferences": [lws_reference(lws)],
+    }

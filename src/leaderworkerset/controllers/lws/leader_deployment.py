@@ -1,5 +1,5 @@
-"""Hash mode: the leaders are the pods of one Deployment named like the LWS (design
-page "Group identity"). Each leader is a group named by a random key; the
+"""Hash mode: the leaders are the pods of one Deployment named like the LWS (see
+docs/hash-mode.md). Each leader is a group named by a random key; the
 Deployment's own rolling update and ReplicaSet scale-down act on whole groups
 because a leader is Ready only when its group is (the group-ready gate).
 
@@ -10,34 +10,23 @@ putting them in the template too would be a second source of truth."""
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import IntOrString, is_percent
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.leader_template import (
-    copied_metadata,
     leader_pod_template,
     leader_selector,
+    leader_workload_metadata,
 )
-from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.group.view import LwsView, view_of
 
 
 def leader_deployment(lws: JSON, key: str) -> JSON:
     """The server-side-apply body of the leader Deployment."""
     view = view_of(lws)
-    labels, annotations = copied_metadata(
-        view, {c.LABEL_SET_NAME: view.name, c.LABEL_TEMPLATE_REVISION_HASH: key}
-    )
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {
-            "name": view.name,
-            "namespace": view.namespace,
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [lws_reference(lws)],
-        },
+        "metadata": leader_workload_metadata(lws, key),
         "spec": {
             "replicas": view.replicas,
             "selector": {"matchLabels": leader_selector(view.name)},

@@ -8,23 +8,19 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.leader_template import (
     add_claims_and_retention,
-    copied_metadata,
     leader_pod_template,
     leader_selector,
+    leader_workload_metadata,
 )
 from leaderworkerset.controllers.lws.rolling_update import leader_max_unavailable
-from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.group.view import view_of
 
 
 def leader_statefulset(lws: JSON, key: str, partition: int, replicas: int) -> JSON:
     view = view_of(lws)
-    labels, annotations = copied_metadata(
-        view, {c.LABEL_SET_NAME: view.name, c.LABEL_TEMPLATE_REVISION_HASH: key}
-    )
     # The desired replicas at apply time, so a later reconcile can tell a change of
     # spec.replicas mid-rollout from surge.
-    annotations[c.ANNOTATION_REPLICAS] = str(view.replicas)
+    metadata = leader_workload_metadata(lws, key, **{c.ANNOTATION_REPLICAS: str(view.replicas)})
     spec: JSON = {
         # The shared Service name, also under UniquePerReplica: the pod webhook
         # points each leader's subdomain at its own Service instead.
@@ -45,12 +41,6 @@ def leader_statefulset(lws: JSON, key: str, partition: int, replicas: int) -> JS
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": {
-            "name": view.name,
-            "namespace": view.namespace,
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [lws_reference(lws)],
-        },
+        "metadata": metadata,
         "spec": spec,
     }
