@@ -11,18 +11,13 @@
 # Progress goes to stderr so that callers can take the path from stdout.
 set -euo pipefail
 
-BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+NEEDED=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SRC="$HERE/controlplane"
 # shellcheck source=hack/lib.sh
 source "$HERE/lib.sh"
 
-has_all() {
-  local b
-  for b in "${BINARIES[@]}"; do [[ -x "$1/$b" ]] || return 1; done
-}
-
-use_given KUBEBUILDER_ASSETS "lacks some of ${BINARIES[*]}" has_all
+use_given KUBEBUILDER_ASSETS "lacks some of ${NEEDED[*]}" has_all
 
 # The versions come from the go.mod files, so bumping a module there is all
 # it takes to get a fresh cache folder.
@@ -56,11 +51,11 @@ log "go build etcd"
   -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module-$ETCD_VERSION" \
   -o "$TMP/etcd" ./cmd/etcd)
 
-for b in "${BINARIES[@]}"; do
+for b in "${NEEDED[@]}"; do
   [[ -x "$TMP/$b" ]] || { log "missing $b after build"; exit 1; }
 done
 mkdir -p "$DEST"
-for b in "${BINARIES[@]}"; do mv -f "$TMP/$b" "$DEST/$b"; done
+for b in "${NEEDED[@]}"; do mv -f "$TMP/$b" "$DEST/$b"; done
 # The stamp is written last: a folder without it is a half-finished build.
 printf 'k8s=%s etcd=%s go=%s seconds=%s\n' "$K8S_VERSION" "$ETCD_VERSION" \
   "$(go_version)" "$((SECONDS - started))" >"$STAMP"

@@ -16,15 +16,10 @@
 # Progress goes to stderr so that callers can take the path from stdout.
 set -euo pipefail
 
-TOOLS=(kubectl helm)
+NEEDED=(kubectl helm)
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/lib.sh
 source "$HERE/lib.sh"
-
-has_all() {
-  local t
-  for t in "${TOOLS[@]}"; do [[ -x "$1/$t" ]] || return 1; done
-}
 
 use_given LWS_TOOLS_DIR "lacks kubectl or helm" has_all
 
@@ -64,11 +59,11 @@ helm_flags+=" -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
 (cd "$HERE/helm" && go build -p "$JOBS" -trimpath -ldflags "-s -w $helm_flags" \
   -o "$TMP/helm" helm.sh/helm/v4/cmd/helm)
 
-for t in "${TOOLS[@]}"; do
+for t in "${NEEDED[@]}"; do
   [[ -x "$TMP/$t" ]] || { log "missing $t after build"; exit 1; }
 done
 mkdir -p "$DEST"
-for t in "${TOOLS[@]}"; do mv -f "$TMP/$t" "$DEST/$t"; done
+for t in "${NEEDED[@]}"; do mv -f "$TMP/$t" "$DEST/$t"; done
 # The stamp is written last: a folder without it is a half-finished build.
 printf 'kubectl=%s helm=%s go=%s seconds=%s\n' "$K8S_VERSION" "$HELM_VERSION" \
   "$(go_version)" "$((SECONDS - started))" >"$STAMP"

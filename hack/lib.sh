@@ -14,6 +14,12 @@ mod_version() {
   awk -v m="$2" '$1 == "require" { $1 = ""; $0 = $0 } $1 == m { print $2; exit }' "$1"
 }
 
+# has_all DIR: every file named in the NEEDED array is an executable in DIR.
+has_all() {
+  local name
+  for name in "${NEEDED[@]}"; do [[ -x "$1/$name" ]] || return 1; done
+}
+
 go_version() { go version | awk '{print $3}'; }
 
 # use_given VAR WHY CHECK...: when $VAR is set and `CHECK... $VAR` holds, print $VAR

@@ -17,24 +17,19 @@ from leaderworkerset.localcluster.manager_process import (
     UpstreamManager,
     WebhookTLS,
 )
+from tests.integration.manager_process import ProcessGroup
 
 
-class Managers:
-    """The manager processes of one test; all killed (and their logs shown) after it."""
-
+class Managers(ProcessGroup[ManagerProcess]):
     def __init__(self, workdir: Path, kubeconfig: Path, tls: WebhookTLS, go_binary: Path) -> None:
+        super().__init__()
         self.workdir = workdir
         self.kubeconfig = kubeconfig
         self.tls = tls
         self.go_binary = go_binary
-        self.all: list[ManagerProcess] = []
-
-    def _add(self, manager: ManagerProcess) -> ManagerProcess:
-        self.all.append(manager)
-        return manager
 
     def go(self, name: str = "go") -> ManagerProcess:
-        return self._add(
+        return self.add(
             UpstreamManager(
                 name,
                 self.workdir,
@@ -46,17 +41,6 @@ class Managers:
         )
 
     def ours(self, name: str = "ours") -> ManagerProcess:
-        return self._add(
+        return self.add(
             ManagerProcess(name, self.workdir, self.kubeconfig, tls=self.tls, serve_metrics=False)
-        )
-
-    def kill_all(self) -> None:
-        for manager in self.all:
-            manager.kill()
-
-    def report(self) -> str:
-        return "\n".join(
-            f"===== {m.name} (exit {m.proc.returncode if m.proc else None}) "
-            f"{m.log_path}\n{m.log_tail()}"
-            for m in self.all
         )

@@ -13,7 +13,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pytest
 import pytest_asyncio
@@ -28,6 +28,7 @@ LEASE = c.LEADER_ELECTION_LEASE_NAME
 MASTER_METRIC = f'leader_election_master_status{{name="{LEASE}"}}'
 # Short election timings so that a takeover is quick.
 FAST_ELECTION = {"leaseDuration": "4s", "renewDeadline": "3s", "retryPeriod": "500ms"}
+M = TypeVar("M", bound=manager_process.ManagerProcess)
 
 
 def sample(metrics_text: str, series: str) -> float | None:
@@ -48,26 +49,13 @@ class ManagerProcess(manager_process.ManagerProcess):
         return sample(await self.metrics(), MASTER_METRIC) == 1.0
 
 
-class Managers:
+class ProcessGroup(Generic[M]):
     """The manager processes of one test; all killed (and their logs shown) after it."""
 
-    def __init__(self, workdir: Path, kubeconfig: Path, operator_namespace: str) -> None:
-        self.workdir = workdir
-        self.kubeconfig = kubeconfig
-        self.operator_namespace = operator_namespace
-        self.all: list[ManagerProcess] = []
+    def __init__(self) -> None:
+        self.all: list[M] = []
 
-    def new(
-        self, name: str, election: dict[str, str] | None = None, **options: Any
-    ) -> ManagerProcess:
-        manager = ManagerProcess(
-            name,
-            self.workdir,
-            self.kubeconfig,
-            operator_namespace=self.operator_namespace,
-            election=dict(FAST_ELECTION if election is None else election),
-            **options,
-        )
+    def add(self, manager: M) -> M:
         self.all.append(manager)
         return manager
 
@@ -80,6 +68,28 @@ class Managers:
             f"===== {m.name} (exit {m.proc.returncode if m.proc else None}) "
             f"{m.log_path}\n{m.log_tail()}"
             for m in self.all
+        )
+
+
+class Managers(ProcessGroup[ManagerProcess]):
+    def __init__(self, workdir: Path, kubeconfig: Path, operator_namespace: str) -> None:
+        super().__init__()
+        self.workdir = workdir
+        self.kubeconfig = kubeconfig
+        self.operator_namespace = operator_namespace
+
+    def new(
+        self, name: str, election: dict[str, str] | None = None, **options: Any
+    ) -> ManagerProcess:
+        return self.add(
+            ManagerProcess(
+                name,
+                self.workdir,
+                self.kubeconfig,
+                operator_namespace=self.operator_namespace,
+                election=dict(FAST_ELECTION if election is None else election),
+                **options,
+            )
         )
 
 
