@@ -290,8 +290,9 @@ def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path 
                     )
                 else:
                     # The manager runs in `workdir`: a relative --baseline would not reach it.
-                    base = {"PYTHONPATH": str(args.baseline.resolve())}
-                    env = base if config == "base" else {}
+                    env = {}
+                    if config == "base":
+                        env["PYTHONPATH"] = str(args.baseline.resolve())
                     manager = ManagerProcess(config, workdir, cp.kubeconfig, tls=tls, env=env)
             nodes = max(1, math.ceil(pods / PODS_PER_NODE))
             try:
