@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import math
 import os
 import signal
@@ -39,29 +38,24 @@ from pathlib import Path
 from typing import Any
 
 from bench import workload
-from bench.processes import (
-    Manager,
-    Metrics,
-    Simulator,
-    cpu_seconds,
-    memory_kib,
-    quantile,
-    webhook_tls,
-)
+from bench.processes import Metrics, Simulator, cpu_seconds, memory_kib, quantile
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.binaries import ensure_binaries
 from leaderworkerset.localcluster.controlplane import ControlPlane
-from leaderworkerset.localcluster.deploy import FIELD_MANAGER, install, webhook_configurations
+from leaderworkerset.localcluster.manager_process import (
+    ManagerProcess,
+    UpstreamManager,
+    WebhookTLS,
+    install_upstream_needs,
+    route_webhooks,
+)
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import (
-    CRDS,
     LEADERWORKERSETS,
-    MUTATING_WEBHOOKS,
     NAMESPACES,
     PODS,
     SERVICES,
     STATEFULSETS,
-    VALIDATING_WEBHOOKS,
     ApiClient,
     ApiError,
     Resource,
@@ -76,36 +70,6 @@ CLUSTER_ROLES = Resource(
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
 )
-# Upstream's manager (v0.9 on) also runs a DisaggregatedSet controller, and exits
-# when that kind's cache cannot sync; a schemaless CRD is enough.
-DISAGGREGATEDSET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "disaggregatedsets.disaggregatedset.x-k8s.io"},
-    "spec": {
-        "group": "disaggregatedset.x-k8s.io",
-        "names": {
-            "kind": "DisaggregatedSet",
-            "listKind": "DisaggregatedSetList",
-            "plural": "disaggregatedsets",
-            "singular": "disaggregatedset",
-        },
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 @dataclass
@@ -147,18 +111,6 @@ def _lws_ready(lws: dict[str, Any], replicas: int) -> bool:
 # -- set-up of a manager ----------------------------------------------------------------------
 
 
-async def _route_webhooks(api: ApiClient, port: int, ca_pem: bytes) -> None:
-    await install(api, port)
-    bundle = base64.b64encode(ca_pem).decode()
-    for config in webhook_configurations(port, REPO):
-        for webhook in config["webhooks"]:
-            webhook["clientConfig"]["caBundle"] = bundle
-        resource = (
-            MUTATING_WEBHOOKS if config["kind"].startswith("Mutating") else VALIDATING_WEBHOOKS
-        )
-        await api.apply(resource, config, field_manager=FIELD_MANAGER)
-
-
 async def _metrics_token(api: ApiClient) -> str:
     """A token allowed to GET /metrics, for upstream's authenticated metrics server."""
     name = "lws-bench-metrics"
@@ -190,22 +142,25 @@ async def _metrics_token(api: ApiClient) -> str:
     return str(answer["status"]["token"])
 
 
-async def _start_manager(api: ApiClient, manager: Manager) -> None:
-    ca_pem = webhook_tls(manager.cert_dir)
-    await _route_webhooks(api, manager.webhook_port, ca_pem)
-    if manager.go_binary is not None:
-        await api.apply(CRDS, DISAGGREGATEDSET_CRD, field_manager=FIELD_MANAGER)
-        manager.metrics_token = await _metrics_token(api)
+async def _start_manager(api: ApiClient, manager: ManagerProcess) -> str | None:
+    """Start ``manager`` with its webhooks routed; the token its /metrics asks for."""
+    assert manager.tls is not None
+    await route_webhooks(api, manager.webhook_port, manager.tls.ca_pem, REPO)
+    token = None
+    if isinstance(manager, UpstreamManager):
+        await install_upstream_needs(api)
+        token = await _metrics_token(api)
     try:
         await api.create(NAMESPACES, {"metadata": {"name": c.DEFAULT_OPERATOR_NAMESPACE}})
     except ApiError as exc:
         if not exc.already_exists:
             raise
     manager.start()
-    await asyncio.to_thread(manager.wait_ready)
+    await manager.wait_ready(within=180.0)
     # Caches are synced when /readyz answers; let start-up work (CA checks, the first
     # relists) finish before the clock starts.
     await asyncio.sleep(3)
+    return token
 
 
 # -- one configuration ------------------------------------------------------------------------
@@ -228,7 +183,7 @@ async def measure(
     kubeconfig: Path,
     workdir: Path,
     args: argparse.Namespace,
-    manager: Manager | None,
+    manager: ManagerProcess | None,
 ) -> Result:
     pods = args.replicas * args.size
     api = ApiClient.from_kubeconfig(kubeconfig, qps=0, burst=0, user_agent="lws-bench")
@@ -240,11 +195,17 @@ async def measure(
         transform=_readiness_only,
     )
     try:
+        token = None
         if manager is not None:
-            await _start_manager(api, manager)
+            token = await _start_manager(api, manager)
+
+        def scrape() -> Metrics:
+            assert manager is not None
+            return Metrics.parse(manager.metrics_text(token))
+
         watch.start()
         await watch.wait_synced()
-        before = manager.metrics() if manager else Metrics()
+        before = scrape() if manager else Metrics()
         cpu_before = cpu_seconds(manager.pid) if manager else 0.0
         rss_before = memory_kib(manager.pid)[0] if manager else 0
         profiler = _profiler(args, manager, f"{config}-{run}")
@@ -279,7 +240,7 @@ async def measure(
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             await asyncio.to_thread(profiler.wait, 120)
-        after = manager.metrics()
+        after = scrape()
         result.cpu = cpu_seconds(manager.pid) - cpu_before
         rss, hwm = memory_kib(manager.pid)
         result.peak_rss_mib = hwm / 1024
@@ -290,7 +251,7 @@ async def measure(
             setattr(result, attr, None if value is None else value * 1000)
         if args.idle > 0:
             await asyncio.sleep(args.idle)
-            result.idle_writes = manager.metrics().writes - after.writes
+            result.idle_writes = scrape().writes - after.writes
         return result
     finally:
         await watch.stop()
@@ -298,11 +259,11 @@ async def measure(
 
 
 def _profiler(
-    args: argparse.Namespace, manager: Manager | None, name: str
+    args: argparse.Namespace, manager: ManagerProcess | None, name: str
 ) -> subprocess.Popen[bytes] | None:
     """py-spy sampling our manager from the create to all Ready (collapsed stacks, which
     flamegraph tools and `sort | uniq` read alike)."""
-    if not args.profile or manager is None or manager.go_binary is not None:
+    if not args.profile or manager is None or isinstance(manager, UpstreamManager):
         return None
     out = Path(args.profile) / f"{name}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -317,23 +278,29 @@ def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path 
     with tempfile.TemporaryDirectory(prefix=f"lws-scale-{config}-") as tmp:
         workdir = Path(tmp)
         with ControlPlane(workdir / "cp", name=f"scale-{config}", binaries=ensure_binaries()) as cp:
-            manager = None
+            manager: ManagerProcess | None = None
+            # No leader election (the default): with one manager per cluster it would
+            # only add Lease writes.
             if config != "floor":
-                manager = Manager(
-                    config,
-                    workdir,
-                    cp.kubeconfig,
-                    workdir / "certs",
-                    go_binary=go_binary if config == "upstream" else None,
-                    env={"PYTHONPATH": str(args.baseline)} if config == "base" else {},
-                )
+                tls = WebhookTLS.create(workdir / "certs", "lws-bench-ca")
+                if config == "upstream":
+                    assert go_binary is not None
+                    manager = UpstreamManager(
+                        config, workdir, cp.kubeconfig, executable=[str(go_binary)], tls=tls
+                    )
+                else:
+                    # The manager runs in `workdir`: a relative --baseline would not reach it.
+                    env = {}
+                    if config == "base":
+                        env["PYTHONPATH"] = str(args.baseline.resolve())
+                    manager = ManagerProcess(config, workdir, cp.kubeconfig, tls=tls, env=env)
             nodes = max(1, math.ceil(pods / PODS_PER_NODE))
             try:
                 with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log"):
                     return asyncio.run(measure(config, run, cp.kubeconfig, workdir, args, manager))
             finally:
                 if manager is not None:
-                    manager.stop()
+                    manager.kill()
                     if args.keep_logs:
                         keep = Path(args.keep_logs) / f"{config}-{run}.log"
                         keep.parent.mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from leaderworkerset.localcluster.manager_process import WebhookTLS
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 
-from .managers import Managers, WebhookTLS
+from .managers import Managers
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "hack" / "build-upstream-lws.sh"
@@ -37,7 +38,7 @@ def upstream_manager(pytestconfig: pytest.Config) -> Path:
 
 @pytest.fixture(scope="session")
 def webhook_tls(tmp_path_factory: pytest.TempPathFactory) -> WebhookTLS:
-    return WebhookTLS.create(tmp_path_factory.mktemp("webhook-tls"))
+    return WebhookTLS.create(tmp_path_factory.mktemp("webhook-tls"), "lws-compat-ca")
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ exactly one revision (a hash mismatch at takeover would have added one more).
 from __future__ import annotations
 
 import asyncio
-import base64
 import copy
 import time
 from collections.abc import Callable
@@ -21,13 +20,15 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import FIELD_MANAGER, install, webhook_configurations
+from leaderworkerset.localcluster import manager_process
+from leaderworkerset.localcluster.manager_process import (
+    ManagerProcess,
+    WebhookTLS,
+    install_upstream_needs,
+)
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
-    CRDS,
     LEADERWORKERSETS,
-    MUTATING_WEBHOOKS,
-    VALIDATING_WEBHOOKS,
     ApiClient,
 )
 from tests.integration.lws_helpers import (
@@ -41,7 +42,7 @@ from tests.integration.lws_helpers import (
 )
 from tests.waiting import eventually
 
-from .managers import ManagerProcess, Managers, WebhookTLS
+from .managers import Managers
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 
@@ -127,60 +128,10 @@ async def snapshot(api: ApiClient, namespace: str, name: str) -> Snapshot:
     return Snapshot(pods, sets, revisions)
 
 
-# Upstream's manager also runs a DisaggregatedSet controller (from v0.9.0 on); without
-# its CRD that controller's cache never syncs and, after controller-runtime's sync
-# timeout, the whole manager exits. A schemaless stand-in is enough: no test makes one.
-DISAGGREGATEDSET_CRD: JSON = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "disaggregatedsets.disaggregatedset.x-k8s.io"},
-    "spec": {
-        "group": "disaggregatedset.x-k8s.io",
-        "names": {
-            "kind": "DisaggregatedSet",
-            "listKind": "DisaggregatedSetList",
-            "plural": "disaggregatedsets",
-            "singular": "disaggregatedset",
-        },
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-                "subresources": {"status": {}},
-            }
-        ],
-    },
-}
-
-
-async def crd_established(api: ApiClient, name: str) -> bool:
-    crd = await api.get(CRDS, name)
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(x["type"] == "Established" and x["status"] == "True" for x in conditions)
-
-
 async def route_webhooks(api: ApiClient, manager: ManagerProcess, tls: WebhookTLS) -> None:
     """The CRDs, and the webhook configurations calling `manager` with the test CA."""
-    await install(api, manager.webhook_port)
-    await api.apply(CRDS, DISAGGREGATEDSET_CRD, field_manager=FIELD_MANAGER)
-    crd = DISAGGREGATEDSET_CRD["metadata"]["name"]
-    await eventually(lambda: crd_established(api, crd), within=60, what=f"{crd} established")
-    bundle = base64.b64encode(tls.ca_pem).decode()
-    for config in webhook_configurations(manager.webhook_port):
-        for webhook in config["webhooks"]:
-            webhook["clientConfig"]["caBundle"] = bundle
-        resource = (
-            MUTATING_WEBHOOKS if config["kind"].startswith("Mutating") else VALIDATING_WEBHOOKS
-        )
-        await api.apply(resource, config, field_manager=FIELD_MANAGER)
+    await install_upstream_needs(api)
+    await manager_process.route_webhooks(api, manager.webhook_port, tls.ca_pem)
 
 
 class Clock:

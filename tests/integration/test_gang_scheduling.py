@@ -10,6 +10,7 @@ import pytest_asyncio
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.pod.gang_scheduling import PODGROUPS
 from leaderworkerset.localcluster.deploy import RunningController
+from leaderworkerset.localcluster.manager_process import stand_in_crd
 from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient
 from tests.waiting import eventually
 
@@ -19,29 +20,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 # Volcano is not installed here; a stand-in CRD that accepts any PodGroup is enough to
 # see what the controller creates.
-PODGROUP_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"{PODGROUPS.plural}.{PODGROUPS.group}"},
-    "spec": {
-        "group": PODGROUPS.group,
-        "names": {"kind": "PodGroup", "plural": PODGROUPS.plural, "singular": "podgroup"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": PODGROUPS.version,
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+PODGROUP_CRD = stand_in_crd(PODGROUPS.group, PODGROUPS.version, "PodGroup", PODGROUPS.plural)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

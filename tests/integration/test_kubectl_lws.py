@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,32 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 JSON = dict[str, Any]
 REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Cluster:
+    """What each test here drives: the API and the nodes, its namespace, and the
+    kubeconfig the plugin reads; the in-process controller runs."""
+
+    api: ApiClient
+    sim: NodeSimulator
+    namespace: str
+    kubeconfig: Path
+
+    async def ready_lws(self, body: JSON, replicas: int) -> None:
+        await self.api.create(LEADERWORKERSETS, body)
+        await wait_ready(self.api, self.namespace, body["metadata"]["name"], replicas)
+
+
+@pytest.fixture
+def cluster(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+    kubeconfig: Path,
+) -> Cluster:
+    return Cluster(nodesim_api, node_simulator, namespace, kubeconfig)
 
 
 def plugin_env() -> dict[str, str]:
@@ -95,16 +122,10 @@ async def table(kubeconfig: Path, name: str, namespace: str, *extra: str) -> str
 # --- Hash -----------------------------------------------------------------------------
 
 
-async def test_hash_ready_then_not_ready(
-    lws_controller: RunningController,
-    node_simulator: NodeSimulator,
-    nodesim_api: ApiClient,
-    namespace: str,
-    kubeconfig: Path,
-) -> None:
-    api = nodesim_api
-    await api.create(LEADERWORKERSETS, hash_lws("web", namespace, replicas=2, size=3))
-    await wait_ready(api, namespace, "web", 2)
+async def test_hash_ready_then_not_ready(cluster: Cluster) -> None:
+    api, sim = cluster.api, cluster.sim
+    namespace, kubeconfig = cluster.namespace, cluster.kubeconfig
+    await cluster.ready_lws(hash_lws("web", namespace, replicas=2, size=3), 2)
     groups = await states_become(kubeconfig, "web", namespace, {"Ready": 2}, "both Ready")
     live = {key_of(p): p for p in await leaders(api, namespace, "web")}
     assert {g["groupIndex"] for g in groups} == set(live)
@@ -120,7 +141,7 @@ async def test_hash_ready_then_not_ready(
 
     victim = groups[0]["groupIndex"]
     worker = next(p for p in await group_pods(api, namespace, "web", victim) if not is_leader(p))
-    await node_simulator.set_container_ready(namespace, name_of(worker), False)
+    await sim.set_container_ready(namespace, name_of(worker), False)
     groups = await states_become(
         kubeconfig, "web", namespace, {"Ready": 1, "NotReady": 1}, "one group NotReady"
     )
@@ -140,16 +161,10 @@ async def test_hash_ready_then_not_ready(
     assert len(text.splitlines()) == 3
 
 
-async def test_hash_gated_replacement_waits_for_the_tearing_down_group(
-    lws_controller: RunningController,
-    node_simulator: NodeSimulator,
-    nodesim_api: ApiClient,
-    namespace: str,
-    kubeconfig: Path,
-) -> None:
-    api, sim = nodesim_api, node_simulator
-    await api.create(LEADERWORKERSETS, hash_lws("serve", namespace, replicas=3, size=2))
-    await wait_ready(api, namespace, "serve", 3)
+async def test_hash_gated_replacement_waits_for_the_tearing_down_group(cluster: Cluster) -> None:
+    api, sim = cluster.api, cluster.sim
+    namespace, kubeconfig = cluster.namespace, cluster.kubeconfig
+    await cluster.ready_lws(hash_lws("serve", namespace, replicas=3, size=2), 3)
     victim = (await leaders(api, namespace, "serve"))[0]
     old_group = await group_pods(api, namespace, "serve", key_of(victim))
     for pod in old_group:
@@ -190,21 +205,15 @@ async def test_hash_gated_replacement_waits_for_the_tearing_down_group(
     await states_become(kubeconfig, "serve", namespace, {"Ready": 3}, "all Ready again")
 
 
-async def test_hash_updating(
-    lws_controller: RunningController,
-    node_simulator: NodeSimulator,
-    nodesim_api: ApiClient,
-    namespace: str,
-    kubeconfig: Path,
-) -> None:
+async def test_hash_updating(cluster: Cluster) -> None:
     """A template change whose new group cannot be scheduled holds the rollout (surge 1,
     unavailable 0); an old group that then loses readiness is Updating: not ready and
     on an old revision."""
-    api, sim = nodesim_api, node_simulator
+    api, sim = cluster.api, cluster.sim
+    namespace, kubeconfig = cluster.namespace, cluster.kubeconfig
     rollout = {"rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}}
     body = hash_lws("roll", namespace, replicas=2, size=2, rolloutStrategy=rollout)
-    await api.create(LEADERWORKERSETS, body)
-    await wait_ready(api, namespace, "roll", 2)
+    await cluster.ready_lws(body, 2)
     before = await leaders(api, namespace, "roll")
     patch = {
         "spec": {
@@ -248,16 +257,9 @@ async def test_hash_updating(
 # --- Ordinal ----------------------------------------------------------------------------
 
 
-async def test_ordinal_groups_describe_and_errors(
-    lws_controller: RunningController,
-    node_simulator: NodeSimulator,
-    nodesim_api: ApiClient,
-    namespace: str,
-    kubeconfig: Path,
-) -> None:
-    api = nodesim_api
-    await api.create(LEADERWORKERSETS, lws_manifest("ord", namespace, replicas=2, size=2))
-    await wait_ready(api, namespace, "ord", 2)
+async def test_ordinal_groups_describe_and_errors(cluster: Cluster) -> None:
+    namespace, kubeconfig = cluster.namespace, cluster.kubeconfig
+    await cluster.ready_lws(lws_manifest("ord", namespace, replicas=2, size=2), 2)
     groups = await states_become(kubeconfig, "ord", namespace, {"Ready": 2}, "Ordinal Ready")
     assert [g["group"] for g in groups] == ["0", "1"]
     assert all("scaleDownRank" not in g and g["currentRevision"] for g in groups)
@@ -305,21 +307,15 @@ def kubectl_dir() -> Iterator[Path]:
 
 
 async def test_through_kubectls_plugin_mechanism(
-    lws_controller: RunningController,
-    node_simulator: NodeSimulator,
-    nodesim_api: ApiClient,
-    namespace: str,
-    kubeconfig: Path,
-    kubectl_dir: Path,
-    tmp_path: Path,
+    cluster: Cluster, kubectl_dir: Path, tmp_path: Path
 ) -> None:
     """`kubectl lws` finds `kubectl-lws` on PATH: here a stand-in for the console
     script that runs this tree's package."""
     script = tmp_path / "kubectl-lws"
     script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m leaderworkerset.kubectl "$@"\n')
     script.chmod(0o755)
-    await nodesim_api.create(LEADERWORKERSETS, hash_lws("kc", namespace, replicas=1, size=2))
-    await wait_ready(nodesim_api, namespace, "kc", 1)
+    namespace, kubeconfig = cluster.namespace, cluster.kubeconfig
+    await cluster.ready_lws(hash_lws("kc", namespace, replicas=1, size=2), 1)
     env_path = os.pathsep.join([str(tmp_path), str(kubectl_dir), os.environ.get("PATH", "")])
     argv = [str(kubectl_dir / "kubectl"), "lws", "groups", "kc", "-n", namespace]
     proc = await asyncio.create_subprocess_exec(

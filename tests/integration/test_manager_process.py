@@ -21,6 +21,7 @@ import time
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.localcluster.deploy import install
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
@@ -34,7 +35,6 @@ from tests.waiting import eventually
 
 from .lws_helpers import live_pods, lws_manifest, wait_ready
 from .manager_process import (
-    JSON,
     LEASE,
     ManagerProcess,
     Managers,

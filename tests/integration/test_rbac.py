@@ -20,9 +20,6 @@ import asyncio
 import base64
 import re
 import signal
-import ssl
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,7 @@ import pytest_asyncio
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import free_port
+from leaderworkerset.localcluster.manager_process import http_get
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.certs import CA_CERT
 from leaderworkerset.runtime.client import (
@@ -82,13 +80,8 @@ TERMINATING = ("NamespaceTerminating", "being terminated")
 
 
 class ServiceAccountManager(ManagerProcess):
-    """`lws controller` as deployed: metrics behind TokenReview and SubjectAccessReview."""
-
-    def command(self) -> list[str]:
-        return [
-            "--metrics-secure=true" if arg == "--metrics-secure=false" else arg
-            for arg in super().command()
-        ]
+    """`lws controller` as deployed (built with ``secure_metrics=True``): metrics behind
+    TokenReview and SubjectAccessReview."""
 
     def denials(self) -> list[str]:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -102,21 +95,6 @@ class ServiceAccountManager(ManagerProcess):
         denied = self.denials()
         assert not denied, "the manager was refused:\n" + "\n".join(denied[:20])
         self.check_alive()
-
-
-def _get(url: str, token: str | None) -> tuple[int, str]:
-    # The metrics server's certificate is self-signed.
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    request = urllib.request.Request(url)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=10, context=ctx) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
 
 
 async def _crd_established(admin: ApiClient) -> bool:
@@ -162,8 +140,9 @@ async def manager(
             "sa-manager",
             workdir,
             sa_kubeconfig,
-            OPERATOR_NAMESPACE,
-            dict(FAST_ELECTION),
+            operator_namespace=OPERATOR_NAMESPACE,
+            election=dict(FAST_ELECTION),
+            secure_metrics=True,
             webhook_port=port,
         )
         try:
@@ -300,11 +279,11 @@ async def test_metrics_are_authenticated_and_authorized(
     token = await service_account_token(api, SCRAPER)
     url = f"https://127.0.0.1:{manager.metrics_port}/metrics"
     try:
-        status, _ = await asyncio.to_thread(_get, url, None)
+        status, _ = await asyncio.to_thread(http_get, url, None)
         assert status == 401
 
         async def scraped() -> str | None:
-            status, body = await asyncio.to_thread(_get, url, token)
+            status, body = await asyncio.to_thread(http_get, url, token)
             return body if status == 200 else None
 
         # RBAC caches in the API server take a moment to see the new binding.

@@ -72,6 +72,7 @@ class Recorder:
 
 
 def new_manager(tmp_path: Path, **options: Any) -> Manager:
+    """A real manager for unit tests, serving nothing (test_setup_caches uses it too)."""
     opts = ManagerOptions(
         namespace="default",
         webhook_host="127.0.0.1",

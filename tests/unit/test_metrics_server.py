@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
+from leaderworkerset.localcluster.manager_process import http_get
 from leaderworkerset.runtime.health import DelegatedAuth, MetricsServer
 
 
@@ -33,22 +31,6 @@ def _registry() -> CollectorRegistry:
     registry = CollectorRegistry()
     Counter("probe_total", "A counter to find in the output.", registry=registry).inc()
     return registry
-
-
-def _get(url: str, token: str = "") -> tuple[int, str]:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    request = urllib.request.Request(url)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=10, context=ctx) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, ""
-    except (OSError, urllib.error.URLError) as exc:
-        return 0, str(exc)
 
 
 @pytest.fixture
@@ -73,10 +55,10 @@ async def test_not_secure_serves_plain_http_to_anyone(
     server = await _start(
         servers, MetricsServer("127.0.0.1:0", secure=False, auth=auth, registry=_registry())
     )
-    status, body = await asyncio.to_thread(_get, f"http://127.0.0.1:{server.port}/metrics")
+    status, body = await asyncio.to_thread(http_get, f"http://127.0.0.1:{server.port}/metrics")
     assert status == 200 and "probe_total 1.0" in body
     assert auth.asked == [], "a plain-HTTP endpoint must not ask for credentials"
-    https_status, _ = await asyncio.to_thread(_get, f"https://127.0.0.1:{server.port}/metrics")
+    https_status, _ = await asyncio.to_thread(http_get, f"https://127.0.0.1:{server.port}/metrics")
     assert https_status == 0, "the plain endpoint answered a TLS handshake"
     (record,) = [r for r in caplog.records if r.getMessage() == "Serving metrics server"]
     assert record.__dict__["bindAddress"] == "127.0.0.1:0"
@@ -92,11 +74,11 @@ async def test_secure_serves_https_and_checks_callers(
         servers, MetricsServer("127.0.0.1:0", secure=True, auth=auth, registry=_registry())
     )
     url = f"https://127.0.0.1:{server.port}/metrics"
-    assert (await asyncio.to_thread(_get, url))[0] == 401
-    assert (await asyncio.to_thread(_get, url, "bad"))[0] == 401
-    status, body = await asyncio.to_thread(_get, url, "good")
+    assert (await asyncio.to_thread(http_get, url))[0] == 401
+    assert (await asyncio.to_thread(http_get, url, "bad"))[0] == 401
+    status, body = await asyncio.to_thread(http_get, url, "good")
     assert status == 200 and "probe_total 1.0" in body
-    plain_status, _ = await asyncio.to_thread(_get, f"http://127.0.0.1:{server.port}/metrics")
+    plain_status, _ = await asyncio.to_thread(http_get, f"http://127.0.0.1:{server.port}/metrics")
     assert plain_status != 200, "the secure endpoint answered plain HTTP"
     (record,) = [r for r in caplog.records if r.getMessage() == "Serving metrics server"]
     assert record.__dict__["secure"] is True

@@ -15,16 +15,14 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import cast
 
 import pytest
 
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.runtime.cache import Informer
-from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.controller import Controller
-from leaderworkerset.runtime.manager import Manager, ManagerOptions
 from leaderworkerset.wiring import LwsControllers, setup_controllers
+from tests.unit.test_manager_caches import new_manager
 from tests.waiting import eventually
 
 CONTROLLERS = ("leaderworkerset", "pod", "group-replacement")
@@ -52,17 +50,7 @@ class Wired:
     """
 
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        options = ManagerOptions(
-            namespace="default",
-            webhook_host="127.0.0.1",
-            webhook_port=0,
-            cert_dir=tmp_path,
-            handle_signals=False,
-            graceful_shutdown_timeout=5,
-            cache_sync_timeout=0.05,
-        )
-        # Without a rotator, an elector or a recorder, the manager never calls the API.
-        self.manager = Manager(options, client=cast(ApiClient, object()))
+        self.manager = new_manager(tmp_path, cache_sync_timeout=0.05)
         self.wiring: LwsControllers = setup_controllers(self.manager, enable_webhooks=False)
         for informer in self.wiring.caches.all():
             monkeypatch.setattr(informer, "start", lambda: None)

@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.controlplane import cache_root, pid_alive, pid_belongs_to
-from leaderworkerset.localcluster.deploy import free_port, prepare_cluster
+from leaderworkerset.localcluster.deploy import prepare_cluster
+from leaderworkerset.localcluster.manager_process import ManagerProcess, lws_command
 from leaderworkerset.localcluster.nodesim.control import send_fault
 from leaderworkerset.runtime.client import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, ApiClient
 
@@ -38,8 +36,6 @@ NODESIM = "nodesim"
 CONTROLLER = "controller"
 # Stopped in this order: nothing reconciles against a cluster whose nodes are leaving.
 PROCESSES = (CONTROLLER, NODESIM)
-# Variables that would make the controller think it runs in a pod, or drop its webhooks.
-_CONTROLLER_UNWANTED_ENV = ("KUBERNETES_SERVICE_HOST", "ENABLE_WEBHOOKS", "LWS_OPERATOR_NAMESPACE")
 
 
 class PlaygroundError(RuntimeError):
@@ -81,14 +77,6 @@ def http_status(url: str, timeout: float = 2.0) -> int:
         return err.code
     except OSError:
         return 0
-
-
-def lws_command() -> list[str]:
-    """How to run ``lws``: the entry point beside this interpreter, else the module."""
-    beside = Path(sys.executable).with_name("lws")
-    if beside.exists():
-        return [str(beside)]
-    return [sys.executable, "-c", "from leaderworkerset.cli import main; main()"]
 
 
 def find_kubectl() -> Path | None:
@@ -149,7 +137,7 @@ class Playground:
             return pid
         return None
 
-    def _spawn(self, process: str, command: list[str], env: dict[str, str] | None = None) -> Any:
+    def _spawn(self, process: str, command: list[str]) -> Any:
         log = self.log_path(process)
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
@@ -159,7 +147,6 @@ class Playground:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=self.workdir,
-                env=env,
                 start_new_session=True,
             )
 
@@ -195,24 +182,27 @@ class Playground:
     def start_controller(self, kubeconfig: Path, timeout: float = 180.0) -> dict[str, int]:
         if self.pid(CONTROLLER):
             raise PlaygroundError(f"a controller already runs for {self.workdir}")
-        ports = {"webhook": free_port(), "health": free_port(), "metrics": free_port()}
-        asyncio.run(prepare_cluster(kubeconfig, ports["webhook"]))
-        self.controller_config.write_text(
-            yaml.safe_dump(self._controller_configuration(ports), sort_keys=False)
+        controller = ManagerProcess(
+            CONTROLLER,
+            self.workdir,
+            kubeconfig,
+            operator_namespace=c.DEFAULT_OPERATOR_NAMESPACE,
+            # No election: with one controller it would only delay a restarted one by
+            # a lease.
+            election=None,
+            log_flags=("--zap-encoder=console",),
+            config_file=self.controller_config,
+            log_file=self.log_path(CONTROLLER),
         )
-        command = [
-            *lws_command(),
-            "controller",
-            f"--config={self.controller_config}",
-            f"--kubeconfig={kubeconfig}",
-            f"--operator-namespace={c.DEFAULT_OPERATOR_NAMESPACE}",
-            "--webhook-cert-extra-sans=127.0.0.1",
-            # Plain HTTP, so that `curl` reads the metrics without a token.
-            "--metrics-secure=false",
-            "--zap-encoder=console",
-        ]
-        env = {k: v for k, v in os.environ.items() if k not in _CONTROLLER_UNWANTED_ENV}
-        proc = self._spawn(CONTROLLER, command, env)
+        ports = {
+            "webhook": controller.webhook_port,
+            "health": controller.health_port,
+            "metrics": controller.metrics_port,
+        }
+        asyncio.run(prepare_cluster(kubeconfig, ports["webhook"]))
+        controller.start()
+        proc = controller.proc
+        assert proc is not None
         self._record(CONTROLLER, {"pid": proc.pid, **ports})
 
         def ready() -> bool:
@@ -220,22 +210,6 @@ class Playground:
 
         _poll(ready, proc, self.log_path(CONTROLLER), "the controller", timeout)
         return ports
-
-    def _controller_configuration(self, ports: Mapping[str, int]) -> dict[str, Any]:
-        return {
-            "apiVersion": "config.lws.x-k8s.io/v1alpha1",
-            "kind": "Configuration",
-            "webhook": {
-                "host": "127.0.0.1",
-                "port": ports["webhook"],
-                "certDir": str(self.workdir / "controller-certs"),
-            },
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
-            "metrics": {"bindAddress": f"127.0.0.1:{ports['metrics']}"},
-            # One controller: an election would only delay a restarted one by a lease.
-            "leaderElection": {"leaderElect": False},
-            "internalCertManagement": {"enable": True},
-        }
 
     def controller_url(self, endpoint: str) -> str | None:
         entry = self.state().get(CONTROLLER, {})
