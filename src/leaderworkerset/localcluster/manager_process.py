@@ -230,6 +230,11 @@ class ManagerProcess:
         # Upstream's manager reads the same file format.
         election: JSON = {"leaderElect": self.election is not None, **(self.election or {})}
         metrics = f"127.0.0.1:{self.metrics_port}" if self.serve_metrics else "0"
+        if self.serve_metrics and not self.secure_metrics:
+            # The scheme in the address asks for plain HTTP as --metrics-secure=false does,
+            # and is also understood by builds older than that flag's plain-HTTP mode
+            # (a benchmark's baseline).
+            metrics = f"http://{metrics}"
         return {
             "apiVersion": "config.lws.x-k8s.io/v1alpha1",
             "kind": "Configuration",
