@@ -55,14 +55,6 @@ SIZE = 2
 HANDOVER_WATCH = 15.0
 READY_WITHIN = 240.0
 
-# Hash differences between the two managers that are known and being fixed elsewhere:
-# (LeaderWorkerSet name, "created" | "rolled") -> why. They are reported, not failed.
-# Neither breaks a handover: each manager adopts the other's revisions by content.
-KNOWN_HASH_DIFFERENCES: dict[tuple[str, str], str] = {
-    (name, "created"): "upstream's webhook stores an empty worker template `metadata: {}`"
-    " and the hash covers the stored template; ours stores none"
-    for name in ("plain", "bare")
-}
 # The template-revision-hash each manager gave each manifest, before and after the
 # template change: (manager, LeaderWorkerSet name, "created" | "rolled") -> hash. Both
 # hash the same template, so once both directions ran the two must agree.
@@ -214,14 +206,10 @@ def same_hashes() -> None:
             go, ours = HASHES.get(("go", name, when)), HASHES.get(("ours", name, when))
             if go is None or ours is None:
                 continue
-            known = KNOWN_HASH_DIFFERENCES.get((name, when))
-            if go == ours:
-                note = " (known difference no longer seen)" if known else ""
-                print(f"hash {name} {when}: go = ours = {go}{note}")
-            elif known:
-                print(f"KNOWN DIFFERENCE hash {name} {when}: go {go}, ours {ours}: {known}")
-            else:
-                raise AssertionError(f"{name} ({when}): go hashes {go}, ours {ours}")
+            # Templates without metadata or container resources included: our
+            # webhook stores what upstream's typed round trip adds.
+            assert go == ours, f"{name} ({when}): go hashes {go}, ours {ours}"
+            print(f"hash {name} {when}: go = ours = {go}")
 
 
 async def migrate(
