@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 
@@ -45,6 +46,7 @@ THROWAWAY_UID = "00000000-0000-0000-0000-000000000000"
 
 TEMPLATE = "spec.leaderWorkerTemplate"
 ROLLING_UPDATE = "spec.rolloutStrategy.rollingUpdateConfiguration"
+_VOLUME = re.compile(r"^spec\.template\.spec\.volumes\[([0-9]+)\]((?:[.\[].*)?)$")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,27 @@ class Workload:
     @property
     def kind(self) -> str:
         return str(self.body.get("kind", self.resource.kind))
+
+    def volume_origin(self, index: int) -> tuple[str, int] | None:
+        """Where `spec.template.spec.volumes[index]` of a 422 came from. The StatefulSet
+        API validates the pod template with a volume per claim template: the claims
+        first, a template volume of a claim's name in that claim's place, then the
+        other template volumes. ("claim", i) or ("volume", j); None when out of range."""
+        spec = self.body.get("spec") or {}
+        origins: list[tuple[str, int]] = []
+        slots: dict[str, int] = {}
+        if self.resource == STATEFULSETS:
+            for i, claim in enumerate(spec.get("volumeClaimTemplates") or []):
+                slots.setdefault(str(meta_of(claim).get("name", "")), len(origins))
+                origins.append(("claim", i))
+        volumes = (spec.get("template") or {}).get("spec", {}).get("volumes") or []
+        for j, volume in enumerate(volumes):
+            slot = slots.get(str(volume.get("name", ""))) if isinstance(volume, dict) else None
+            if slot is None:
+                origins.append(("volume", j))
+            else:
+                origins[slot] = ("volume", j)
+        return origins[index] if 0 <= index < len(origins) else None
 
 
 def throwaway_name() -> str:
@@ -134,6 +157,13 @@ def workloads(lws: JSON, name: str, namespace: str) -> list[Workload]:
 def lws_field(workload: Workload, field: str) -> str | None:
     """The LWS path a field of `workload` was built from; None for fields the
     controller alone decides."""
+    volume = _VOLUME.match(field)
+    origin = workload.volume_origin(int(volume.group(1))) if volume else None
+    if volume is not None and origin is not None:
+        kind, index = origin
+        if kind == "claim":
+            return f"{TEMPLATE}.volumeClaimTemplates[{index}].metadata.name"
+        return f"{workload.template_path}.spec.volumes[{index}]{volume.group(2)}"
     for prefix, target in (
         ("spec.template", workload.template_path),
         ("spec.volumeClaimTemplates", f"{TEMPLATE}.volumeClaimTemplates"),

@@ -65,6 +65,12 @@ def bad_claim_name(body: JSON) -> None:
     ]
 
 
+def bad_claim_beside_a_volume(body: JSON) -> None:
+    bad_claim_name(body)
+    spec = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+
+
 def unknown_retention(body: JSON) -> None:
     body["spec"]["leaderWorkerTemplate"]["persistentVolumeClaimRetentionPolicy"] = {
         "whenDeleted": "Sometimes"
@@ -87,6 +93,11 @@ CASES: list[tuple[str, Callable[[JSON], None], str]] = [
     ("bad-name", bad_container_name, f"{WORKER}.spec.containers[0].name"),
     ("empty-image", empty_image, f"{WORKER}.spec.containers[0].image"),
     ("bad-claim", bad_claim_name, f"{LWT}.volumeClaimTemplates[0].metadata.name"),
+    (
+        "bad-claim-beside-a-volume",
+        bad_claim_beside_a_volume,
+        f"{LWT}.volumeClaimTemplates[0].metadata.name",
+    ),
     (
         "retention",
         unknown_retention,

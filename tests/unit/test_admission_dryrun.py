@@ -109,6 +109,32 @@ def test_workload_fields_map_to_lws_fields(
     assert lws_field(target, field) == expected
 
 
+def test_claims_checked_as_volumes_map_to_their_claim_templates() -> None:
+    # As the StatefulSet API lists them: claims first, a template volume of a claim's
+    # name in its place, then the other template volumes.
+    body = {
+        "spec": {
+            "template": {"spec": {"volumes": [{"name": "own"}, {"name": "data"}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}}, {"metadata": {"name": "x"}}],
+        }
+    }
+    target = Workload(STATEFULSETS, body, f"{TEMPLATE}.workerTemplate", False)
+    expected = {
+        "spec.template.spec.volumes[0].name": f"{TEMPLATE}.workerTemplate.spec.volumes[1].name",
+        "spec.template.spec.volumes[1].name": f"{TEMPLATE}.volumeClaimTemplates[1].metadata.name",
+        "spec.template.spec.volumes[2].emptyDir": (
+            f"{TEMPLATE}.workerTemplate.spec.volumes[0].emptyDir"
+        ),
+        "spec.template.spec.volumes[2]": f"{TEMPLATE}.workerTemplate.spec.volumes[0]",
+        "spec.template.spec.volumes[3].name": f"{TEMPLATE}.workerTemplate.spec.volumes[3].name",
+    }
+    assert {field: lws_field(target, field) for field in expected} == expected
+    deployment = Workload(DEPLOYMENTS, body, f"{TEMPLATE}.workerTemplate", True)
+    assert lws_field(deployment, "spec.template.spec.volumes[1].name") == (
+        f"{TEMPLATE}.workerTemplate.spec.volumes[1].name"
+    )
+
+
 def test_causes_keep_reason_and_message_under_the_lws_field() -> None:
     message = 'Invalid value: "Bad_Name": a lowercase RFC 1123 label must consist of ...'
     error = invalid(
