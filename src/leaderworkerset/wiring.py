@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from leaderworkerset.admission_dryrun import dry_run_check
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
@@ -127,5 +128,9 @@ def setup_controllers(
     for controller in (lws_controller, pod_controller, replacement_controller):
         manager.add(controller)
     if enable_webhooks:
-        register_webhooks(manager.webhook_server, caches, options, client)
+        # Templates the workload APIs would refuse are refused at admission, by a
+        # dry-run of what the controllers build (they may not be imported by the webhooks).
+        register_webhooks(
+            manager.webhook_server, caches, options, client, template_check=dry_run_check(client)
+        )
     return LwsControllers(caches, lws_controller, pod_controller, replacement_controller, options)

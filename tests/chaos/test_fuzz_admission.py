@@ -258,15 +258,7 @@ def small_lws(namespace: str, name: str, container: JSON) -> JSON:
     }
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="finding (not one of issue 11 items 1-5): admission does not validate the pod "
-    "templates as the StatefulSet API will (no containers, a container named Bad_Name, an "
-    "empty image, a volume claim named Bad_Claim, a claim retention policy the "
-    "StatefulSet API does not know...): the LWS is accepted, the StatefulSet "
-    "API refuses what the controller makes of it (422), and the controller retries "
-    "forever, logging an error each time, with no condition or event on the LWS",
-)
+# Found by this suite: admission now dry-runs the workloads built from the templates.
 async def test_invalid_pod_template_is_refused_or_reconciled(
     namespace: str, managers: Managers, relay: WebhookRelay, nodesim_api: ApiClient
 ) -> None:

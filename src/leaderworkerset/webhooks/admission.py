@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.errors import ErrorType
 from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.caches import LwsCaches
@@ -21,6 +20,7 @@ from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.roles import group_key, is_leader
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
 from leaderworkerset.runtime.webhook import (
+    AdmissionHandler,
     AdmissionResponse,
     WebhookServer,
     allow,
@@ -34,8 +34,9 @@ from leaderworkerset.webhooks.hostnames import IssuedHostnames, hostnames_in_use
 from leaderworkerset.webhooks.leaderworkerset import (
     MUTATING_PATH,
     VALIDATING_PATH,
+    TemplateCheck,
     default_object,
-    validate_object,
+    validate_with_workloads,
 )
 from leaderworkerset.webhooks.pods import PodAdmissionContext, mutate_pod
 
@@ -50,37 +51,47 @@ async def mutate_leaderworkerset(request: JSON) -> AdmissionResponse:
     return patched(obj, default_object(obj))
 
 
-async def validate_leaderworkerset(request: JSON) -> AdmissionResponse:
-    obj = request.get("object")
-    if not isinstance(obj, dict):
-        return errored(400, "the admission request carries no object")
-    old = request.get("oldObject")
-    verdict = validate_object(
-        str(request.get("operation", "CREATE")), obj, old if isinstance(old, dict) else None
-    )
-    if verdict.allowed:
-        return allow(warnings=verdict.warnings)
-    name = name_of(obj)
-    # A 422 Invalid with field causes, as the API server reports its own validation.
-    status = {
-        "code": 422,
-        "reason": "Invalid",
-        "message": verdict.message,
-        "details": {
-            "name": name,
-            "group": c.GROUP,
-            "kind": c.KIND,
-            "causes": [
-                {
-                    "reason": e.type.reason,
-                    "message": str(e).split(": ", 1)[1] if e.type != ErrorType.TYPE else str(e),
-                    "field": e.field,
-                }
-                for e in verdict.errors
-            ],
-        },
-    }
-    return deny_status(status, verdict.warnings)
+def leaderworkerset_validator(check: TemplateCheck | None = None) -> AdmissionHandler:
+    """The LWS validating handler; `check` (when given) asks the API server about the
+    workloads built from an LWS that passes its own rules."""
+
+    async def validate(request: JSON) -> AdmissionResponse:
+        obj = request.get("object")
+        if not isinstance(obj, dict):
+            return errored(400, "the admission request carries no object")
+        old = request.get("oldObject")
+        meta = obj.setdefault("metadata", {})
+        if request.get("namespace") and not meta.get("namespace"):
+            meta["namespace"] = request["namespace"]
+        verdict = await validate_with_workloads(
+            str(request.get("operation", "CREATE")),
+            obj,
+            old if isinstance(old, dict) else None,
+            check,
+        )
+        if verdict.allowed:
+            return allow(warnings=verdict.warnings)
+        # A 422 Invalid with field causes, as the API server reports its own validation.
+        status = {
+            "code": 422,
+            "reason": "Invalid",
+            "message": verdict.message,
+            "details": {
+                "name": name_of(obj),
+                "group": c.GROUP,
+                "kind": c.KIND,
+                "causes": [
+                    {"reason": cause.reason, "message": cause.message, "field": cause.field}
+                    for cause in verdict.causes
+                ],
+            },
+        }
+        return deny_status(status, verdict.warnings)
+
+    return validate
+
+
+validate_leaderworkerset = leaderworkerset_validator()
 
 
 def pod_context(
@@ -156,9 +167,10 @@ def register_webhooks(
     caches: LwsCaches,
     options: ControllerOptions,
     client: ApiClient | None = None,
+    template_check: TemplateCheck | None = None,
 ) -> None:
     server.register(MUTATING_PATH, mutate_leaderworkerset)
-    server.register(VALIDATING_PATH, validate_leaderworkerset)
+    server.register(VALIDATING_PATH, leaderworkerset_validator(template_check))
     server.register(POD_MUTATING_PATH, pod_mutator(caches, options, client))
     server.register(POD_VALIDATING_PATH, validate_pod)
     server.register_conversion()

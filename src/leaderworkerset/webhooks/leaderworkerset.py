@@ -4,16 +4,22 @@ The rules themselves are the pure functions of `api/`; this module turns an
 AdmissionRequest's objects into their verdicts. Status and scale writes never
 reach it (the webhooks are registered for the main resource only), which is
 why `kubectl scale` and an HPA bypass validation, as upstream.
+
+What the API server would say of the workloads built from a LeaderWorkerSet is
+asked by a `TemplateCheck` the wiring hands in (the webhooks may not import the
+controllers, which build them); its causes join the verdict's.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.defaults import default_leaderworkerset
-from leaderworkerset.api.errors import FieldError, InvalidObjectError
+from leaderworkerset.api.errors import ErrorType, FieldError, InvalidObjectError
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
 
@@ -21,12 +27,44 @@ MUTATING_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 VALIDATING_PATH = "/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 
 
+@dataclass(frozen=True)
+class Cause:
+    """One entry of a 422's `details.causes`: the field, the `FieldValueXxx` reason and
+    the message after the field (e.g. `Invalid value: "x": must be ...`)."""
+
+    field: str
+    reason: str
+    message: str
+
+    @classmethod
+    def of(cls, error: FieldError) -> Cause:
+        text = str(error)
+        message = text.split(": ", 1)[1] if error.type != ErrorType.TYPE else text
+        return cls(error.field, error.type.reason, message)
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+# (the defaulted LWS, the old one on UPDATE) -> the causes of what the API server
+# refuses in the workloads built from it; empty when it accepts them or cannot tell.
+TemplateCheck = Callable[[dict[str, Any], dict[str, Any] | None], Awaitable[list[Cause]]]
+
+
 @dataclass
 class Verdict:
     allowed: bool
     message: str = ""
     warnings: list[str] = field(default_factory=list)
-    errors: list[FieldError] = field(default_factory=list)
+    causes: list[Cause] = field(default_factory=list)
+
+
+def invalid_message(name: str, causes: list[Cause]) -> str:
+    """The API server's `is invalid` wording for an object and its causes (as
+    `InvalidObjectError` words field errors)."""
+    joined = ", ".join(str(cause) for cause in causes)
+    body = joined if len(causes) == 1 else f"[{joined}]"
+    return f"{c.KIND}.{c.GROUP} {json.dumps(name)} is invalid: {body}"
 
 
 def default_object(obj: dict[str, Any]) -> dict[str, Any]:
@@ -48,5 +86,23 @@ def validate_object(
     warnings = warnings_for(lws)
     if errors:
         message = InvalidObjectError(c.KIND, lws.name, errors).message
-        return Verdict(False, message, warnings, errors)
+        return Verdict(False, message, warnings, [Cause.of(e) for e in errors])
     return Verdict(True, "", warnings)
+
+
+async def validate_with_workloads(
+    operation: str,
+    obj: dict[str, Any],
+    old: dict[str, Any] | None,
+    check: TemplateCheck | None,
+) -> Verdict:
+    """`validate_object`, then, for an object that passes, the template check: the
+    workloads are only worth asking about once the LWS's own rules hold."""
+    verdict = validate_object(operation, obj, old)
+    if not verdict.allowed or check is None or operation not in ("CREATE", "UPDATE"):
+        return verdict
+    causes = await check(obj, old if operation == "UPDATE" else None)
+    if not causes:
+        return verdict
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    return Verdict(False, invalid_message(name, causes), verdict.warnings, causes)
