@@ -136,3 +136,13 @@ def test_a_stored_leaderworkerset_is_decoded_once_per_version() -> None:
     assert view_of(changed).replicas == 5
     unstored = {"metadata": {"name": "a"}, "spec": {"replicas": 1}}
     assert view_of(unstored) is not view_of(unstored)
+    # A revision applied to the live object keeps its uid and resourceVersion but not
+    # its spec: its view is its own.
+    applied = {**lws, "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 9}}}
+    assert view_of(applied).size == 9
+    assert view_of(lws).size == 3
+
+
+def test_a_deleted_leader_never_admitted_is_gated_not_tearing_down() -> None:
+    (group,) = groups_of([pod("held", "k", 0, gated=True, deleting=True)])
+    assert group_state(group, "r1") is GroupState.GATED

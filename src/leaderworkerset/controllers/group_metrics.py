@@ -324,8 +324,8 @@ class GroupMetrics:
         uid = uid_of(leader)
         others = [
             p
-            for p in LwsCaches.of_lws(caches.pods, namespace, name)
-            if is_leader(p) and uid_of(p) != uid and not pod_terminating(p) and not pod_finished(p)
+            for p in caches.leaders_of(namespace, name)
+            if uid_of(p) != uid and not pod_terminating(p) and not pod_finished(p)
         ]
         return Cause.SCALE_DOWN if len(others) >= replicas else Cause.LEADER_DELETED
 

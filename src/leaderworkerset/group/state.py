@@ -8,7 +8,8 @@ key in Hash mode). The states, in the order they take precedence:
 - TearingDown: some of its pods are still present but its leader is terminating,
   finished or gone; in Hash mode under PostTermination this group's capacity is
   what a gated replacement waits for.
-- Gated: its leader still carries the group-replacement scheduling gate.
+- Gated: its leader still carries the group-replacement scheduling gate (also
+  when that leader is being deleted: a group never admitted holds no capacity).
 - Ready: its leader is Running and Ready and its workers are all ready on the
   leader's revision.
 - Updating: not Ready, and some part of it is being moved to another revision
@@ -127,6 +128,10 @@ def group_state(group: Group, current_revision: str | None) -> GroupState:
     `current_revision` (None when unknown: no group counts as old)."""
     leader = group.leader
     if leader is None or _leader_lost(leader):
+        # A group never admitted holds no capacity: the replacement rule does not
+        # wait for it, so it is not what TearingDown means.
+        if group.pods and all(is_scheduling_gated(p) for p in group.pods):
+            return GroupState.GATED
         return GroupState.TEARING_DOWN
     if is_scheduling_gated(leader):
         return GroupState.GATED

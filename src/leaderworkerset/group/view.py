@@ -63,10 +63,11 @@ class LwsView:
 
 
 # Decoding a LeaderWorkerSet into the typed model was the largest single cost in a
-# profile of 1,600 pods coming up (every pod event reads its LWS). A stored object
-# with the same uid and resourceVersion is the same object, so its view is kept;
-# objects without both (built in memory, or from a revision) are decoded each time.
-_VIEWS: OrderedDict[tuple[str, str], LwsView] = OrderedDict()
+# profile of 1,600 pods coming up (every pod event reads its LWS). The view of a
+# cached object is kept while the cache holds that very dict: an update replaces the
+# dict, and a copy with another spec (a revision applied to the live object keeps its
+# uid and resourceVersion) is a different dict, decoded afresh.
+_VIEWS: OrderedDict[tuple[str, str], tuple[JSON, LwsView]] = OrderedDict()
 _VIEWS_KEPT = 512
 
 
@@ -76,13 +77,15 @@ def view_of(lws: JSON) -> LwsView:
     if not (uid and version):
         return _decode(lws)
     key = (str(uid), str(version))
-    view = _VIEWS.get(key)
-    if view is None:
-        view = _VIEWS[key] = _decode(lws)
-        if len(_VIEWS) > _VIEWS_KEPT:
-            _VIEWS.popitem(last=False)
-    else:
+    kept = _VIEWS.get(key)
+    if kept is not None and kept[0] is lws:
         _VIEWS.move_to_end(key)
+        return kept[1]
+    view = _decode(lws)
+    _VIEWS[key] = (lws, view)
+    _VIEWS.move_to_end(key)
+    if len(_VIEWS) > _VIEWS_KEPT:
+        _VIEWS.popitem(last=False)
     return view
 
 

@@ -187,8 +187,8 @@ class ReplacementReconciler:
                     release.group, release.reason, release.pods, release.nodes, threshold
                 )
                 ev.record(self.recorder, lws, event)
-                waiting = next(iter(decision.admit or decision.held))
-                GROUP_METRICS.early_release(waiting, _metric_reason(release.reason))
+                if decision.admit:  # a release counts when it lets a leader in
+                    GROUP_METRICS.early_release(decision.admit[0], _metric_reason(release.reason))
                 gone.add(release.group)
         # Forget groups that have left the cache, so memory follows the cluster.
         self._told_released[key] = gone & {r.group for r in released}
