@@ -24,6 +24,12 @@ async def test_omitted_struct_members_are_stored(
     manifest = copy.deepcopy(LEADER_WORKER_MANIFEST)
     manifest["metadata"] = {"name": "stored-form", "namespace": namespace}
     manifest["spec"]["replicas"] = 0  # only the stored object matters here
+    # An ephemeral claim without a storage request is refused at admission now (the
+    # StatefulSet API would refuse it); the unit tests cover its `resources: {}`.
+    volume = manifest["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["volumes"][0]
+    volume["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"] = {
+        "requests": {"storage": "1Gi"}
+    }
     await nodesim_api.create(LEADERWORKERSETS, manifest)
     stored = await nodesim_api.get(LEADERWORKERSETS, "stored-form", namespace)
 
@@ -37,7 +43,7 @@ async def test_omitted_struct_members_are_stored(
     ref = leader["spec"]["containers"][0]["env"][0]["valueFrom"]["resourceFieldRef"]
     assert ref["divisor"] == "0"
     claim = worker["spec"]["volumes"][0]["ephemeral"]["volumeClaimTemplate"]
-    assert claim["metadata"] == {} and claim["spec"]["resources"] == {}
+    assert claim["metadata"] == {}
 
 
 async def test_revision_hash_is_upstreams(

@@ -91,3 +91,15 @@ def test_defaulting_does_not_mutate_its_input() -> None:
     before = lws.to_json()
     default_leaderworkerset(lws)
     assert lws.to_json() == before
+
+
+def test_an_ephemeral_claim_template_gets_its_struct_members() -> None:
+    from leaderworkerset.api.defaults import fill_typed_members
+    from leaderworkerset.api.types import LeaderWorkerTemplate
+
+    volume = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+    worker = {"spec": {"containers": [{"name": "c", "image": "i"}], "volumes": [volume]}}
+    template = LeaderWorkerTemplate(worker_template=worker)
+    fill_typed_members(template)
+    claim = worker["spec"]["volumes"][0]["ephemeral"]["volumeClaimTemplate"]
+    assert claim == {"metadata": {}, "spec": {"resources": {}}}
