@@ -12,12 +12,11 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.lws.status import hash_groups
 from leaderworkerset.controllers.replacement.post_termination import (
     gated_leaders,
-    leader_lost,
     tearing_down_groups,
     to_admit,
 )
 from leaderworkerset.controllers.replacement.reconciler import replacement_events
-from leaderworkerset.group.readiness import pod_finished
+from leaderworkerset.group.readiness import leader_lost, pod_finished
 
 from .group_objects import NOW, lws_object
 

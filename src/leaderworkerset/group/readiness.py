@@ -32,6 +32,13 @@ def pod_finished(pod: JSON) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
 
 
+def leader_lost(leader: JSON) -> bool:
+    """Terminating, or finished: a failed (or evicted) leader is never restarted in
+    place; a ReplicaSet creates another beside it, and the pod controller deletes it
+    to take its group down."""
+    return pod_terminating(leader) or pod_finished(leader)
+
+
 def statefulset_ready(sts: JSON) -> bool:
     """All replicas available and no StatefulSet rollout pending."""
     spec = sts.get("spec") or {}

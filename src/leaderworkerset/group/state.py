@@ -28,9 +28,8 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of, name_of
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import (
-    pod_finished,
+    leader_lost,
     pod_running_and_ready,
-    pod_terminating,
     workers_ready_for_leader,
 )
 from leaderworkerset.group.roles import group_index, is_leader
@@ -89,7 +88,7 @@ def groups_of(pods: Iterable[JSON], worker_statefulsets: Iterable[JSON] = ()) ->
         group = groups.setdefault(index, Group(index))
         if not is_leader(pod):
             group.workers.append(pod)
-        elif group.leader is None or _leader_lost(group.leader):
+        elif group.leader is None or leader_lost(group.leader):
             group.leader = pod
     by_owner: dict[str, JSON] = {}
     for sts in worker_statefulsets:
@@ -110,10 +109,6 @@ def _order(group: Group) -> tuple[int, int, str]:
     return (1, 0, f"{created}/{group.index}")
 
 
-def _leader_lost(leader: JSON) -> bool:
-    return pod_terminating(leader) or pod_finished(leader)
-
-
 def group_ready(group: Group) -> bool:
     leader = group.leader
     if leader is None or not pod_running_and_ready(leader):
@@ -127,7 +122,7 @@ def group_state(group: Group, current_revision: str | None) -> GroupState:
     """The state of `group` when the LeaderWorkerSet's current revision is
     `current_revision` (None when unknown: no group counts as old)."""
     leader = group.leader
-    if leader is None or _leader_lost(leader):
+    if leader is None or leader_lost(leader):
         # A group never admitted holds no capacity: the replacement rule does not
         # wait for it, so it is not what TearingDown means.
         if group.pods and all(is_scheduling_gated(p) for p in group.pods):

@@ -28,7 +28,7 @@ from typing import Final
 from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.options import ReleaseThresholds
-from leaderworkerset.group.readiness import pod_finished, pod_terminating
+from leaderworkerset.group.readiness import leader_lost, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_key, is_leader
 
 NODE_NOT_READY: Final = "NodeNotReady"
@@ -54,13 +54,6 @@ def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
             str(meta_of(p).get("name", "")),
         ),
     )
-
-
-def leader_lost(leader: JSON) -> bool:
-    """Terminating, or finished: a failed (or evicted) leader is never restarted in
-    place, its ReplicaSet has already created another, and the pod controller deletes
-    it to take its group down."""
-    return pod_terminating(leader) or pod_finished(leader)
 
 
 def _groups_tearing_down(pods: Iterable[JSON]) -> dict[str, list[JSON]]:
