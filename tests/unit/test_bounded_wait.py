@@ -17,6 +17,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
 from leaderworkerset.api.config.defaults import set_defaults
 from leaderworkerset.api.config.validation import validate
+from leaderworkerset.api.objects import timestamp_of
 from leaderworkerset.controller_command import Settings, load_configuration
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.lws.status import (
@@ -32,7 +33,6 @@ from leaderworkerset.controllers.replacement.post_termination import (
     TERMINATION_OVERRUN,
     decide,
     node_not_ready_since,
-    parse_time,
     pod_release,
 )
 from leaderworkerset.controllers.replacement.reconciler import (
@@ -47,7 +47,7 @@ from .group_objects import lws_object
 
 JSON = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
-EPOCH = parse_time(T0) or 0.0
+EPOCH = timestamp_of(T0) or 0.0
 NODE_BOUND = 120.0
 OVERRUN_BOUND = 300.0
 BOUNDS = ReleaseThresholds(node_not_ready=NODE_BOUND, termination_overrun=OVERRUN_BOUND)

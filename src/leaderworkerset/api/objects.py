@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from leaderworkerset.api import constants as c
@@ -42,3 +43,17 @@ def annotations_of(obj: JSON | None) -> dict[str, Any]:
 def revision_key_of(obj: JSON | None) -> Any:
     """The template revision an object was built from (its revision-hash label)."""
     return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)
+
+
+def timestamp_of(text: object) -> float | None:
+    """An RFC 3339 time as the API writes it (whole seconds or with a fraction), as
+    seconds since the epoch; None when absent or unreadable. No zone means UTC."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp()

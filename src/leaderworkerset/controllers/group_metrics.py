@@ -15,7 +15,6 @@ a node going away) is read from the pod cache's events by :meth:`watch`.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import enum
 import time
 from collections.abc import Callable, Iterable
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of, namespace_of, uid_of
+from leaderworkerset.api.objects import JSON, labels_of, meta_of, namespace_of, timestamp_of, uid_of
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
@@ -103,14 +102,8 @@ def mode_of(lws: JSON) -> str:
 
 def seconds_since(obj: JSON, now: float) -> float | None:
     """Seconds from the object's creationTimestamp to `now` (epoch seconds)."""
-    stamp = meta_of(obj).get("creationTimestamp")
-    if not stamp:
-        return None
-    try:
-        created = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return max(0.0, now - created.timestamp())
+    created = timestamp_of(meta_of(obj).get("creationTimestamp"))
+    return None if created is None else max(0.0, now - created)
 
 
 @dataclass

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from leaderworkerset.api.objects import timestamp_of
+
 
 def parse_time(value: object) -> datetime | None:
     """An RFC 3339 timestamp (whole seconds or with a fraction); None when absent."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    seconds = timestamp_of(value)
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
 def human_age(seconds: float) -> str:

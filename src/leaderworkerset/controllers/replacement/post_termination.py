@@ -20,12 +20,11 @@ neither count a leader twice nor let a newer one take its slot.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from leaderworkerset.api.objects import JSON, meta_of, name_of
+from leaderworkerset.api.objects import JSON, meta_of, name_of, timestamp_of
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.group.readiness import leader_lost, pod_finished, pod_terminating
@@ -81,29 +80,16 @@ def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
 # --- when a pod stops holding its group's replacement back ------------------------------
 
 
-def parse_time(text: object) -> float | None:
-    """An RFC 3339 timestamp as seconds since the epoch (None when absent or bad)."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
-
-
 def node_not_ready_since(node: JSON) -> float | None:
     """When the node stopped being Ready (its Ready condition False or Unknown, or
     missing: then since the node was created); None while it is Ready."""
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None)
     if ready is None:
-        return parse_time(meta_of(node).get("creationTimestamp")) or 0.0
+        return timestamp_of(meta_of(node).get("creationTimestamp")) or 0.0
     if ready.get("status") == "True":
         return None
-    since = parse_time(ready.get("lastTransitionTime"))
+    since = timestamp_of(ready.get("lastTransitionTime"))
     return since if since is not None else 0.0
 
 
@@ -132,7 +118,7 @@ def pod_release(
             )
     if thresholds.termination_overrun > 0:
         # The API server sets deletionTimestamp to the end of the grace period.
-        deadline = parse_time(meta_of(pod).get("deletionTimestamp"))
+        deadline = timestamp_of(meta_of(pod).get("deletionTimestamp"))
         if deadline is not None:
             at = deadline + thresholds.termination_overrun
             candidates.append(PodRelease(at, TERMINATION_OVERRUN, node_name))
