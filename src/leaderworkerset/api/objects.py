@@ -57,3 +57,11 @@ def timestamp_of(text: object) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
     return moment.timestamp()
+
+
+def condition_of(obj: JSON | None, condition_type: str) -> JSON | None:
+    """The status condition of that type (pods, nodes, most objects), if any."""
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == condition_type:
+            return condition
+    return None

@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of, namespace_of, timestamp_of, uid_of
+from leaderworkerset.api.objects import (
+    JSON,
+    condition_of,
+    labels_of,
+    meta_of,
+    namespace_of,
+    timestamp_of,
+    uid_of,
+)
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
@@ -59,14 +67,10 @@ class Cause(enum.StrEnum):
 
 
 def _disruption_reason(pod: JSON) -> str | None:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if (
-            isinstance(cond, dict)
-            and cond.get("type") == "DisruptionTarget"
-            and cond.get("status") == "True"
-        ):
-            return str(cond.get("reason") or "")
-    return None
+    condition = condition_of(pod, "DisruptionTarget")
+    if condition is None or condition.get("status") != "True":
+        return None
+    return str(condition.get("reason") or "")
 
 
 def loss_cause(pod: JSON) -> Cause | None:

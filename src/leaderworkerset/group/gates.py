@@ -12,7 +12,7 @@ The pod webhook adds both at admission; gates are fixed at pod creation.
 from __future__ import annotations
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON
+from leaderworkerset.api.objects import JSON, condition_of
 
 _SCHEDULING_GATES = "schedulingGates"
 _READINESS_GATES = "readinessGates"
@@ -73,7 +73,5 @@ def add_group_ready_gate(spec: JSON) -> None:
 
 def group_ready_condition(pod: JSON) -> str | None:
     """The status ("True"/"False") of the pod's group-ready condition; None when absent."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == c.CONDITION_GROUP_READY:
-            return str(condition.get("status"))
-    return None
+    condition = condition_of(pod, c.CONDITION_GROUP_READY)
+    return None if condition is None else str(condition.get("status"))

@@ -8,14 +8,12 @@ thing everywhere. (Whether a pod requests TPUs is `group.tpu.pod_requests_tpus`.
 from __future__ import annotations
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, condition_of, labels_of, meta_of
 
 
 def pod_condition_true(pod: JSON, condition_type: str) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == condition_type:
-            return cond.get("status") == "True"
-    return False
+    condition = condition_of(pod, condition_type)
+    return condition is not None and condition.get("status") == "True"
 
 
 def pod_running_and_ready(pod: JSON) -> bool:

@@ -24,7 +24,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from leaderworkerset.api.objects import JSON, meta_of, name_of, timestamp_of
+from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, timestamp_of
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.group.readiness import leader_lost, pod_finished, pod_terminating
@@ -83,8 +83,7 @@ def tearing_down_groups(pods: Iterable[JSON]) -> set[str]:
 def node_not_ready_since(node: JSON) -> float | None:
     """When the node stopped being Ready (its Ready condition False or Unknown, or
     missing: then since the node was created); None while it is Ready."""
-    conditions = (node.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"), None)
+    ready = condition_of(node, "Ready")
     if ready is None:
         return timestamp_of(meta_of(node).get("creationTimestamp")) or 0.0
     if ready.get("status") == "True":

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of, name_of, namespace_of
+from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, namespace_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.replacement.post_termination import (
@@ -65,10 +65,10 @@ def replacement_events() -> Predicate:
 
 
 def _ready_status(node: JSON) -> tuple[str, str]:
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return str(cond.get("status")), str(cond.get("lastTransitionTime"))
-    return "", ""
+    ready = condition_of(node, "Ready")
+    if ready is None:
+        return "", ""
+    return str(ready.get("status")), str(ready.get("lastTransitionTime"))
 
 
 def node_events() -> Predicate:
