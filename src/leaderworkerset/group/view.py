@@ -41,6 +41,7 @@ class LwsView:
     startup_policy: str
     subdomain_policy: str
     group_identity: str
+    replacement_policy: str
     template: LeaderWorkerTemplate
 
     @property
@@ -50,6 +51,11 @@ class LwsView:
     @property
     def hash_mode(self) -> bool:
         return self.group_identity == c.GROUP_IDENTITY_HASH
+
+    @property
+    def replaces_immediately(self) -> bool:
+        """groupReplacementPolicy Immediate: a gated leader waits for nothing."""
+        return self.replacement_policy == c.GROUP_REPLACEMENT_IMMEDIATE
 
     def annotation(self, key: str) -> str:
         return self.annotations.get(key, "")
@@ -116,6 +122,8 @@ def _decode(lws: JSON) -> LwsView:
         subdomain_policy=(network.subdomain_policy if network else None)
         or c.SUBDOMAIN_POLICY_SHARED,
         group_identity=group_identity_of(spec),
+        replacement_policy=(spec.group_replacement_policy if spec else None)
+        or c.GROUP_REPLACEMENT_POST_TERMINATION,
         template=template,
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import meta_of, name_of
 from leaderworkerset.group.names import HASH_HOSTNAME_LENGTH
 from leaderworkerset.group.roles import is_leader
@@ -17,6 +16,7 @@ from leaderworkerset.group.state import (
     ready_pods,
     restarts,
 )
+from leaderworkerset.group.view import view_of
 from leaderworkerset.kubectl.ages import age_since
 from leaderworkerset.kubectl.pairing import Pairing, pair
 from leaderworkerset.kubectl.ranking import victim_order
@@ -90,9 +90,7 @@ def scale_down_ranks(snapshot: Snapshot, now: datetime | None) -> dict[str, int]
 
 
 def pairing_of(snapshot: Snapshot) -> Pairing:
-    policy = (snapshot.lws.get("spec") or {}).get("groupReplacementPolicy")
-    immediate = policy == c.GROUP_REPLACEMENT_IMMEDIATE
-    return pair(snapshot.pods, immediate=immediate)
+    return pair(snapshot.pods, immediate=view_of(snapshot.lws).replaces_immediately)
 
 
 def rows_of(snapshot: Snapshot, now: datetime) -> list[GroupRow]:

@@ -275,9 +275,7 @@ def held_replacements(
 ) -> HeldReplacements:
     """What the replacement controller's rule holds back right now, from the same caches
     (so the two controllers never disagree for longer than an event takes)."""
-    immediate = (lws.get("spec") or {}).get("groupReplacementPolicy") == (
-        c.GROUP_REPLACEMENT_IMMEDIATE
-    )
+    immediate = view_of(lws).replaces_immediately
     decision = decide(pods, nodes, now, thresholds, immediate=immediate)
     return HeldReplacements(
         leaders=tuple(_name(p) for p in decision.held),

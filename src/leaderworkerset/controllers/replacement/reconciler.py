@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, namespace_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
@@ -128,9 +127,8 @@ class ReplacementReconciler:
         if not view.hash_mode:
             return None
         pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
-        spec = lws.get("spec") or {}
         # A policy switched to Immediate releases whoever still waits.
-        immediate = spec.get("groupReplacementPolicy") == c.GROUP_REPLACEMENT_IMMEDIATE
+        immediate = view.replaces_immediately
         now = self.clock()
         thresholds = self.options.replacement_release
         decision = decide(
