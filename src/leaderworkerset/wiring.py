@@ -98,13 +98,16 @@ def setup_controllers(
     lws_reconciler = LeaderWorkerSetReconciler(client, caches, manager.recorder, options=options)
     lws_controller = Controller(LWS_CONTROLLER, lws_reconciler, workers=lws_workers)
     lws_controller.watch(caches.leaderworkersets, own_key)
+    # Events of what the LWS owns are paced: during a scale-up of a thousand groups
+    # they arrive many times a second, and each pass reads every group.
+    pace = options.child_event_pace
     for informer in (caches.statefulsets, caches.deployments, caches.services):
-        lws_controller.watch_owned(informer, c.KIND, c.API_VERSION)
+        lws_controller.watch_owned(informer, c.KIND, c.API_VERSION, pace=pace)
     # Worker StatefulSets (readiness) and leader pods (a Hash-mode leader carries its
     # group's readiness) reach the status through the LWS name label. Worker pods
     # reach it through their StatefulSet's status, so they are left out.
-    lws_controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME)
-    lws_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, LEADER_PODS)
+    lws_controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME, pace=pace)
+    lws_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, LEADER_PODS, pace=pace)
 
     pod_reconciler = PodReconciler(client, caches, manager.recorder, options=options)
     caches.pods.add_handler(on_delete=pod_reconciler.remember_deleted)

@@ -542,3 +542,45 @@ def test_controller_requeue_uses_rate_limit_and_max_concurrency_gauge() -> None:
         await ctrl.stop()
 
     run(scenario)
+
+
+def test_add_paced_passes_a_lone_event_and_holds_a_burst_to_one_pass_per_interval() -> None:
+    async def scenario() -> None:
+        clock = FakeClock()
+        q = new_queue(clock)
+        q.add_paced("ns/a", 1.0)
+        assert len(q) == 1  # never handed out: no wait
+        key = await q.get()
+        assert key == "ns/a"
+        # Events while the pass runs and right after it wait for the interval.
+        q.add_paced("ns/a", 1.0)
+        q.done("ns/a")
+        clock.advance(0.3)
+        q.add_paced("ns/a", 1.0)
+        q.add_paced("ns/a", 1.0)
+        assert len(q) == 0 and q.waiting == 1
+        clock.advance(0.6)
+        assert len(q) == 0
+        clock.advance(0.1)
+        assert len(q) == 1
+        assert await q.get() == "ns/a"
+        q.done("ns/a")
+        assert len(q) == 0 and q.waiting == 0  # the burst made one pass, not three
+        # Long after the last pass, an event goes through at once; other keys are not held.
+        clock.advance(5.0)
+        q.add_paced("ns/a", 1.0)
+        q.add_paced("ns/b", 1.0)
+        assert len(q) == 2
+
+    run(scenario)
+
+
+def test_add_paced_does_not_delay_a_key_already_queued() -> None:
+    async def scenario() -> None:
+        clock = FakeClock()
+        q = new_queue(clock)
+        q.add("ns/a")
+        q.add_paced("ns/a", 1.0)
+        assert len(q) == 1 and q.waiting == 0
+
+    run(scenario)

@@ -28,6 +28,7 @@ from leaderworkerset.api.objects import (
     condition_of,
     labels_of,
     meta_of,
+    name_of,
     namespace_of,
     timestamp_of,
     uid_of,
@@ -36,7 +37,7 @@ from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_index, is_leader, lws_name
-from leaderworkerset.group.state import GroupState, group_state, groups_of
+from leaderworkerset.group.state import Group, GroupState, group_state, groups_of
 from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.metrics import REGISTRY
 
@@ -121,6 +122,12 @@ class _LwsRecord:
     # observe (Ready before this process first saw them).
     waiting: set[str] = field(default_factory=set)
     done: set[str] = field(default_factory=set)
+    # Each group's last state and counted leader UID (None when it has none alive), the
+    # counts by state, and the groups whose objects changed since the last refresh
+    # (None: count every group again).
+    states: dict[str, tuple[GroupState, str | None]] = field(default_factory=dict)
+    counts: dict[GroupState, int] = field(default_factory=lambda: dict.fromkeys(GroupState, 0))
+    changed: set[str] | None = None
 
 
 class GroupMetrics:
@@ -170,6 +177,8 @@ class GroupMetrics:
             registry=registry,
         )
         self._lws: dict[tuple[str, str], _LwsRecord] = {}
+        # Whether watch() reports which groups change (else every refresh recounts).
+        self._tracking = False
         # UIDs of leaders whose loss is counted, with when.
         self._lost: dict[str, float] = {}
 
@@ -177,10 +186,33 @@ class GroupMetrics:
 
     def refresh(self, caches: LwsCaches, view: LwsView, revision: str | None) -> None:
         """Recount the groups of a LeaderWorkerSet whose current revision is `revision`,
-        and observe the ready time of each group Ready for the first time."""
-        pods = LwsCaches.of_lws(caches.pods, view.namespace, view.name)
-        statefulsets = LwsCaches.of_lws(caches.statefulsets, view.namespace, view.name)
-        self.count(view.namespace, view.name, view.group_identity, revision, pods, statefulsets)
+        and observe the ready time of each group Ready for the first time.
+
+        Once :meth:`watch` tracks which groups the cache events touch, only those are
+        looked at again: a reconcile during a scale-up of a thousand groups no longer
+        walks every pod."""
+        namespace, name = view.namespace, view.name
+        record = self._record(namespace, name, view.group_identity)
+        if not self._tracking or record.changed is None or record.revision != revision:
+            pods = LwsCaches.of_lws(caches.pods, namespace, name)
+            statefulsets = LwsCaches.of_lws(caches.statefulsets, namespace, name)
+            self.count(namespace, name, view.group_identity, revision, pods, statefulsets)
+            record.changed = set()
+            return
+        changed, record.changed = record.changed, set()
+        now = self.clock()
+        labels = (namespace, name, record.mode)
+        for index in changed:
+            pods = caches.group_pods(namespace, name, index)
+            workers = [
+                sts
+                for pod in pods
+                if is_leader(pod)
+                and (sts := caches.statefulsets.get(namespace, name_of(pod))) is not None
+            ]
+            found = groups_of(pods, workers)
+            self._observe(record, labels, index, found[0] if found else None, now)
+        self._publish(record, labels)
 
     def count(
         self,
@@ -191,35 +223,69 @@ class GroupMetrics:
         pods: Iterable[JSON],
         statefulsets: Iterable[JSON],
     ) -> None:
+        """Count every group from scratch."""
         record = self._record(namespace, name, mode)
         record.revision = revision
-        counts = dict.fromkeys(GroupState, 0)
-        live: set[str] = set()
+        record.states.clear()
+        record.counts = dict.fromkeys(GroupState, 0)
+        labels = (namespace, name, mode)
         now = self.clock()
         for group in groups_of(pods, statefulsets):
-            state = group_state(group, revision)
-            counts[state] += 1
-            if group.leader is None or state is GroupState.TEARING_DOWN:
-                continue
-            uid = uid_of(group.leader)
-            live.add(uid)
-            if uid in record.done:
-                continue
-            if state is not GroupState.READY:
-                record.waiting.add(uid)
-            elif uid in record.waiting:
-                seconds = seconds_since(group.leader, now)
-                if seconds is not None:
-                    self.ready_seconds.labels(namespace, name, mode).observe(seconds)
-                record.waiting.discard(uid)
-                record.done.add(uid)
-            else:
-                record.done.add(uid)
+            self._observe(record, labels, group.index, group, now)
         # Leaders that are gone are forgotten, so both sets stay as large as the groups.
+        live = {uid for _, uid in record.states.values() if uid is not None}
         record.waiting &= live
         record.done &= live
-        for state, count in counts.items():
-            self.groups.labels(namespace, name, mode, _state_label(state)).set(count)
+        self._publish(record, labels)
+
+    def _observe(
+        self,
+        record: _LwsRecord,
+        labels: tuple[str, str, str],
+        index: str,
+        group: Group | None,
+        now: float,
+    ) -> None:
+        """Move one group (None: gone) to its new state in the record."""
+        old = record.states.pop(index, None)
+        state = None if group is None else group_state(group, record.revision)
+        uid = None
+        if group is not None and group.leader is not None and state is not GroupState.TEARING_DOWN:
+            uid = uid_of(group.leader)
+        if old is not None:
+            record.counts[old[0]] -= 1
+            if old[1] is not None and old[1] != uid:
+                record.waiting.discard(old[1])
+                record.done.discard(old[1])
+        if state is None or group is None:
+            return
+        record.counts[state] += 1
+        record.states[index] = (state, uid)
+        if uid is None or uid in record.done or group.leader is None:
+            return
+        if state is not GroupState.READY:
+            record.waiting.add(uid)
+        elif uid in record.waiting:
+            seconds = seconds_since(group.leader, now)
+            if seconds is not None:
+                self.ready_seconds.labels(*labels).observe(seconds)
+            record.waiting.discard(uid)
+            record.done.add(uid)
+        else:
+            record.done.add(uid)
+
+    def _publish(self, record: _LwsRecord, labels: tuple[str, str, str]) -> None:
+        for state, count in record.counts.items():
+            self.groups.labels(*labels, _state_label(state)).set(count)
+
+    def _group_changed(self, obj: JSON) -> None:
+        """A cache event touched a group's pod or worker StatefulSet."""
+        index = group_index(obj)
+        if index is None:
+            return
+        record = self._lws.get((namespace_of(obj), lws_name(obj) or ""))
+        if record is not None and record.changed is not None:
+            record.changed.add(index)
 
     def forget(self, key: str) -> None:
         """The LeaderWorkerSet `namespace/name` is gone: its group series go with it."""
@@ -285,6 +351,15 @@ class GroupMetrics:
             self._lost.pop(uid_of(pod), None)
 
         caches.pods.add_handler(on_update=on_update, on_delete=on_delete)
+        changed = self._group_changed
+
+        def changed_update(old: JSON, new: JSON) -> None:
+            changed(old)
+            changed(new)
+
+        for informer in (caches.pods, caches.statefulsets):
+            informer.add_handler(changed, changed_update, changed)
+        self._tracking = True
 
     def _leader_lost(
         self, caches: LwsCaches, leader: JSON, deleted_by_us: Callable[[str], bool]

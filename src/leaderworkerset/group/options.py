@@ -9,6 +9,12 @@ from dataclasses import dataclass, field
 DEFAULT_NODE_NOT_READY_RELEASE = 120.0
 DEFAULT_TERMINATION_OVERRUN_RELEASE = 300.0
 
+# At most one LeaderWorkerSet pass per this many seconds for events of its pods and
+# workloads (its own events are never held back). A pass reads every group, so
+# back-to-back passes during a large scale-up cost CPU quadratic in groups; a second
+# of status lag is what buys that back (docs/scale.md).
+DEFAULT_CHILD_EVENT_PACE = 1.0
+
 
 @dataclass(frozen=True)
 class ReleaseThresholds:
@@ -28,3 +34,5 @@ class ControllerOptions:
     gang_scheduling: bool = False
     # groupReplacement in the manager Configuration.
     replacement_release: ReleaseThresholds = field(default_factory=ReleaseThresholds)
+    # Seconds between LWS passes caused by its children's events; 0 turns pacing off.
+    child_event_pace: float = DEFAULT_CHILD_EVENT_PACE

@@ -158,14 +158,25 @@ class Controller:
     # -- sources -------------------------------------------------------------------------
 
     def watch(
-        self, informer: Informer, map_func: MapFunc = own_key, *predicates: Predicate
+        self,
+        informer: Informer,
+        map_func: MapFunc = own_key,
+        *predicates: Predicate,
+        pace: float | None = None,
     ) -> None:
         """Enqueue ``map_func(obj)`` for each event of ``informer`` all predicates pass.
 
         An update enqueues the keys of both the old and the new object, so an
-        object that moved to another owner or label value wakes up both.
+        object that moved to another owner or label value wakes up both. With
+        ``pace``, a key is reconciled at most once per ``pace`` seconds for this
+        source's events (see :meth:`WorkQueue.add_paced`).
         """
-        enqueue = self.queue.add
+        enqueue: Callable[[str], None] = self.queue.add
+        if pace:
+            interval = pace
+
+            def enqueue(key: str) -> None:
+                self.queue.add_paced(key, interval)
 
         def on_add(obj: JSON) -> None:
             if all(p.create is None or p.create(obj) for p in predicates):
@@ -187,12 +198,19 @@ class Controller:
             self._informers.append(informer)
 
     def watch_owned(
-        self, informer: Informer, owner_kind: str, owner_api_version: str, *predicates: Predicate
+        self,
+        informer: Informer,
+        owner_kind: str,
+        owner_api_version: str,
+        *predicates: Predicate,
+        pace: float | None = None,
     ) -> None:
-        self.watch(informer, owner_key(owner_kind, owner_api_version), *predicates)
+        self.watch(informer, owner_key(owner_kind, owner_api_version), *predicates, pace=pace)
 
-    def watch_labelled(self, informer: Informer, label: str, *predicates: Predicate) -> None:
-        self.watch(informer, label_key(label), *predicates)
+    def watch_labelled(
+        self, informer: Informer, label: str, *predicates: Predicate, pace: float | None = None
+    ) -> None:
+        self.watch(informer, label_key(label), *predicates, pace=pace)
 
     def enqueue(self, key: str, after: float | None = None) -> None:
         if after:

@@ -139,6 +139,8 @@ def default_rate_limiter(clock: Clock | None = None) -> RateLimiter:
 
 # -- the queue ---------------------------------------------------------------------
 
+_HANDED_OUT_PRUNE_AT = 4096
+
 
 class WorkQueue:
     """De-duplicating, delaying, rate-limited queue of string keys.
@@ -171,6 +173,9 @@ class WorkQueue:
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
         self._drained: asyncio.Event | None = None
+        # When each paced key was last handed out; kept only once add_paced is used.
+        self._handed_out: dict[str, float] = {}
+        self._longest_pace = 0.0
 
         labels = {"name": name, "controller": controller or name}
         self._depth = WORKQUEUE_DEPTH.labels(**labels)
@@ -242,6 +247,20 @@ class WorkQueue:
         heapq.heappush(self._heap, (ready_at, next(self._seq), key))
         self._arm()
 
+    def add_paced(self, key: str, interval: float) -> None:
+        """Add `key`, but not sooner than `interval` seconds after it was last handed
+        out. A lone event is not delayed; a stream of them (a scale-up's pod status
+        changes) becomes one pass per interval instead of passes back to back."""
+        if self._shutting_down or key in self._dirty:
+            return
+        self._longest_pace = max(self._longest_pace, interval)
+        started = self._handed_out.get(key)
+        wait = 0.0 if started is None else started + interval - self._clock.now()
+        if wait > 0:
+            self.add_after(key, wait)
+        else:
+            self.add(key)
+
     def add_rate_limited(self, key: str) -> None:
         self._retries.inc()
         self.add_after(key, self.rate_limiter.when(key))
@@ -274,7 +293,16 @@ class WorkQueue:
             self._latency.observe(now - queued_at)
         self._processing[key] = now
         self._dirty.discard(key)
+        if self._longest_pace:
+            self._remember_hand_out(key, now)
         return key
+
+    def _remember_hand_out(self, key: str, now: float) -> None:
+        self._handed_out[key] = now
+        if len(self._handed_out) > _HANDED_OUT_PRUNE_AT:
+            # Keys handed out longer ago than any pace would not be held back anyway.
+            horizon = now - self._longest_pace
+            self._handed_out = {k: t for k, t in self._handed_out.items() if t > horizon}
 
     def done(self, key: str) -> None:
         started = self._processing.pop(key, None)
