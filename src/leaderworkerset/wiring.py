@@ -119,7 +119,10 @@ def setup_controllers(
     # leader gets (e.g. LeaderReady -> LeaderCreated releases waiting groups).
     pod_controller.watch(caches.leaderworkersets, leader_keys_of(caches), LEADER_SETTINGS_CHANGED)
 
-    replacement = ReplacementReconciler(client, caches, manager.recorder, options=options)
+    replacement = ReplacementReconciler(
+        client, caches, manager.recorder, options=options, held=lws_reconciler.held
+    )
+    lws_reconciler.held.on_change = lws_controller.enqueue
     caches.pods.add_handler(on_update=replacement.observe, on_delete=replacement.observe_deleted)
     replacement_controller = Controller(REPLACEMENT_CONTROLLER, replacement, workers=2)
     replacement_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, replacement_events())

@@ -24,8 +24,11 @@ from leaderworkerset.controllers.lws.status import (
     CONDITION_REPLACEMENT_HELD,
     REASON_NO_REPLACEMENT_HELD,
     REASON_WAITING_FOR_TERMINATION,
-    HeldReplacements,
     hash_status,
+)
+from leaderworkerset.controllers.replacement.held import (
+    HeldBoard,
+    HeldReplacements,
     held_replacements,
 )
 from leaderworkerset.controllers.replacement.post_termination import (
@@ -526,7 +529,8 @@ def hash_lws(**spec: Any) -> JSON:
 
 
 def held_of(lws: JSON, pods: list[JSON], now: float = 0.0) -> HeldReplacements:
-    return held_replacements(lws, pods, {"n1": node("n1")}, EPOCH + now, BOUNDS)
+    immediate = lws["spec"].get("groupReplacementPolicy") == c.GROUP_REPLACEMENT_IMMEDIATE
+    return held_replacements(pods, {"n1": node("n1")}, EPOCH + now, BOUNDS, immediate=immediate)
 
 
 def conditions_of(status: JSON) -> dict[str, JSON]:
@@ -683,3 +687,18 @@ def test_unknown_nodes_release_nothing() -> None:
     pods = [*old_group(deleted_at=1000), REPLACEMENT]
     assert decide(pods, None, EPOCH + 10 * NODE_BOUND, BOUNDS).admit == []
     assert decide(pods, None, EPOCH + 1000 + OVERRUN_BOUND + EPS, BOUNDS).admit != []
+
+
+def test_held_board_tells_only_changes() -> None:
+    board = HeldBoard()
+    told: list[str] = []
+    board.on_change = told.append
+    assert board.get("ns/lws") is None
+    held = HeldReplacements(leaders=("new",), groups=("a" * 40,))
+    board.publish("ns/lws", held)
+    board.publish("ns/lws", HeldReplacements(leaders=("new",), groups=("a" * 40,)))
+    assert told == ["ns/lws"] and board.get("ns/lws") == held
+    board.publish("ns/lws", HeldReplacements())
+    assert told == ["ns/lws", "ns/lws"] and not board.get("ns/lws").any  # type: ignore[union-attr]
+    board.forget("ns/lws")
+    assert board.get("ns/lws") is None

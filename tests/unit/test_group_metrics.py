@@ -151,11 +151,28 @@ def test_ready_time_is_observed_once_per_leader(
 
 
 def test_groups_ready_before_the_process_saw_them_are_not_observed(
-    metrics: GroupMetrics, registry: CollectorRegistry
+    metrics: GroupMetrics, registry: CollectorRegistry, clock: Clock
 ) -> None:
+    clock.now = EPOCH + 3600  # the process starts counting an hour after the pod was made
     metrics.count("ns", "lws", "Ordinal", "r1", [pod("lws-0", "0")], [])
     assert value(registry, "lws_group_ready_seconds_count") == 0
     assert value(registry, "lws_groups", state="ready") == 1
+
+
+def test_a_group_created_since_and_first_seen_ready_is_timed_by_its_pods(
+    metrics: GroupMetrics, registry: CollectorRegistry, clock: Clock
+) -> None:
+    """Refreshes are paced behind the events, so a fast group can be Ready by the first
+    one that sees it; its time comes from the last Ready transition of its pods."""
+    metrics.count("ns", "lws", "Ordinal", "r1", [], [])
+    leader, worker = pod("lws-0", "0"), pod("lws-0-1", "0", 1)
+    leader["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:04Z"
+    worker["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:07Z"
+    clock.now = EPOCH + 30
+    metrics.count("ns", "lws", "Ordinal", "r1", [leader, worker], [])
+    assert value(registry, "lws_group_ready_seconds_count") == 1
+    # The transitions have whole seconds: the end of the last one's second.
+    assert value(registry, "lws_group_ready_seconds_sum") == 8.0
 
 
 def test_memory_is_bounded_by_the_live_leaders(metrics: GroupMetrics) -> None:

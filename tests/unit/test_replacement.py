@@ -128,6 +128,13 @@ def test_replacement_events_see_a_leader_fail() -> None:
     assert not update(running, pod("a", "k"))
 
 
+def test_replacement_events_skip_worker_creations() -> None:
+    create = replacement_events().create
+    assert create is not None
+    assert create(pod("g", "k", gated=True))
+    assert not create(pod("g-1", "k", leader=False)), "a new worker can only add to T"
+
+
 def test_hash_status_skips_a_finished_leader() -> None:
     lws = lws_object(name=NAME, replicas=2, size=2, groupIdentity=c.GROUP_IDENTITY_HASH)
     pods = [

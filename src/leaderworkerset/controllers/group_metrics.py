@@ -111,12 +111,30 @@ def seconds_since(obj: JSON, now: float) -> float | None:
     return None if created is None else max(0.0, now - created)
 
 
+def ready_at(group: Group, now: float) -> float:
+    """When the group became Ready: the last of its pods' Ready transitions, so that
+    a refresh paced behind the events still times it right. Those times have whole
+    seconds, so the end of that second is taken (or `now`, if sooner, or if a pod
+    does not say)."""
+    times = []
+    for pod in group.pods:
+        ready = condition_of(pod, "Ready")
+        at = timestamp_of(ready.get("lastTransitionTime")) if ready is not None else None
+        if at is None:
+            return now
+        times.append(at)
+    return min(now, max(times) + 1.0) if times else now
+
+
 @dataclass
 class _LwsRecord:
     """What the metrics remember of one LeaderWorkerSet between reconciles."""
 
     mode: str
     revision: str | None = None
+    # When this process started counting the LWS's groups: a leader created since is
+    # ours to time even if no refresh saw its group before it was Ready.
+    since: float = 0.0
     # Leader UIDs first seen before their group was Ready (the ready time is still
     # to be observed), and those whose ready time is observed or was never ours to
     # observe (Ready before this process first saw them).
@@ -265,14 +283,15 @@ class GroupMetrics:
             return
         if state is not GroupState.READY:
             record.waiting.add(uid)
-        elif uid in record.waiting:
-            seconds = seconds_since(group.leader, now)
-            if seconds is not None:
-                self.ready_seconds.labels(*labels).observe(seconds)
-            record.waiting.discard(uid)
-            record.done.add(uid)
-        else:
-            record.done.add(uid)
+            return
+        created = timestamp_of(meta_of(group.leader).get("creationTimestamp"))
+        # creationTimestamp has whole seconds.
+        ours = uid in record.waiting or (created is not None and created >= record.since - 1)
+        if ours and created is not None:
+            seconds = max(0.0, ready_at(group, now) - created)
+            self.ready_seconds.labels(*labels).observe(seconds)
+        record.waiting.discard(uid)
+        record.done.add(uid)
 
     def _publish(self, record: _LwsRecord, labels: tuple[str, str, str]) -> None:
         for state, count in record.counts.items():
@@ -300,7 +319,7 @@ class GroupMetrics:
             self._remove_series(namespace, name, record.mode)
             record = None
         if record is None:
-            record = self._lws[(namespace, name)] = _LwsRecord(mode)
+            record = self._lws[(namespace, name)] = _LwsRecord(mode, since=self.clock())
         return record
 
     def _remove_series(self, namespace: str, name: str, mode: str) -> None:

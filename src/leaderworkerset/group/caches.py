@@ -28,6 +28,13 @@ from leaderworkerset.runtime.client import (
 from leaderworkerset.runtime.indexes import label_index_name
 
 BY_LWS = label_index_name(c.LABEL_SET_NAME)
+
+# The StatefulSet controller keeps a ControllerRevision per worker StatefulSet, made
+# of the pod template and its labels (so carrying the LWS name label) plus this hash
+# label. The LWS's own revisions never have it. Leaving those out keeps a thousand
+# full pod templates out of memory and out of every revision lookup.
+STATEFULSET_REVISION_HASH = "controller.kubernetes.io/hash"
+REVISIONS_SELECTOR = f"{c.LABEL_SET_NAME},!{STATEFULSET_REVISION_HASH}"
 BY_GROUP = "group"
 BY_NODE = "node"
 BY_LEADER_OF = "leader-of"  # leader pods only, by "<namespace>/<lws name>"
@@ -205,13 +212,16 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
     selector = c.LABEL_SET_NAME
 
     def labelled(
-        resource: Any, transform: Callable[[JSON], JSON] = strip_managed_fields, **extra: Any
+        resource: Any,
+        transform: Callable[[JSON], JSON] = strip_managed_fields,
+        label_selector: str = selector,
+        **extra: Any,
     ) -> Informer:
         return Informer(
             client,
             resource,
             namespace=namespace,
-            label_selector=selector,
+            label_selector=label_selector,
             label_indexes=[c.LABEL_SET_NAME],
             # managedFields are never read, and about a third of a cached object's memory.
             transform=transform,
@@ -230,6 +240,6 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
             indexers={BY_GROUP: _by_group, BY_NODE: _by_node, BY_LEADER_OF: _by_leader_of},
         ),
         services=labelled(SERVICES),
-        revisions=labelled(CONTROLLER_REVISIONS),
+        revisions=labelled(CONTROLLER_REVISIONS, label_selector=REVISIONS_SELECTOR),
         nodes=Informer(client, NODES, transform=node_readiness),
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-import time
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
@@ -28,9 +27,9 @@ from leaderworkerset.controllers.lws.shared_service import shared_service, wants
 from leaderworkerset.controllers.lws.status import (
     StatusUpdate,
     hash_status,
-    held_replacements,
     ordinal_status,
 )
+from leaderworkerset.controllers.replacement.held import HeldBoard
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.ownership import controller_of
@@ -66,6 +65,8 @@ class LeaderWorkerSetReconciler:
     recorder: EventRecorder | None = None
     applied: AppliedObjects = field(default_factory=AppliedObjects)
     options: ControllerOptions = field(default_factory=ControllerOptions)
+    # The replacement reconciler's last word on what it holds back (Hash mode).
+    held: HeldBoard = field(default_factory=HeldBoard)
 
     async def __call__(self, key: str) -> Result | None:
         lws = self.caches.leaderworkersets.get_by_key(key)
@@ -147,13 +148,7 @@ class LeaderWorkerSetReconciler:
             record(self.recorder, lws, created)
         await self._ensure_shared_service(lws)
         leader_pods, _ = self._groups(view)
-        held = held_replacements(
-            lws,
-            LwsCaches.of_lws(self.caches.pods, view.namespace, view.name),
-            self.caches.node_map(),
-            time.time(),
-            self.options.replacement_release,
-        )
+        held = self.held.get(f"{view.namespace}/{view.name}")
         update = hash_status(lws, key, leader_pods, now_rfc3339(), held=held)
         return await self._finish(lws, view, update, key, [*revisions, revision])
 

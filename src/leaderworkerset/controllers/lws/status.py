@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -22,10 +22,9 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, labels_of, name_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws.rolling_update import parse_index
-from leaderworkerset.controllers.replacement.post_termination import decide
+from leaderworkerset.controllers.replacement.held import HeldReplacements
 from leaderworkerset.group import roles
 from leaderworkerset.group.names import hpa_pod_selector
-from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.group.readiness import (
     pod_finished,
     pod_running_and_ready,
@@ -254,33 +253,6 @@ CONDITION_REPLACEMENT_HELD: Final = "GroupReplacementHeld"
 REASON_WAITING_FOR_TERMINATION: Final = "WaitingForTermination"
 REASON_NO_REPLACEMENT_HELD: Final = "NoReplacementHeld"
 _SHOWN = 3
-
-
-@dataclass(frozen=True)
-class HeldReplacements:
-    leaders: tuple[str, ...] = ()  # gated leaders left waiting
-    groups: tuple[str, ...] = ()  # the tearing-down groups they wait for
-
-    @property
-    def any(self) -> bool:
-        return bool(self.leaders)
-
-
-def held_replacements(
-    lws: JSON,
-    pods: list[JSON],
-    nodes: Mapping[str, JSON] | None,
-    now: float,
-    thresholds: ReleaseThresholds,
-) -> HeldReplacements:
-    """What the replacement controller's rule holds back right now, from the same caches
-    (so the two controllers never disagree for longer than an event takes)."""
-    immediate = view_of(lws).replaces_immediately
-    decision = decide(pods, nodes, now, thresholds, immediate=immediate)
-    return HeldReplacements(
-        leaders=tuple(_name(p) for p in decision.held),
-        groups=tuple(decision.holding) if decision.held else (),
-    )
 
 
 def _listed(items: Sequence[str], width: int | None = None) -> str:

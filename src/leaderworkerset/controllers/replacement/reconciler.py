@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, namespace_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
+from leaderworkerset.controllers.replacement.held import HeldBoard, held_of
 from leaderworkerset.controllers.replacement.post_termination import (
     NODE_NOT_READY,
     Decision,
@@ -50,8 +51,9 @@ RELEASE_SLACK = 0.05
 
 
 def replacement_events() -> Predicate:
-    """Pod events that can change T or G: creations, deletions, a leader starting to
-    terminate or finishing, a gate removed."""
+    """Pod events that can change T or G: leader creations, deletions, a leader starting
+    to terminate or finishing, a gate removed. A worker's creation can only add to T,
+    which never admits anyone, so the thousands of them in a scale-up wake nobody."""
 
     def changed(old: JSON, new: JSON) -> bool:
         return bool(
@@ -60,7 +62,7 @@ def replacement_events() -> Predicate:
             or scheduling_gate_index(old) != scheduling_gate_index(new)
         )
 
-    return Predicate(update=changed)
+    return Predicate(create=is_leader, update=changed)
 
 
 def _ready_status(node: JSON) -> tuple[str, str]:
@@ -91,6 +93,8 @@ class ReplacementReconciler:
     options: ControllerOptions = field(default_factory=ControllerOptions)
     clock: Callable[[], float] = time.time
     expectations: Expectations = field(default_factory=Expectations)
+    # Where the LWS reconciler reads what is held back, for its status condition.
+    held: HeldBoard = field(default_factory=HeldBoard)
     # What the Events already said, per LeaderWorkerSet: held leaders, released groups.
     _told_held: dict[str, set[str]] = field(default_factory=dict)
     _told_released: dict[str, set[str]] = field(default_factory=dict)
@@ -140,6 +144,7 @@ class ReplacementReconciler:
             ungating=self.ungating(key),
         )
         self._tell(key, lws, decision, thresholds)
+        self.held.publish(key, held_of(decision))
         if decision.admit:
             names = [name_of(p) for p in decision.admit]
             self.expectations.expect_deletions(key, UNGATED, names)
@@ -192,6 +197,7 @@ class ReplacementReconciler:
         self._told_released[key] = gone & {r.group for r in released}
 
     def _forget(self, key: str) -> None:
+        self.held.forget(key)
         self.expectations.delete(key)
         self._told_held.pop(key, None)
         self._told_released.pop(key, None)
