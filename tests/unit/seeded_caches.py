@@ -23,17 +23,28 @@ class StaticLister:
         self.objects = list(objects)
 
     async def list(self, resource: Resource, namespace: str | None = None, **kwargs: Any) -> JSON:
-        selector = kwargs.get("label_selector")
+        selector = kwargs.get("label_selector") or ""
         items = [
             o
             for o in self.objects
-            if o.get("kind") == resource.kind and (not selector or selector in labels_of(o))
+            if o.get("kind") == resource.kind and _selected(selector, labels_of(o))
         ]
         return {"metadata": {"resourceVersion": "1"}, "items": [dict(o) for o in items]}
 
     async def watch(self, resource: Resource, namespace: str | None = None, **kwargs: Any) -> Any:
         await asyncio.Event().wait()
         yield {}  # never reached: makes this an async generator
+
+
+def _selected(selector: str, labels: dict[str, str]) -> bool:
+    """The existence requirements the caches use: `key` and `!key`, comma-separated."""
+    for requirement in filter(None, selector.split(",")):
+        if requirement.startswith("!"):
+            if requirement[1:] in labels:
+                return False
+        elif requirement not in labels:
+            return False
+    return True
 
 
 @contextlib.asynccontextmanager
