@@ -9,12 +9,14 @@ rule reads whether a node is Ready, and that cache keeps nothing else of a Node.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.group.ownership import controller_of
 from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
@@ -40,31 +42,84 @@ BY_NODE = "node"
 BY_LEADER_OF = "leader-of"  # leader pods only, by "<namespace>/<lws name>"
 
 
-# What the controllers read of a cached pod, besides its metadata. Everything else
-# (images, volumes, mounts, env, tolerations, container states) is never read and is
-# most of a pod's size, so the pod cache drops it. Cached pods are never written back
-# (pods are only patched), so a trimmed pod cannot wipe a field on the server.
+# What the controllers read of a cached pod. Everything else is never read and is
+# most of a pod's size, so the pod cache drops it. Cached pods are never written
+# back (pods are only patched), so a trimmed pod cannot wipe a field on the server.
+#
+# Metadata: all of it but managedFields and generateName, with the labels and
+# annotations cut to this controller's own (every one read is under the
+# `leaderworkerset.sigs.k8s.io/` prefix, plus the gang-scheduling group name), and
+# owner references to what identifies the owner (blockOwnerDeletion is never read).
+_POD_META_DROPPED = ("managedFields", "generateName")
+_OWNER_REFERENCE_READ = ("apiVersion", "kind", "name", "uid", "controller")
+_POD_ANNOTATIONS_READ_OUTSIDE_PREFIX = (c.ANNOTATION_POD_GROUP_NAME,)
+_POD_META_SHARED = frozenset(("namespace", "creationTimestamp"))
+# Spec: the node, the gates, and of each container its name and TPU requests.
 _POD_SPEC_READ = ("nodeName", "schedulingGates", "readinessGates")
-_POD_CONTAINER_LISTS = ("containers", "initContainers")  # their resources: TPU requests
-_POD_STATUS_READ = ("phase", "reason", "conditions")  # reason: Evicted, NodeLost
-_POD_CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")  # restarts
+_POD_CONTAINER_LISTS = ("containers", "initContainers")
+_RESOURCE_LISTS = ("limits", "requests")
+# Status: reason (Evicted, NodeLost), the conditions read, and restart counts.
+_POD_STATUS_READ = ("phase", "reason")
+_POD_CONDITIONS_READ = frozenset(
+    # Ready: pod readiness; ContainersReady: a Hash leader's LeaderReady start-up;
+    # the group-ready gate's own; DisruptionTarget: why a pod is going.
+    ("Ready", "ContainersReady", c.CONDITION_GROUP_READY, "DisruptionTarget")
+)
+_CONDITION_READ = ("type", "status", "reason")  # not the times, probes or messages
+# Ready's transition time too: when a group became Ready (the group metrics).
+_READY_CONDITION_READ = (*_CONDITION_READ, "lastTransitionTime")
+_POD_CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses")
 _CONTAINER_STATUS_READ = ("name", "restartCount", "ready")
 
 
+# Repeated strings (an LWS name, a group key, an owner's uid, "True") are interned
+# as the transform copies them: thousands of pods hold the same few, and orjson makes
+# a fresh string for every value it decodes. Interned strings are freed with their
+# last holder, so the table does not grow with what has gone. Inline rather than
+# through a helper: a call per string doubled the transform's cost.
+_intern = sys.intern
+
+
 def pod_fields_read(pod: JSON) -> JSON:
-    """The pod cache's transform: metadata without managedFields, and of spec and
-    status only the fields the controllers read."""
-    strip_managed_fields(pod)
+    """The pod cache's transform: of metadata, spec and status only what the
+    controllers read, with repeated strings shared."""
+    intern = _intern
+    meta = pod.get("metadata")
+    if isinstance(meta, dict):
+        pod["metadata"] = _pod_meta_read(meta)
+    for key in ("apiVersion", "kind"):
+        value = pod.get(key)
+        if value.__class__ is str:
+            pod[key] = intern(value)
     spec = pod.get("spec")
     if isinstance(spec, dict):
         kept = {k: spec[k] for k in _POD_SPEC_READ if k in spec}
+        node = kept.get("nodeName")
+        if node.__class__ is str:
+            kept["nodeName"] = intern(node)
         for field in _POD_CONTAINER_LISTS:
             if field in spec:
                 kept[field] = [_container_read(x) for x in spec[field] or ()]
         pod["spec"] = kept
     status = pod.get("status")
     if isinstance(status, dict):
-        kept = {k: status[k] for k in _POD_STATUS_READ if k in status}
+        kept = {
+            k: intern(v) if (v := status[k]).__class__ is str else v
+            for k in _POD_STATUS_READ
+            if k in status
+        }
+        if "conditions" in status:
+            kept["conditions"] = [
+                {
+                    k: intern(v) if (v := cond[k]).__class__ is str else v
+                    for k in (
+                        _READY_CONDITION_READ if cond.get("type") == "Ready" else _CONDITION_READ
+                    )
+                    if k in cond
+                }
+                for cond in status["conditions"] or ()
+                if isinstance(cond, dict) and cond.get("type") in _POD_CONDITIONS_READ
+            ]
         for field in _POD_CONTAINER_STATUS_LISTS:
             if field in status:
                 kept[field] = [_container_status_read(x) for x in status[field] or ()]
@@ -72,16 +127,93 @@ def pod_fields_read(pod: JSON) -> JSON:
     return pod
 
 
+def _pod_meta_read(meta: JSON) -> JSON:
+    intern = _intern
+    kept: JSON = {}
+    for key, value in meta.items():
+        if key in _POD_META_DROPPED:
+            continue
+        if key == "labels":
+            value = _own_entries(value, ())
+        elif key == "annotations":
+            value = _own_entries(value, _POD_ANNOTATIONS_READ_OUTSIDE_PREFIX)
+        elif key == "ownerReferences" and isinstance(value, list):
+            value = [_owner_reference_read(ref) for ref in value]
+        elif key in _POD_META_SHARED and value.__class__ is str:
+            value = intern(value)
+        kept[key] = value
+    return kept
+
+
+def _own_entries(mapping: Any, also: tuple[str, ...]) -> Any:
+    """This controller's own labels or annotations (keys are shared already: orjson
+    caches the short keys it decodes)."""
+    if not isinstance(mapping, dict):
+        return mapping
+    intern, prefix = _intern, c.PREFIX
+    return {
+        k: intern(v) if v.__class__ is str else v
+        for k, v in mapping.items()
+        if k.__class__ is str and (k.startswith(prefix) or k in also)
+    }
+
+
+def _owner_reference_read(ref: Any) -> Any:
+    if not isinstance(ref, dict):
+        return ref
+    intern = _intern
+    return {
+        k: intern(v) if (v := ref[k]).__class__ is str else v
+        for k in _OWNER_REFERENCE_READ
+        if k in ref
+    }
+
+
 def _container_read(container: Any) -> Any:
+    """Its name, and its TPU requests and limits only (`group.tpu` reads those)."""
     if not isinstance(container, dict):
         return container
-    return {k: container[k] for k in ("name", "resources") if k in container}
+    name = container.get("name")
+    kept: JSON = {} if name is None else {"name": _intern(name) if name.__class__ is str else name}
+    resources = container.get("resources")
+    if isinstance(resources, dict):
+        tpu = {
+            field: {c.TPU_RESOURCE_NAME: quantities[c.TPU_RESOURCE_NAME]}
+            for field in _RESOURCE_LISTS
+            if isinstance(quantities := resources.get(field), dict)
+            and c.TPU_RESOURCE_NAME in quantities
+        }
+        if tpu:
+            kept["resources"] = tpu
+    return kept
 
 
 def _container_status_read(status: Any) -> Any:
     if not isinstance(status, dict):
         return status
-    return {k: status[k] for k in _CONTAINER_STATUS_READ if k in status}
+    intern = _intern
+    return {
+        k: intern(v) if (v := status[k]).__class__ is str else v
+        for k in _CONTAINER_STATUS_READ
+        if k in status
+    }
+
+
+# A worker StatefulSet (one per group, controlled by its leader pod) is only created
+# and deleted, never applied or updated, and what is read of it is its metadata, its
+# replica count and its status; its pod template and claim templates are most of
+# it. The leader StatefulSet is kept whole: the LWS reconciler compares the body it
+# would apply against it (`AppliedObjects.needs_apply`).
+_WORKER_STATEFULSET_SPEC_DROPPED = ("template", "volumeClaimTemplates")
+
+
+def statefulset_fields_read(sts: JSON) -> JSON:
+    strip_managed_fields(sts)
+    owner = controller_of(sts)
+    spec = sts.get("spec")
+    if owner is not None and owner.get("kind") == "Pod" and isinstance(spec, dict):
+        sts["spec"] = {k: v for k, v in spec.items() if k not in _WORKER_STATEFULSET_SPEC_DROPPED}
+    return sts
 
 
 def group_index_value(namespace: str, lws_name: str, group: str) -> str:
@@ -232,7 +364,7 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
         leaderworkersets=Informer(
             client, LEADERWORKERSETS, namespace=namespace, transform=strip_managed_fields
         ),
-        statefulsets=labelled(STATEFULSETS),
+        statefulsets=labelled(STATEFULSETS, statefulset_fields_read),
         deployments=labelled(DEPLOYMENTS),
         pods=labelled(
             PODS,
