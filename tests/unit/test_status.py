@@ -493,3 +493,40 @@ def test_container_restarted() -> None:
     assert not container_restarted(_with_statuses("Running", 0))
     assert not container_restarted(_with_statuses("Failed", 3))
     assert not container_restarted(_with_statuses("Succeeded", 3))
+
+
+# --- The observation memo -------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.booleans(), st.booleans(), st.sampled_from("kq")),
+        min_size=1,
+    )
+)
+def test_memo_gives_what_a_fresh_pass_gives(changes: list[tuple[int, bool, bool, str]]) -> None:
+    """Objects replaced one at a time, as the caches replace them: each pass with the
+    memo counts what a pass without one counts."""
+    lws = lws_object(name=NAME, replicas=4)
+    pods, sets = _groups(6)
+    memo: dict[str, Any] = {}
+    for index, leader_ready, workers_ready, key in changes:
+        pods[index] = leader_pod(NAME, index, key, leader_ready)
+        sets[index] = worker_sts(NAME, index, key, 2, workers_ready)
+        with_memo = ordinal_groups(lws, "k", pods, sets, memo)
+        assert with_memo == ordinal_groups(lws, "k", pods, sets)
+    assert len(memo) == 6
+
+
+def test_memo_keeps_the_observation_of_the_same_objects() -> None:
+    """The caches never edit a cached object, so the same object is not looked at
+    again; an edit in place (which they never make) shows the reuse."""
+    lws = lws_object(name=NAME, replicas=2)
+    pods, sets = _groups(2)
+    memo: dict[str, Any] = {}
+    first, _ = ordinal_groups(lws, "k", pods, sets, memo)
+    pods[0]["status"]["conditions"] = []
+    assert ordinal_groups(lws, "k", pods, sets, memo)[0] == first
+    pods[0] = leader_pod(NAME, 0, "k", False)
+    assert count_groups(ordinal_groups(lws, "k", pods, sets, memo)[0]).ready == 1
+    # What the observation depends on besides the objects is part of the memo.
+    assert count_groups(ordinal_groups(lws, "q", pods, sets, memo)[0]).updated == 0

@@ -25,6 +25,7 @@ from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulse
 from leaderworkerset.controllers.lws.rolling_update import rolling_update_parameters
 from leaderworkerset.controllers.lws.shared_service import shared_service, wants_shared_service
 from leaderworkerset.controllers.lws.status import (
+    ObservationMemo,
     StatusUpdate,
     hash_status,
     ordinal_status,
@@ -67,11 +68,14 @@ class LeaderWorkerSetReconciler:
     options: ControllerOptions = field(default_factory=ControllerOptions)
     # The replacement reconciler's last word on what it holds back (Hash mode).
     held: HeldBoard = field(default_factory=HeldBoard)
+    # Per LWS key, the group observations of its last status pass (Ordinal mode).
+    _observations: dict[str, ObservationMemo] = field(default_factory=dict)
 
     async def __call__(self, key: str) -> Result | None:
         lws = self.caches.leaderworkersets.get_by_key(key)
         if lws is None or meta_of(lws).get("deletionTimestamp"):
             GROUP_METRICS.forget(key)
+            self._observations.pop(key, None)
             # Garbage collection removes what the LeaderWorkerSet owned.
             return None
         view = view_of(lws)
@@ -119,7 +123,8 @@ class LeaderWorkerSetReconciler:
             record(self.recorder, lws, event)
 
         await self._ensure_shared_service(lws)
-        update = ordinal_status(lws, key, sts, leader_pods, worker_sets, now_rfc3339())
+        memo = self._observations.setdefault(f"{view.namespace}/{view.name}", {})
+        update = ordinal_status(lws, key, sts, leader_pods, worker_sets, now_rfc3339(), memo)
         return await self._finish(lws, view, update, key, [*revisions, revision])
 
     # -- Hash: a leader Deployment ------------------------------------------------------
