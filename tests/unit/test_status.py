@@ -530,3 +530,14 @@ def test_memo_keeps_the_observation_of_the_same_objects() -> None:
     assert count_groups(ordinal_groups(lws, "k", pods, sets, memo)[0]).ready == 1
     # What the observation depends on besides the objects is part of the memo.
     assert count_groups(ordinal_groups(lws, "q", pods, sets, memo)[0]).updated == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.booleans(), st.sampled_from("kq")), min_size=1))
+def test_hash_memo_gives_what_a_fresh_pass_gives(changes: list[tuple[int, bool, str]]) -> None:
+    lws = lws_object(name=NAME, replicas=4, groupIdentity=c.GROUP_IDENTITY_HASH)
+    pods = [leader_pod(NAME, i, "k") for i in range(6)]
+    memo: dict[str, Any] = {}
+    for index, ready, key in changes:
+        pods[index] = leader_pod(NAME, index, key, ready)
+        assert hash_groups(lws, "k", pods, memo) == hash_groups(lws, "k", pods)

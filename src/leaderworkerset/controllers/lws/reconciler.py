@@ -68,7 +68,7 @@ class LeaderWorkerSetReconciler:
     options: ControllerOptions = field(default_factory=ControllerOptions)
     # The replacement reconciler's last word on what it holds back (Hash mode).
     held: HeldBoard = field(default_factory=HeldBoard)
-    # Per LWS key, the group observations of its last status pass (Ordinal mode).
+    # Per LWS key, the group observations of its last status pass.
     _observations: dict[str, ObservationMemo] = field(default_factory=dict)
 
     async def __call__(self, key: str) -> Result | None:
@@ -154,7 +154,8 @@ class LeaderWorkerSetReconciler:
         await self._ensure_shared_service(lws)
         leader_pods, _ = self._groups(view)
         held = self.held.get(f"{view.namespace}/{view.name}")
-        update = hash_status(lws, key, leader_pods, now_rfc3339(), held=held)
+        memo = self._observations.setdefault(f"{view.namespace}/{view.name}", {})
+        update = hash_status(lws, key, leader_pods, now_rfc3339(), held=held, memo=memo)
         return await self._finish(lws, view, update, key, [*revisions, revision])
 
     # -- shared steps ------------------------------------------------------------------

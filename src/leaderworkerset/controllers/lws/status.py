@@ -76,9 +76,11 @@ class StatusUpdate:
 
 # --- Observing groups ---------------------------------------------------------------------
 # Per leader name: the leader pod and worker StatefulSet an observation was made from,
-# what else it depended on, and the observation (None: left out of the count).
-_Observed = tuple[JSON, JSON | None, tuple[str, int, int], GroupObservation | None]
-ObservationMemo = dict[str, _Observed]
+# what else it depended on, and the observation (None: left out of the count). The
+# caches replace an object on each change and never edit one, so the same objects
+# give the same observation: a pass during a scale-up of a thousand groups costs a
+# dictionary lookup per unchanged group.
+ObservationMemo = dict[str, tuple[JSON, JSON | None, tuple[str, int, int], Any]]
 
 
 def ordinal_groups(
@@ -93,9 +95,7 @@ def ordinal_groups(
 
     With `memo` (kept by the caller between passes, rewritten here), a group whose
     leader and worker StatefulSet are the very objects of the last pass is not looked
-    at again: the caches replace an object on each change and never edit one, so
-    the same objects give the same observation. A pass during a scale-up of a
-    thousand groups then costs a dictionary lookup per unchanged group."""
+    at again."""
     view = lws if isinstance(lws, LwsView) else view_of(lws)
     by_name = {_name(s): s for s in worker_statefulsets}
     no_workers = view.size == 1
@@ -139,7 +139,10 @@ def _observe_ordinal(
 
 
 def hash_groups(
-    lws: JSON | LwsView, key: str, leader_pods: Iterable[JSON]
+    lws: JSON | LwsView,
+    key: str,
+    leader_pods: Iterable[JSON],
+    memo: ObservationMemo | None = None,
 ) -> list[GroupObservation]:
     """A group per live leader pod of the Deployment, gated or not. A leader is Ready
     only with its whole group (group-ready gate), so its readiness is the group's.
@@ -148,13 +151,27 @@ def hash_groups(
 
     Groups have no index, so "desired" is a ranking: the best R groups (updated and
     ready first) play the R desired groups and the rest count as surge, which is
-    what the Deployment will scale away."""
+    what the Deployment will scale away. `memo` as for `ordinal_groups`."""
     view = lws if isinstance(lws, LwsView) else view_of(lws)
-    observed = [
-        (pod_running_and_ready(pod), _key(pod) == key)
-        for pod in _leaders_of(view, leader_pods)
-        if not pod_terminating(pod) and not pod_finished(pod)
-    ]
+    depends = (key, 0, 0)
+    last = memo if memo is not None else {}
+    fresh: ObservationMemo = {}
+    observed: list[tuple[bool, bool]] = []
+    for pod in _leaders_of(view, leader_pods):
+        name = _name(pod)
+        known = last.get(name)
+        if known is not None and known[0] is pod and known[2] == depends:
+            ready_updated = known[3]
+        elif pod_terminating(pod) or pod_finished(pod):
+            ready_updated = None
+        else:
+            ready_updated = (pod_running_and_ready(pod), _key(pod) == key)
+        fresh[name] = (pod, None, depends, ready_updated)
+        if ready_updated is not None:
+            observed.append(ready_updated)
+    if memo is not None:
+        memo.clear()
+        memo.update(fresh)
     observed.sort(key=lambda ru: (not (ru[0] and ru[1]), not ru[1], not ru[0]))
     return [
         GroupObservation(ready=r, updated=u, desired=i < view.replicas, in_range=i < view.replicas)
@@ -257,10 +274,11 @@ def hash_status(
     now: str,
     *,
     held: HeldReplacements | None = None,
+    memo: ObservationMemo | None = None,
 ) -> StatusUpdate:
     """The status of a Hash-mode LWS; `replicas` counts every live leader pod."""
     view = view_of(lws)
-    groups = hash_groups(view, key, leader_pods)
+    groups = hash_groups(view, key, leader_pods, memo)
     # Partition is rejected in Hash mode; it means nothing to a Deployment.
     counts = count_groups(groups)
     update = _status_update(lws, view, counts, len(groups), 0, now, [])
