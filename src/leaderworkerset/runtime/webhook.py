@@ -321,9 +321,10 @@ class WebhookServer:
 
     def _admission_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         handler = self._handlers[path]
+        instrumented = _Instrumented(path)
 
         async def endpoint(request: web.Request) -> web.Response:
-            with _Instrumented(path) as record:
+            with instrumented() as record:
                 review, response = await _read_review(request)
                 if response is None:
                     try:
@@ -342,8 +343,10 @@ class WebhookServer:
         return endpoint
 
     def _conversion_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        instrumented = _Instrumented(path)
+
         async def endpoint(request: web.Request) -> web.Response:
-            with _Instrumented(path) as record:
+            with instrumented() as record:
                 try:
                     review = orjson.loads(await request.read())
                     req = review["request"]
@@ -388,26 +391,47 @@ def _json_response(body: JSON) -> web.Response:
 
 
 class _Instrumented:
-    """controller-runtime's webhook metrics around one request."""
+    """controller-runtime's webhook metrics around one request of one path.
+
+    The path's series are looked up once, not per request: a labelled lookup takes
+    a lock and hashes the label values.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.in_flight = metrics.WEBHOOK_IN_FLIGHT.labels(webhook=path)
+        self.latency = metrics.WEBHOOK_LATENCY.labels(webhook=path)
+        self._requests: dict[int, Any] = {}
+
+    def __call__(self) -> _Request:
+        return _Request(self)
+
+    def count(self, status: int) -> None:
+        counter = self._requests.get(status)
+        if counter is None:
+            counter = self._requests[status] = metrics.WEBHOOK_REQUESTS.labels(
+                webhook=self.path, code=str(status)
+            )
+        counter.inc()
+
+
+class _Request:
+    def __init__(self, instrumented: _Instrumented) -> None:
+        self.instrumented = instrumented
         self.started = 0.0
 
     def __enter__(self) -> Callable[[web.Response], web.Response]:
         self.started = time.perf_counter()
-        metrics.WEBHOOK_IN_FLIGHT.labels(webhook=self.path).inc()
+        self.instrumented.in_flight.inc()
         return self.record
 
     def record(self, response: web.Response) -> web.Response:
-        metrics.WEBHOOK_REQUESTS.labels(webhook=self.path, code=str(response.status)).inc()
+        self.instrumented.count(response.status)
         return response
 
     def __exit__(self, *exc: object) -> None:
-        metrics.WEBHOOK_IN_FLIGHT.labels(webhook=self.path).dec()
-        metrics.WEBHOOK_LATENCY.labels(webhook=self.path).observe(
-            time.perf_counter() - self.started
-        )
+        self.instrumented.in_flight.dec()
+        self.instrumented.latency.observe(time.perf_counter() - self.started)
 
 
 def _stat_stamp(path: Path) -> tuple[int, int, int]:
