@@ -13,6 +13,7 @@ the LeaderWorkerSet's pods each time made a scale-up quadratic in its groups.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -71,6 +72,8 @@ class _Held:
         if hostname is None:
             del self.by_pod[name]
         else:
+            # One string per group, not per pod: a group's pods all hold its hostname.
+            hostname = sys.intern(hostname)
             self.by_pod[name] = hostname
             self.pods[hostname] = self.pods.get(hostname, 0) + 1
 
