@@ -393,13 +393,53 @@ class ApiClient:
             self._observe("WATCH", response)
             if response.status_code >= 400:
                 raise ApiError(response.status_code, _decode(await response.aread()), "GET", path)
-            async for line in response.aiter_lines():
-                if line:
+            lines = LineSplitter()
+            async for chunk in response.aiter_bytes():
+                for line in lines.feed(chunk):
                     yield orjson.loads(line)
+            for line in lines.flush():
+                yield orjson.loads(line)
 
     def _observe(self, method: str, response: httpx.Response) -> None:
         if self._on_response is not None:
             self._on_response(method, str(response.status_code), response.url.host)
+
+
+class LineSplitter:
+    """Splits a watch stream's bytes into its newline-delimited JSON documents.
+
+    Bytes, not text: orjson parses bytes, so decoding each event to str first only
+    costs a copy, and a split on b"\n" can never fall inside a UTF-8 sequence. Only
+    "\n" ends a line; JSON text carries no raw newline, while a str line splitter
+    would also break at a raw U+0085 or U+2028 inside a string value.
+    """
+
+    def __init__(self) -> None:
+        self._partial = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines `chunk` completes; what follows its last newline is kept."""
+        if b"\n" not in chunk:
+            self._partial += chunk
+            return []
+        lines = chunk.split(b"\n")
+        if self._partial:
+            self._partial += lines[0]
+            lines[0] = bytes(self._partial)
+            self._partial.clear()
+        self._partial += lines.pop()
+        return [line for line in lines if _has_document(line)]
+
+    def flush(self) -> list[bytes]:
+        """The last line, when the stream ended without a newline after it."""
+        line = bytes(self._partial)
+        self._partial.clear()
+        return [line] if _has_document(line) else []
+
+
+def _has_document(line: bytes) -> bool:
+    # Blank lines (a CRLF-terminated stream's "\r" included) separate nothing.
+    return line != b"" and line != b"\r"
 
 
 def _clean(params: dict[str, Any] | None) -> dict[str, Any] | None:

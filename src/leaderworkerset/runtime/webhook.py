@@ -50,12 +50,29 @@ def escape_pointer(token: str) -> str:
 
 def json_equal(a: Any, b: Any) -> bool:
     """Equality of decoded JSON: 1 == 1.0 (one JSON number), but True is not 1."""
+    if a is b:
+        return True
+    # Python's == is this equality with True and 1 taken as one value: what it calls
+    # unequal is unequal here too. Equal, the two are equal here when their JSON texts
+    # are; only a different member order, a float beside an int or a bool beside a
+    # number needs the walk below. Both checks run in C, the walk in Python.
+    if a != b:
+        return False
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except orjson.JSONEncodeError:
+        pass
+    return _json_equal(a, b)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
     return type(a) is type(b) and bool(a == b)
@@ -68,21 +85,27 @@ def json_patch(original: Any, mutated: Any) -> list[JSON]:
     differs is replaced whole.
     """
     ops: list[JSON] = []
-    _diff(original, mutated, "", ops)
+    if original is not mutated:
+        _diff(original, mutated, "", ops)
     return ops
 
 
 def _diff(original: Any, mutated: Any, path: str, ops: list[JSON]) -> None:
     if isinstance(original, dict) and isinstance(mutated, dict):
         for key, value in mutated.items():
-            child = f"{path}/{escape_pointer(str(key))}"
             if key not in original:
-                ops.append({"op": "add", "path": child, "value": value})
-            else:
-                _diff(original[key], value, child, ops)
+                ops.append({"op": "add", "path": _child(path, key), "value": value})
+            elif original[key] is not value:
+                # A member both sides share (a snapshot shares what a mutation leaves
+                # alone) is equal without a look inside.
+                _diff(original[key], value, _child(path, key), ops)
         return
     if not json_equal(original, mutated):
         ops.append({"op": "replace", "path": path, "value": mutated})
+
+
+def _child(path: str, key: Any) -> str:
+    return f"{path}/{escape_pointer(str(key))}"
 
 
 # --- Responses --------------------------------------------------------------------
@@ -298,9 +321,10 @@ class WebhookServer:
 
     def _admission_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         handler = self._handlers[path]
+        instrumented = _Instrumented(path)
 
         async def endpoint(request: web.Request) -> web.Response:
-            with _Instrumented(path) as record:
+            with instrumented() as record:
                 review, response = await _read_review(request)
                 if response is None:
                     try:
@@ -319,8 +343,10 @@ class WebhookServer:
         return endpoint
 
     def _conversion_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        instrumented = _Instrumented(path)
+
         async def endpoint(request: web.Request) -> web.Response:
-            with _Instrumented(path) as record:
+            with instrumented() as record:
                 try:
                     review = orjson.loads(await request.read())
                     req = review["request"]
@@ -365,26 +391,47 @@ def _json_response(body: JSON) -> web.Response:
 
 
 class _Instrumented:
-    """controller-runtime's webhook metrics around one request."""
+    """controller-runtime's webhook metrics around one request of one path.
+
+    The path's series are looked up once, not per request: a labelled lookup takes
+    a lock and hashes the label values.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.in_flight = metrics.WEBHOOK_IN_FLIGHT.labels(webhook=path)
+        self.latency = metrics.WEBHOOK_LATENCY.labels(webhook=path)
+        self._requests: dict[int, Any] = {}
+
+    def __call__(self) -> _Request:
+        return _Request(self)
+
+    def count(self, status: int) -> None:
+        counter = self._requests.get(status)
+        if counter is None:
+            counter = self._requests[status] = metrics.WEBHOOK_REQUESTS.labels(
+                webhook=self.path, code=str(status)
+            )
+        counter.inc()
+
+
+class _Request:
+    def __init__(self, instrumented: _Instrumented) -> None:
+        self.instrumented = instrumented
         self.started = 0.0
 
     def __enter__(self) -> Callable[[web.Response], web.Response]:
         self.started = time.perf_counter()
-        metrics.WEBHOOK_IN_FLIGHT.labels(webhook=self.path).inc()
+        self.instrumented.in_flight.inc()
         return self.record
 
     def record(self, response: web.Response) -> web.Response:
-        metrics.WEBHOOK_REQUESTS.labels(webhook=self.path, code=str(response.status)).inc()
+        self.instrumented.count(response.status)
         return response
 
     def __exit__(self, *exc: object) -> None:
-        metrics.WEBHOOK_IN_FLIGHT.labels(webhook=self.path).dec()
-        metrics.WEBHOOK_LATENCY.labels(webhook=self.path).observe(
-            time.perf_counter() - self.started
-        )
+        self.instrumented.in_flight.dec()
+        self.instrumented.latency.observe(time.perf_counter() - self.started)
 
 
 def _stat_stamp(path: Path) -> tuple[int, int, int]:

@@ -30,7 +30,7 @@ from leaderworkerset.runtime.webhook import (
     patched,
 )
 from leaderworkerset.webhooks.denial import Denied
-from leaderworkerset.webhooks.hostnames import IssuedHostnames, hostnames_in_use
+from leaderworkerset.webhooks.hostnames import IssuedHostnames, LiveHostnames
 from leaderworkerset.webhooks.leaderworkerset import (
     MUTATING_PATH,
     VALIDATING_PATH,
@@ -38,7 +38,11 @@ from leaderworkerset.webhooks.leaderworkerset import (
     default_object,
     validate_with_workloads,
 )
-from leaderworkerset.webhooks.pods import PodAdmissionContext, mutate_pod
+from leaderworkerset.webhooks.pods import (
+    PodAdmissionContext,
+    mutate_pod_in_place,
+    snapshot_for_patch,
+)
 
 POD_MUTATING_PATH = "/mutate--v1-pod"
 POD_VALIDATING_PATH = "/validate--v1-pod"
@@ -110,6 +114,24 @@ def pod_context(
     )
 
 
+class _TakenHostnames:
+    """The hostnames a new key of one LeaderWorkerSet must not have: those of its
+    live groups in the pod cache and those this webhook handed out lately."""
+
+    def __init__(
+        self, live: LiveHostnames, issued: IssuedHostnames, namespace: str, lws_name: str
+    ) -> None:
+        self.live, self.issued = live, issued
+        self.namespace, self.lws_name = namespace, lws_name
+
+    def __contains__(self, hostname: object) -> bool:
+        if not isinstance(hostname, str):
+            return False
+        return self.issued.holds(self.namespace, self.lws_name, hostname) or self.live.holds(
+            self.namespace, self.lws_name, hostname
+        )
+
+
 def pod_mutator(
     caches: LwsCaches,
     options: ControllerOptions,
@@ -117,13 +139,7 @@ def pod_mutator(
     new_group_key: Callable[[str], str] = naming.random_group_key,
 ) -> Any:
     issued = IssuedHostnames()
-
-    def taken(pod: JSON, namespace: str, lws_name: str, hash_mode: bool) -> frozenset[str]:
-        """Only a Hash leader that still needs a key draws one."""
-        if not (hash_mode and is_leader(pod)) or group_key(pod):
-            return frozenset()
-        live = hostnames_in_use(LwsCaches.of_lws(caches.pods, namespace, lws_name))
-        return frozenset(live | issued.recent(namespace, lws_name))
+    live = LiveHostnames(caches.pods)
 
     async def owning_lws(namespace: str, name: str) -> JSON | None:
         lws = caches.leaderworkersets.get(namespace, name)
@@ -142,17 +158,22 @@ def pod_mutator(
         lws_name = str(((pod["metadata"].get("labels") or {}).get(c.LABEL_SET_NAME)) or "")
         lws = await owning_lws(namespace, lws_name) if lws_name else None
         ctx = pod_context(lws, options, new_group_key=new_group_key)
-        ctx = dataclasses.replace(
-            ctx, hostnames_in_use=taken(pod, namespace, lws_name, ctx.hash_mode)
-        )
+        brought = group_key(pod)
+        # Only a Hash leader that still needs a key draws one.
+        if ctx.hash_mode and is_leader(pod) and not brought:
+            taken = _TakenHostnames(live, issued, namespace, lws_name)
+            ctx = dataclasses.replace(ctx, hostnames_in_use=taken)
+        # The request's object is this handler's own (decoded for this request), so it
+        # is mutated as it is and diffed against a snapshot of what the mutation writes.
+        original = snapshot_for_patch(pod)
         try:
-            mutated = mutate_pod(pod, ctx)
+            mutate_pod_in_place(pod, ctx)
         except Denied as exc:
             return deny(exc.message)
-        drawn = group_key(mutated)
-        if ctx.hash_mode and is_leader(mutated) and drawn and not group_key(pod):
+        drawn = group_key(pod)
+        if ctx.hash_mode and is_leader(pod) and drawn and not brought:
             issued.add(namespace, lws_name, naming.hash_hostname(drawn))
-        return patched(pod, mutated)
+        return patched(original, pod)
 
     return mutate
 

@@ -6,22 +6,32 @@ would make `<hostname>.<lws>.<ns>` resolve to both leaders (workers could join
 the wrong group) and, under UniquePerReplica, would give both the same Service
 name. A group holds its hostname while any of its pods can still run, a
 terminating one included: its name is still published until the pod is gone.
+
+Each check is a lookup: a Hash leader is admitted once per group, and scanning
+the LeaderWorkerSet's pods each time made a scale-up quadratic in its groups.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api.objects import JSON
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import JSON, labels_of, meta_of
 from leaderworkerset.group import names as naming
+from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.readiness import pod_finished
 from leaderworkerset.group.roles import group_key
+from leaderworkerset.runtime.cache import Informer
 
 # Long enough for any pod cache to show a leader admitted now, short enough that the
 # memory of a burst of admissions stays small.
 ISSUED_MEMORY = 60.0
+
+Owner = tuple[str, str]  # (namespace, LeaderWorkerSet name)
 
 
 def hostnames_in_use(pods: Iterable[JSON]) -> set[str]:
@@ -29,10 +39,97 @@ def hostnames_in_use(pods: Iterable[JSON]) -> set[str]:
     (whose containers never run again) aside."""
     in_use: set[str] = set()
     for pod in pods:
-        key = group_key(pod)
-        if key and not pod_finished(pod):
-            in_use.add(naming.hash_hostname(key))
+        hostname = _hostname_held(pod)
+        if hostname is not None:
+            in_use.add(hostname)
     return in_use
+
+
+def _hostname_held(pod: JSON) -> str | None:
+    key = group_key(pod)
+    if key and not pod_finished(pod):
+        return naming.hash_hostname(key)
+    return None
+
+
+@dataclass
+class _Held:
+    """One LeaderWorkerSet's live hostnames, with how many pods hold each."""
+
+    by_pod: dict[str, str] = field(default_factory=dict)  # pod name -> hostname
+    pods: dict[str, int] = field(default_factory=dict)  # hostname -> pods holding it
+
+    def set(self, name: str, hostname: str | None) -> None:
+        old = self.by_pod.get(name)
+        if old == hostname:
+            return
+        if old is not None:
+            left = self.pods[old] - 1
+            if left:
+                self.pods[old] = left
+            else:
+                del self.pods[old]
+        if hostname is None:
+            del self.by_pod[name]
+        else:
+            # One string per group, not per pod: a group's pods all hold its hostname.
+            hostname = sys.intern(hostname)
+            self.by_pod[name] = hostname
+            self.pods[hostname] = self.pods.get(hostname, 0) + 1
+
+
+class LiveHostnames:
+    """The hostnames held by the pods in the pod cache, kept per LeaderWorkerSet
+    from the cache's events.
+
+    A LeaderWorkerSet is followed from the first question about it (one pass over
+    its cached pods), so Ordinal ones, never asked about, cost a dictionary lookup
+    per pod event.
+    """
+
+    def __init__(self, pods: Informer) -> None:
+        self._pods = pods
+        self._followed: dict[Owner, _Held] = {}
+        pods.add_handler(self._changed, self._updated, self._deleted)
+
+    def holds(self, namespace: str, lws_name: str, hostname: str) -> bool:
+        held = self._followed.get((namespace, lws_name))
+        if held is None:
+            held = self._followed[(namespace, lws_name)] = _Held()
+            for pod in LwsCaches.of_lws(self._pods, namespace, lws_name):
+                held.set(str(meta_of(pod).get("name", "")), _hostname_held(pod))
+        return hostname in held.pods
+
+    def followed(self) -> int:
+        """How many LeaderWorkerSets are followed (for tests)."""
+        return len(self._followed)
+
+    def _set(self, pod: JSON, hostname: str | None) -> None:
+        if not self._followed:
+            return
+        meta = meta_of(pod)
+        lws_name = (meta.get("labels") or {}).get(c.LABEL_SET_NAME)
+        if lws_name is None:
+            return
+        owner = (meta.get("namespace") or "", lws_name)
+        held = self._followed.get(owner)
+        if held is None:
+            return
+        held.set(str(meta.get("name", "")), hostname)
+        if not held.by_pod:
+            # All its pods are gone; a later question lists the cache again, cheaply.
+            del self._followed[owner]
+
+    def _changed(self, pod: JSON) -> None:
+        self._set(pod, _hostname_held(pod))
+
+    def _updated(self, old: JSON, new: JSON) -> None:
+        if labels_of(old).get(c.LABEL_SET_NAME) != labels_of(new).get(c.LABEL_SET_NAME):
+            self._set(old, None)
+        self._set(new, _hostname_held(new))
+
+    def _deleted(self, pod: JSON) -> None:
+        self._set(pod, None)
 
 
 @dataclass
@@ -43,20 +140,31 @@ class IssuedHostnames:
 
     memory: float = ISSUED_MEMORY
     clock: Callable[[], float] = time.monotonic
-    _issued: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    _issued: dict[Owner, dict[str, float]] = field(default_factory=dict)
+    # In the order handed out, so that forgetting looks only at what is due.
+    _order: deque[tuple[float, Owner, str]] = field(default_factory=deque)
 
     def recent(self, namespace: str, lws_name: str) -> set[str]:
         self._expire()
         return set(self._issued.get((namespace, lws_name), {}))
 
+    def holds(self, namespace: str, lws_name: str, hostname: str) -> bool:
+        self._expire()
+        return hostname in self._issued.get((namespace, lws_name), {})
+
     def add(self, namespace: str, lws_name: str, hostname: str) -> None:
-        self._issued.setdefault((namespace, lws_name), {})[hostname] = self.clock()
+        now, owner = self.clock(), (namespace, lws_name)
+        self._issued.setdefault(owner, {})[hostname] = now
+        self._order.append((now, owner, hostname))
 
     def _expire(self) -> None:
         now = self.clock()
-        for owner, issued in list(self._issued.items()):
-            for hostname, at in list(issued.items()):
-                if now - at > self.memory:
-                    del issued[hostname]
+        order = self._order
+        while order and now - order[0][0] > self.memory:
+            at, owner, hostname = order.popleft()
+            issued = self._issued.get(owner)
+            if issued is None or issued.get(hostname) != at:
+                continue  # handed out again since; a later entry stands for it
+            del issued[hostname]
             if not issued:
                 del self._issued[owner]

@@ -1,0 +1,338 @@
+"""The pod webhook under load, served by a process of its own: server CPU per admission
+and the latency a client sees, for leaders and workers as a StatefulSet or ReplicaSet
+controller sends them.
+
+    .venv/bin/python -m bench.webhook_load [--hash] [--requests 8000] [--concurrency 8]
+        [--groups 1000] [--size 8] [--baseline /path/to/other/src]
+
+The server process runs `register_webhooks` over caches holding one LeaderWorkerSet of
+`groups` x `size` live pods (so a Hash leader's hostname check sees a full cache),
+behind TLS, as the manager serves it. The client posts AdmissionReviews over
+`concurrency` kept-alive connections, one leader for every `size - 1` workers, half of
+them with subgroups and exclusive placement. The same reviews posted to the pod
+validating path (which allows without a look) give the cost of the server itself:
+TLS, HTTP, decoding the review, answering. With --baseline the server runs from that
+src/ tree too, one run after the other. Prints figures; it is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from bench.processes import cpu_seconds
+from leaderworkerset.api import constants as c
+
+JSON = dict[str, Any]
+NAMESPACE = "default"
+LWS = "bench"
+MUTATE = "/mutate--v1-pod"
+VALIDATE = "/validate--v1-pod"
+
+
+# -- what is admitted -------------------------------------------------------------------
+
+
+def pod(index: int, worker: int, *, hash_mode: bool, size: int, placed: bool) -> JSON:
+    """A pod as the API server hands it to the webhook: defaulted, with the service
+    account volume, tolerations and managed fields its creator's request produced."""
+    leader = worker == 0
+    labels = {c.LABEL_SET_NAME: LWS, c.LABEL_TEMPLATE_REVISION_HASH: "5d8f9c7b4", "app": "x"}
+    annotations = {c.ANNOTATION_SIZE: str(size)}
+    if placed:
+        annotations[c.ANNOTATION_SUBGROUP_SIZE] = "4"
+        annotations[c.ANNOTATION_EXCLUSIVE_TOPOLOGY] = "zone"
+        annotations[c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY] = "rack"
+    name = f"{LWS}-{index}" if leader else f"{LWS}-{index}-{worker}"
+    meta: JSON = {"namespace": NAMESPACE, "labels": labels, "annotations": annotations}
+    if leader:
+        labels[c.LABEL_WORKER_INDEX] = "0"
+    else:
+        key = uuid.uuid4().hex + "01234567"
+        labels[c.LABEL_GROUP_INDEX] = key if hash_mode else str(index)
+        labels[c.LABEL_GROUP_KEY] = key
+        annotations[c.ANNOTATION_LEADER_NAME] = f"{LWS}-{index}"
+    if leader and hash_mode:
+        meta["generateName"] = f"{LWS}-5d8f9c7b4-"
+    else:
+        meta["name"] = name
+        labels["statefulset.kubernetes.io/pod-name"] = name
+        labels["apps.kubernetes.io/pod-index"] = str(worker or index)
+    owner = "ReplicaSet" if leader and hash_mode else "StatefulSet"
+    meta["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": owner, "name": LWS, "uid": str(uuid.uuid4())}
+    ]
+    meta["managedFields"] = [
+        {
+            "manager": "kube-controller-manager",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:metadata": {"f:labels": {f"f:{k}": {} for k in labels}},
+                "f:spec": {"f:containers": {'k:{"name":"main"}': {"f:image": {}, "f:name": {}}}},
+            },
+        }
+    ]
+    mount = "/var/run/secrets/kubernetes.io/serviceaccount"
+    spec: JSON = {
+        "volumes": [
+            {
+                "name": "kube-api-access-x",
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt"}]}},
+                    ],
+                    "defaultMode": 420,
+                },
+            }
+        ],
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "10m"}},
+                "volumeMounts": [
+                    {"name": "kube-api-access-x", "readOnly": True, "mountPath": mount}
+                ],
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent",
+            }
+        ],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default",
+        "securityContext": {},
+        "schedulerName": "default-scheduler",
+        "tolerations": [
+            {"key": f"node.kubernetes.io/{t}", "operator": "Exists", "effect": "NoExecute"}
+            for t in ("not-ready", "unreachable")
+        ],
+        "priority": 0,
+        "enableServiceLinks": True,
+        "preemptionPolicy": "PreemptLowerPriority",
+    }
+    if not (leader and hash_mode):
+        spec["hostname"], spec["subdomain"] = name, LWS
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {}}
+
+
+def review(obj: JSON) -> bytes:
+    request = {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "namespace": NAMESPACE,
+        "operation": "CREATE",
+        "userInfo": {"username": "system:serviceaccount:kube-system:statefulset-controller"},
+        "object": obj,
+        "oldObject": None,
+        "dryRun": False,
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+    }
+    return orjson.dumps(
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    )
+
+
+def cached_objects(groups: int, size: int, hash_mode: bool) -> list[JSON]:
+    """The LeaderWorkerSet and its live pods, as the server's caches list them."""
+    identity = c.GROUP_IDENTITY_HASH if hash_mode else c.GROUP_IDENTITY_ORDINAL
+    lws = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "metadata": {"name": LWS, "namespace": NAMESPACE, "uid": "u", "resourceVersion": "1"},
+        "spec": {"replicas": groups, "groupIdentity": identity},
+    }
+    objects = [lws]
+    for index in range(groups):
+        key = uuid.uuid4().hex + "01234567"
+        for worker in range(size):
+            member = pod(index, worker, hash_mode=False, size=size, placed=False)
+            meta = member["metadata"]
+            meta["labels"][c.LABEL_GROUP_KEY] = key
+            meta["labels"][c.LABEL_WORKER_INDEX] = str(worker)
+            meta.update(uid=f"{index}-{worker}", resourceVersion="1")
+            member["status"] = {"phase": "Running"}
+            objects.append(member)
+    return objects
+
+
+# -- the server process -------------------------------------------------------------------
+
+
+class _StaticLister:
+    def __init__(self, objects: list[JSON]) -> None:
+        self.objects = objects
+
+    async def list(self, resource: Any, namespace: str | None = None, **kwargs: Any) -> JSON:
+        items = [o for o in self.objects if o["kind"] == resource.kind]
+        return {"metadata": {"resourceVersion": "1"}, "items": items}
+
+    async def watch(self, resource: Any, namespace: str | None = None, **kwargs: Any) -> Any:
+        await asyncio.Event().wait()
+        yield {}
+
+
+async def serve(cert_dir: Path, port_file: Path, groups: int, size: int, hash_mode: bool) -> None:
+    from leaderworkerset.group.caches import build_caches
+    from leaderworkerset.group.options import ControllerOptions
+    from leaderworkerset.runtime.webhook import WebhookServer
+    from leaderworkerset.webhooks.admission import register_webhooks
+
+    caches = build_caches(_StaticLister(cached_objects(groups, size, hash_mode)))
+    for informer in caches.all():
+        informer.start()
+    for informer in caches.all():
+        await informer.wait_synced()
+    server = WebhookServer(cert_dir=cert_dir, host="127.0.0.1", port=0)
+    register_webhooks(server, caches, ControllerOptions())
+    await server.start()
+    await asyncio.to_thread(port_file.write_text, str(server.port))
+    await asyncio.Event().wait()
+
+
+# -- the client -----------------------------------------------------------------------------
+
+
+async def post_all(
+    port: int, ca: Path, path: str, bodies: list[bytes], concurrency: int
+) -> list[float]:
+    context = ssl.create_default_context(cafile=str(ca))
+    connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
+    latencies: list[float] = []
+    queue = iter(bodies)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def worker() -> None:
+            for body in queue:
+                started = time.perf_counter()
+                async with session.post(
+                    f"https://127.0.0.1:{port}{path}",
+                    data=body,
+                    headers={"Content-Type": "application/json"},
+                ) as response:
+                    answer = orjson.loads(await response.read())
+                latencies.append(time.perf_counter() - started)
+                assert answer["response"]["allowed"], answer
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
+def run(args: argparse.Namespace, src: Path | None) -> None:
+    from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY, generate_key_pairs
+
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        pairs = generate_key_pairs(
+            ca_name="bench",
+            ca_organization="bench",
+            dns_names=["localhost"],
+            ip_addresses=["127.0.0.1"],
+        )
+        Path(tmp, TLS_CERT).write_bytes(pairs.cert)
+        Path(tmp, TLS_KEY).write_bytes(pairs.key)
+        ca = Path(tmp, "ca.crt")
+        ca.write_bytes(pairs.ca_cert)
+        port_file = Path(tmp, "port")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(src or root / "src"), str(root), env.get("PYTHONPATH", "")]
+        )
+        command = [sys.executable, "-m", "bench.webhook_load", "--serve", tmp]
+        command += ["--groups", str(args.groups), "--size", str(args.size)]
+        command += ["--hash"] if args.hash else []
+        server = subprocess.Popen(command, env=env, cwd=root)
+        try:
+            deadline = time.monotonic() + 120
+            while not port_file.exists() or not port_file.read_text():
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the webhook server did not start")
+                time.sleep(0.1)
+            port = int(port_file.read_text())
+            bodies = [
+                review(pod(i, w, hash_mode=args.hash, size=args.size, placed=i % 2 == 1))
+                for i in range(args.requests // args.size + 1)
+                for w in range(args.size)
+            ][: args.requests]
+            label = f"{src or 'this tree'} ({'Hash' if args.hash else 'Ordinal'})"
+            print(f"{label}: {len(bodies)} reviews of {statistics.mean(map(len, bodies)):.0f} B")
+            asyncio.run(post_all(port, ca, VALIDATE, bodies[:200], args.concurrency))  # warm
+            profiler = None
+            if args.profile:
+                profiler = subprocess.Popen(
+                    [
+                        "py-spy",
+                        "record",
+                        "--pid",
+                        str(server.pid),
+                        "--format",
+                        "raw",
+                        "--rate",
+                        "200",
+                        "--nonblocking",
+                        "-o",
+                        str(args.profile),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                )
+                time.sleep(1)
+            for path in (VALIDATE, MUTATE):
+                before = cpu_seconds(server.pid)
+                started = time.perf_counter()
+                latencies = asyncio.run(post_all(port, ca, path, bodies, args.concurrency))
+                wall = time.perf_counter() - started
+                cpu = cpu_seconds(server.pid) - before
+                quantiles = statistics.quantiles(latencies, n=100)
+                print(
+                    f"  {path:18s} server CPU {cpu / len(bodies) * 1e6:7.1f} us/request  "
+                    f"{len(bodies) / wall:6.0f} requests/s  client-side latency "
+                    f"p50 {quantiles[49] * 1e3:6.2f} ms  p99 {quantiles[98] * 1e3:6.2f} ms"
+                )
+            if profiler is not None:
+                profiler.send_signal(2)
+                profiler.wait(30)
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hash", action="store_true", help="a Hash-mode LeaderWorkerSet")
+    parser.add_argument("--requests", type=int, default=8000)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--groups", type=int, default=1000, help="groups in the server's cache")
+    parser.add_argument("--size", type=int, default=8)
+    parser.add_argument("--baseline", type=Path, help="also serve from this src/ tree")
+    parser.add_argument("--profile", type=Path, help="py-spy collapsed stacks of the server")
+    parser.add_argument("--serve", metavar="CERT_DIR", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        cert_dir = Path(args.serve)
+        asyncio.run(serve(cert_dir, cert_dir / "port", args.groups, args.size, args.hash))
+        return
+    if args.baseline:
+        run(args, args.baseline.resolve())
+    run(args, None)
+
+
+if __name__ == "__main__":
+    main()
