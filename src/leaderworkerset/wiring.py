@@ -27,7 +27,12 @@ from leaderworkerset.controllers.replacement.reconciler import (
 from leaderworkerset.group.caches import LwsCaches, build_caches
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.group.roles import is_leader
-from leaderworkerset.runtime.controller import Controller, Predicate, own_key
+from leaderworkerset.runtime.controller import (
+    NOT_STATUS_ONLY,
+    Controller,
+    Predicate,
+    own_key,
+)
 from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.manager import Manager
 from leaderworkerset.webhooks.admission import register_webhooks
@@ -97,7 +102,9 @@ def setup_controllers(
 
     lws_reconciler = LeaderWorkerSetReconciler(client, caches, manager.recorder, options=options)
     lws_controller = Controller(LWS_CONTROLLER, lws_reconciler, workers=lws_workers)
-    lws_controller.watch(caches.leaderworkersets, own_key)
+    # Its own status writes do not wake it: a pass that wrote the status has nothing
+    # left to do until something else changes.
+    lws_controller.watch(caches.leaderworkersets, own_key, NOT_STATUS_ONLY)
     # Events of what the LWS owns are paced: during a scale-up of a thousand groups
     # they arrive many times a second, and each pass reads every group.
     pace = options.child_event_pace
@@ -126,7 +133,7 @@ def setup_controllers(
     caches.pods.add_handler(on_update=replacement.observe, on_delete=replacement.observe_deleted)
     replacement_controller = Controller(REPLACEMENT_CONTROLLER, replacement, workers=2)
     replacement_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, replacement_events())
-    replacement_controller.watch(caches.leaderworkersets, own_key)
+    replacement_controller.watch(caches.leaderworkersets, own_key, NOT_STATUS_ONLY)
     if caches.nodes is not None:
         # A node turning NotReady starts the clock of a bounded wait on its pods' groups.
         replacement_controller.watch(caches.nodes, _lws_on_node(caches), node_events())

@@ -563,3 +563,28 @@ async def test_controller_start_fails_if_a_cache_never_syncs() -> None:
     ctrl.watch(make(FakeServer()))
     with pytest.raises(TimeoutError, match="not synced"):
         await ctrl.start()
+
+
+def test_not_status_only_skips_a_status_write_and_nothing_else() -> None:
+    from leaderworkerset.runtime.controller import NOT_STATUS_ONLY
+
+    update = NOT_STATUS_ONLY.update
+    assert update is not None
+    old = {
+        "metadata": {"name": "a", "resourceVersion": "1", "generation": 1, "labels": {"x": "1"}},
+        "spec": {"replicas": 2},
+        "status": {"readyReplicas": 1},
+    }
+    status_write = copy.deepcopy(old)
+    status_write["metadata"].update(resourceVersion="2", managedFields=[{"manager": "lws"}])
+    status_write["status"]["readyReplicas"] = 2
+    assert not update(old, status_write)
+    for change in (
+        lambda o: o["spec"].update(replicas=3),
+        lambda o: o["metadata"]["labels"].update(x="2"),
+        lambda o: o["metadata"].update(annotations={"a": "b"}),
+        lambda o: o["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z"),
+    ):
+        changed = copy.deepcopy(status_write)
+        change(changed)
+        assert update(old, changed)

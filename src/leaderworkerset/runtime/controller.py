@@ -115,6 +115,19 @@ def _labels(obj: JSON) -> object:
 GENERATION_CHANGED = Predicate(update=lambda old, new: _generation(old) != _generation(new))
 LABELS_CHANGED = Predicate(update=lambda old, new: _labels(old) != _labels(new))
 
+# What a status write changes in metadata besides the status itself.
+_STATUS_WRITE_TOUCHES = frozenset({"resourceVersion", "managedFields"})
+
+
+def _beyond_status(obj: JSON) -> tuple[object, dict[str, object]]:
+    meta = {k: v for k, v in meta_of(obj).items() if k not in _STATUS_WRITE_TOUCHES}
+    return obj.get("spec"), meta
+
+
+# Lets through every change but a status write: spec, labels, annotations, owners,
+# finalizers, deletion. A controller's own status writes then do not wake it again.
+NOT_STATUS_ONLY = Predicate(update=lambda old, new: _beyond_status(old) != _beyond_status(new))
+
 
 # -- the controller --------------------------------------------------------------------
 
