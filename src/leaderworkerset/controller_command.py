@@ -433,21 +433,9 @@ def run_controller(settings: Settings) -> None:
         await manager.run()
 
     try:
-        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-            runner.run(serve())
+        asyncio.run(serve())
     except (LeaderElectionLostError, CertsNotReadyError) as exc:
         sys.exit(f"{exc}")
-
-
-def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop where it is installed (every platform but Windows): the event loop, its
-    sockets and TLS are much of what the manager spends on each watch event, API
-    request and admission; None (asyncio's own loop) elsewhere."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
 
 
 controller = controller_command(run_controller, version=__version__)
