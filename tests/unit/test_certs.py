@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import asyncio.sslproto
 import base64
 import copy
 import dataclasses
 import datetime
+import hashlib
 import ipaddress
 import ssl
 from pathlib import Path
@@ -17,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from leaderworkerset.runtime.certs import (
+    TLS_READ_BUFFER,
     CertRotator,
     CertRotatorOptions,
     CertsNotReadyError,
@@ -141,6 +145,36 @@ def test_server_context_restricts_cipher_suites() -> None:
     assert tls12 == ["ECDHE-RSA-AES128-GCM-SHA256"]
     with pytest.raises(ValueError, match="not supported"):
         server_ssl_context(TLSOptions(cipher_suites=("TLS_NOPE",)))
+
+
+async def test_served_tls_reads_through_a_small_buffer_and_whole_bodies_arrive() -> None:
+    ctx = server_ssl_context()
+    assert asyncio.sslproto.SSLProtocol.max_size <= TLS_READ_BUFFER
+    load_key_pair(ctx, *self_signed_cert())
+    size = 10 * TLS_READ_BUFFER + 123  # many records and many buffer fills
+
+    async def digest(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        body = await reader.readexactly(size)
+        writer.write(hashlib.sha256(body).digest())
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(digest, "127.0.0.1", 0, ssl=ctx)
+    port = server.sockets[0].getsockname()[1]
+    client = ssl.create_default_context()
+    client.check_hostname = False
+    client.verify_mode = ssl.CERT_NONE
+    body = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client)
+        writer.write(body)
+        await writer.drain()
+        assert await reader.readexactly(32) == hashlib.sha256(body).digest()
+        writer.close()
+        await writer.wait_closed()
+    finally:
+        server.close()
+        await server.wait_closed()
 
 
 def test_self_signed_cert_loads() -> None:

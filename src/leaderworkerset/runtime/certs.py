@@ -12,6 +12,7 @@ adopts the winner's certificates. The certificates themselves are built and chec
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import base64
 import contextlib
 import datetime
@@ -48,6 +49,14 @@ from leaderworkerset.runtime.pki import (
 
 log = logging.getLogger("cert-rotation")
 
+# asyncio gives every TLS connection a read buffer of 256 KiB (and reads the decrypted
+# stream in chunks of that size). The API server opens one connection per concurrent
+# admission request to an HTTP/1.1 webhook, so a burst of pod creations held ~200 of
+# them at once: ~50 MiB of buffers, freed a moment later but left behind in the C heap
+# as resident size the process never returns. A TLS record is at most 16 KiB of
+# plaintext; 32 KiB holds one whole record with room to spare.
+TLS_READ_BUFFER = 32 * 1024
+
 
 @dataclass(frozen=True)
 class TLSOptions:
@@ -60,8 +69,10 @@ class TLSOptions:
 def server_ssl_context(options: TLSOptions | None = None) -> ssl.SSLContext:
     """A server context speaking only HTTP/1.1 over ALPN (no HTTP/2 rapid-reset exposure).
 
-    Without a configured minimum this is TLS 1.2, the default of Go's servers.
+    Without a configured minimum this is TLS 1.2, the default of Go's servers. Serving
+    with it also caps asyncio's per-connection TLS read buffer (see `TLS_READ_BUFFER`).
     """
+    limit_tls_read_buffer()
     options = options or TLSOptions()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     if options.min_version:
@@ -82,6 +93,12 @@ def server_ssl_context(options: TLSOptions | None = None) -> ssl.SSLContext:
             ctx.set_ciphers(":".join(names))
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
+
+
+def limit_tls_read_buffer(size: int = TLS_READ_BUFFER) -> None:
+    """Cap the read buffer of asyncio's TLS connections (process-wide, never raised)."""
+    protocol = asyncio.sslproto.SSLProtocol
+    protocol.max_size = min(protocol.max_size, size)
 
 
 def load_key_pair(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
