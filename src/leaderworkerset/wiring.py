@@ -81,6 +81,22 @@ def _lws_on_node(caches: LwsCaches) -> Callable[[JSON], list[str]]:
     return keys
 
 
+def _watch_for_lws(controller: Controller, caches: LwsCaches, pace: float) -> None:
+    """The LWS reconciler's sources."""
+    # Its own status writes do not wake it: a pass that wrote the status has nothing
+    # left to do until something else changes.
+    controller.watch(caches.leaderworkersets, own_key, NOT_STATUS_ONLY)
+    # Events of what the LWS owns are paced: during a scale-up of a thousand groups
+    # they arrive many times a second, and each pass reads every group.
+    for informer in (caches.statefulsets, caches.deployments, caches.services):
+        controller.watch_owned(informer, c.KIND, c.API_VERSION, pace=pace)
+    # Worker StatefulSets (readiness) and leader pods (a Hash-mode leader carries its
+    # group's readiness) reach the status through the LWS name label. Worker pods
+    # reach it through their StatefulSet's status, so they are left out.
+    controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME, pace=pace)
+    controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, LEADER_PODS, pace=pace)
+
+
 def setup_controllers(
     manager: Manager,
     *,
@@ -102,19 +118,7 @@ def setup_controllers(
 
     lws_reconciler = LeaderWorkerSetReconciler(client, caches, manager.recorder, options=options)
     lws_controller = Controller(LWS_CONTROLLER, lws_reconciler, workers=lws_workers)
-    # Its own status writes do not wake it: a pass that wrote the status has nothing
-    # left to do until something else changes.
-    lws_controller.watch(caches.leaderworkersets, own_key, NOT_STATUS_ONLY)
-    # Events of what the LWS owns are paced: during a scale-up of a thousand groups
-    # they arrive many times a second, and each pass reads every group.
-    pace = options.child_event_pace
-    for informer in (caches.statefulsets, caches.deployments, caches.services):
-        lws_controller.watch_owned(informer, c.KIND, c.API_VERSION, pace=pace)
-    # Worker StatefulSets (readiness) and leader pods (a Hash-mode leader carries its
-    # group's readiness) reach the status through the LWS name label. Worker pods
-    # reach it through their StatefulSet's status, so they are left out.
-    lws_controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME, pace=pace)
-    lws_controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, LEADER_PODS, pace=pace)
+    _watch_for_lws(lws_controller, caches, options.child_event_pace)
 
     pod_reconciler = PodReconciler(client, caches, manager.recorder, options=options)
     caches.pods.add_handler(on_delete=pod_reconciler.remember_deleted)
