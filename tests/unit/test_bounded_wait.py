@@ -26,11 +26,8 @@ from leaderworkerset.controllers.lws.status import (
     REASON_WAITING_FOR_TERMINATION,
     hash_status,
 )
-from leaderworkerset.controllers.replacement.held import (
-    HeldBoard,
-    HeldReplacements,
-    held_replacements,
-)
+from leaderworkerset.controllers.replacement.held import HeldBoard, HeldReplacements
+from leaderworkerset.controllers.replacement.held import held_of as held_in
 from leaderworkerset.controllers.replacement.post_termination import (
     NODE_NOT_READY,
     TERMINATION_OVERRUN,
@@ -530,7 +527,7 @@ def hash_lws(**spec: Any) -> JSON:
 
 def held_of(lws: JSON, pods: list[JSON], now: float = 0.0) -> HeldReplacements:
     immediate = lws["spec"].get("groupReplacementPolicy") == c.GROUP_REPLACEMENT_IMMEDIATE
-    return held_replacements(pods, {"n1": node("n1")}, EPOCH + now, BOUNDS, immediate=immediate)
+    return held_in(decide(pods, {"n1": node("n1")}, EPOCH + now, BOUNDS, immediate=immediate))
 
 
 def conditions_of(status: JSON) -> dict[str, JSON]:

@@ -122,7 +122,7 @@ def pod_fields_read(pod: JSON) -> JSON:
             ]
         for field in _POD_CONTAINER_STATUS_LISTS:
             if field in status:
-                kept[field] = [_container_status_read(x) for x in status[field] or ()]
+                kept[field] = [_keys_read(x, _CONTAINER_STATUS_READ) for x in status[field] or ()]
         pod["status"] = kept
     return pod
 
@@ -138,7 +138,7 @@ def _pod_meta_read(meta: JSON) -> JSON:
         elif key == "annotations":
             value = _own_entries(value, _POD_ANNOTATIONS_READ_OUTSIDE_PREFIX)
         elif key == "ownerReferences" and isinstance(value, list):
-            value = [_owner_reference_read(ref) for ref in value]
+            value = [_keys_read(ref, _OWNER_REFERENCE_READ) for ref in value]
         elif key in _POD_META_SHARED and value.__class__ is str:
             value = intern(value)
         kept[key] = value
@@ -158,15 +158,13 @@ def _own_entries(mapping: Any, also: tuple[str, ...]) -> Any:
     }
 
 
-def _owner_reference_read(ref: Any) -> Any:
-    if not isinstance(ref, dict):
-        return ref
+def _keys_read(obj: Any, keys: tuple[str, ...]) -> Any:
+    """Of a dict, only `keys`, with string values shared (owner references, container
+    statuses)."""
+    if not isinstance(obj, dict):
+        return obj
     intern = _intern
-    return {
-        k: intern(v) if (v := ref[k]).__class__ is str else v
-        for k in _OWNER_REFERENCE_READ
-        if k in ref
-    }
+    return {k: intern(v) if (v := obj[k]).__class__ is str else v for k in keys if k in obj}
 
 
 def _container_read(container: Any) -> Any:
@@ -186,17 +184,6 @@ def _container_read(container: Any) -> Any:
         if tpu:
             kept["resources"] = tpu
     return kept
-
-
-def _container_status_read(status: Any) -> Any:
-    if not isinstance(status, dict):
-        return status
-    intern = _intern
-    return {
-        k: intern(v) if (v := status[k]).__class__ is str else v
-        for k in _CONTAINER_STATUS_READ
-        if k in status
-    }
 
 
 # A worker StatefulSet (one per group, controlled by its leader pod) is only created

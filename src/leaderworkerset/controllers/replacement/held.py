@@ -9,12 +9,11 @@ thousands of pods; the condition follows the gates by one replacement pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from leaderworkerset.api.objects import JSON, name_of
-from leaderworkerset.controllers.replacement.post_termination import Decision, decide
-from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.api.objects import name_of
+from leaderworkerset.controllers.replacement.post_termination import Decision
 
 
 @dataclass(frozen=True)
@@ -32,19 +31,6 @@ def held_of(decision: Decision) -> HeldReplacements:
         leaders=tuple(name_of(p) for p in decision.held),
         groups=tuple(decision.holding) if decision.held else (),
     )
-
-
-def held_replacements(
-    pods: list[JSON],
-    nodes: Mapping[str, JSON] | None,
-    now: float,
-    thresholds: ReleaseThresholds,
-    *,
-    immediate: bool = False,
-) -> HeldReplacements:
-    """What the rule holds back in these pods (the replacement reconciler's answer
-    when it has no leader of its own in flight)."""
-    return held_of(decide(pods, nodes, now, thresholds, immediate=immediate))
 
 
 class HeldBoard:
