@@ -98,6 +98,9 @@ class EventRecorder:
         self.reporting_instance = instance[:MAX_NAME_LENGTH]
         self.finish_window = finish_window
         self._queue: asyncio.Queue[tuple[tuple[Any, ...], JSON] | None] = asyncio.Queue(QUEUE_SIZE)
+        # Oldest observation first (a repeat moves its series to the end), so that
+        # forgetting finished series looks only at the front, not at every series on
+        # every event: thousands of groups record thousands of distinct events.
         self._series: dict[tuple[Any, ...], _Series] = {}
         self._worker: asyncio.Task[None] | None = None
         self._flushes: set[asyncio.Task[None]] = set()
@@ -225,6 +228,7 @@ class EventRecorder:
         if series is not None:
             series.count += 1
             series.last_observed = now
+            self._series[key] = self._series.pop(key)
             if not series.flushing:
                 series.flushing = True
                 task = asyncio.create_task(self._flush_series(series))
@@ -271,7 +275,11 @@ class EventRecorder:
             series.flushing = False
 
     def _forget_finished(self, now: float) -> None:
-        stale = [k for k, s in self._series.items() if now - s.last_observed > self.finish_window]
+        stale = []
+        for key, series in self._series.items():
+            if now - series.last_observed <= self.finish_window:
+                break
+            if not series.flushing:
+                stale.append(key)
         for key in stale:
-            if not self._series[key].flushing:
-                del self._series[key]
+            del self._series[key]
