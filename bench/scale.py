@@ -240,7 +240,14 @@ async def measure(
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             await asyncio.to_thread(profiler.wait, 120)
-        after = scrape()
+        after_text = manager.metrics_text(token)
+        after = Metrics.parse(after_text)
+        if args.keep_logs:
+            # Reconcile counts and times per controller, queue depths: what the table
+            # leaves out, for reading where a run's time went.
+            kept = Path(args.keep_logs) / f"{config}-{run}.metrics"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(after_text)
         result.cpu = cpu_seconds(manager.pid) - cpu_before
         rss, hwm = memory_kib(manager.pid)
         result.peak_rss_mib = hwm / 1024
@@ -349,7 +356,9 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="also `lws controller` from this src/ tree")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor (no ratio column)")
     parser.add_argument("--profile", metavar="DIR", help="py-spy our manager into DIR")
-    parser.add_argument("--keep-logs", metavar="DIR", help="copy each manager's log here")
+    parser.add_argument(
+        "--keep-logs", metavar="DIR", help="copy each manager's log and final metrics here"
+    )
     args = parser.parse_args()
     go_binary = None
     if args.with_upstream:
