@@ -34,7 +34,7 @@ ResponseHook = Callable[[str, str, str], None]  # (method, status code, host)
 # What a request raises when the API server cannot be reached or the exchange breaks
 # off (refused, reset, TLS, timed out, a stream cut short); an answer with an error
 # status is an ApiError instead.
-TRANSPORT_ERRORS: tuple[type[Exception], ...] = (aiohttp.ClientError, TimeoutError, OSError)
+TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 
 # Connections kept to the API server, as httpx's default. Watches hold one each for
 # minutes: the manager runs an informer per cached kind (seven) and the certificate
