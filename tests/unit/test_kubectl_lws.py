@@ -501,8 +501,9 @@ def test_the_plugin_imports_nothing_heavy() -> None:
     # (the webhook and metrics servers' framework) stays out.
     code = (
         "import sys, leaderworkerset.kubectl.cli\n"
-        "heavy = ('aiohttp.web', 'prometheus_client', 'cryptography', 'leaderworkerset.localcluster',"
-        " 'leaderworkerset.wiring', 'leaderworkerset.runtime.manager')\n"
+        "heavy = ('aiohttp.web', 'prometheus_client', 'cryptography',"
+        " 'leaderworkerset.localcluster', 'leaderworkerset.wiring',"
+        " 'leaderworkerset.runtime.manager')\n"
         "print([m for m in sys.modules if m.startswith(heavy)])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
