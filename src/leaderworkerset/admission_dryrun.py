@@ -22,8 +22,6 @@ import re
 import secrets
 from dataclasses import dataclass
 
-import httpx2 as httpx
-
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
@@ -32,7 +30,14 @@ from leaderworkerset.controllers.pod.worker_statefulset import build_worker_stat
 from leaderworkerset.controllers.revisions import snapshot_key
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.view import view_of
-from leaderworkerset.runtime.client import DEPLOYMENTS, STATEFULSETS, ApiClient, ApiError, Resource
+from leaderworkerset.runtime.client import (
+    DEPLOYMENTS,
+    STATEFULSETS,
+    TRANSPORT_ERRORS,
+    ApiClient,
+    ApiError,
+    Resource,
+)
 from leaderworkerset.webhooks.leaderworkerset import Cause, TemplateCheck
 
 log = logging.getLogger("webhook.dryrun")
@@ -235,7 +240,7 @@ def dry_run_check(client: ApiClient, timeout: float = DRY_RUN_TIMEOUT) -> Templa
             if exc.status == 422:
                 return causes_of(workload, exc)
             log.info("dry-run create of the %s skipped: %s", _role(workload), exc)
-        except (httpx.HTTPError, OSError, TimeoutError) as exc:
+        except TRANSPORT_ERRORS as exc:
             log.info("dry-run create of the %s skipped: %r", _role(workload), exc)
         return []
 

@@ -32,8 +32,9 @@ JSON = dict[str, Any]
 TRACEBACK = "Traceback (most recent call last)"
 # Connection-level failures while the API server is away.
 TRANSIENT = re.compile(
-    r"(httpx2?|httpcore2?)\.(ConnectError|RemoteProtocolError|ReadError|WriteError|"
-    r"ConnectTimeout|ReadTimeout|WriteTimeout|PoolTimeout)\b"
+    r"aiohttp\.(?:client_exceptions\.)?(ClientConnectorError|ClientConnectionError|"
+    r"ClientConnectionResetError|ClientOSError|ServerDisconnectedError|ClientPayloadError|"
+    r"ServerTimeoutError|ConnectionTimeoutError|SocketTimeoutError)\b"
 )
 
 

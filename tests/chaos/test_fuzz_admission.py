@@ -15,11 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from leaderworkerset.runtime.client import LEADERWORKERSETS, STATEFULSETS, ApiClient, ApiError
+from leaderworkerset.runtime.client import (
+    LEADERWORKERSETS,
+    STATEFULSETS,
+    TRANSPORT_ERRORS,
+    ApiClient,
+    ApiError,
+)
 from tests.integration.manager_process import Managers
 
 from .harness import WebhookRelay, figures, log_paths, settle, start_controllers
@@ -124,7 +129,7 @@ async def dry_run(api: ApiClient, namespace: str, lws: JSON, tally: Tally) -> No
             elif not names_a_field(exc.body):
                 tally.unnamed.append((lws, str(exc.body)[:600]))
             return
-        except httpx.TransportError:
+        except TRANSPORT_ERRORS:
             if attempt == 2:
                 raise
             continue

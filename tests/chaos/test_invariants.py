@@ -244,7 +244,10 @@ def test_traceback_in_a_json_log_line() -> None:
 
 def test_a_lost_connection_is_not_a_bug() -> None:
     snap = settled()
-    stack = "Traceback (most recent call last):\n  File x\nhttpx2.ConnectError: All failed\n"
+    stack = (
+        "Traceback (most recent call last):\n  File x\n"
+        "aiohttp.client_exceptions.ClientConnectorError: Cannot connect\n"
+    )
     line = json.dumps({"level": "error", "msg": "reconcile failed", "stacktrace": stack})
     snap.logs["replica-1.log"] = line + "\n"
     assert check(snap) == []

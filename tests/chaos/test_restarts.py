@@ -15,7 +15,14 @@ import pytest
 
 from leaderworkerset.localcluster.controlplane import APISERVER, ControlPlane
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import CONFIGMAPS, LEADERWORKERSETS, PODS, ApiClient, ApiError
+from leaderworkerset.runtime.client import (
+    CONFIGMAPS,
+    LEADERWORKERSETS,
+    PODS,
+    TRANSPORT_ERRORS,
+    ApiClient,
+    ApiError,
+)
 from tests.fixtures.controlplane import ExternalCluster
 from tests.integration.lws_helpers import wait_ready
 from tests.integration.manager_process import Managers
@@ -71,7 +78,7 @@ async def retrying(call: object, within: float = 60.0) -> object:
     while True:
         try:
             return await call()  # type: ignore[operator]
-        except (ApiError, httpx.HTTPError) as exc:
+        except (ApiError, *TRANSPORT_ERRORS) as exc:
             transient = not isinstance(exc, ApiError) or exc.status in (429, 500, 503, 504)
             if not transient or loop.time() > deadline:
                 raise

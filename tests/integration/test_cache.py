@@ -24,7 +24,13 @@ import pytest
 
 from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.runtime.cache import Backoff, DeletedFinalStateUnknown, Informer
-from leaderworkerset.runtime.client import CONFIGMAPS, NAMESPACES, ApiClient, ApiError
+from leaderworkerset.runtime.client import (
+    CONFIGMAPS,
+    NAMESPACES,
+    TRANSPORT_ERRORS,
+    ApiClient,
+    ApiError,
+)
 from leaderworkerset.runtime.indexes import (
     OWNER_UID_INDEX,
     label_index_name,
@@ -113,7 +119,7 @@ async def private(
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     await retrying(lambda: api.create(NAMESPACES, body))
     yield private_cluster, api, namespace
-    with contextlib.suppress(ApiError, httpx.HTTPError):
+    with contextlib.suppress(ApiError, *TRANSPORT_ERRORS):
         await api.delete(NAMESPACES, namespace)
     await api.close()
 
@@ -141,7 +147,7 @@ async def retrying(call: Callable[[], Awaitable[JSON]], within: float = 60.0) ->
     while True:
         try:
             return await call()
-        except (ApiError, httpx.HTTPError) as exc:
+        except (ApiError, *TRANSPORT_ERRORS) as exc:
             transient = not isinstance(exc, ApiError) or exc.status in (429, 500, 503, 504)
             if not transient or loop.time() > deadline:
                 raise

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any, cast
 
-import httpx2 as httpx
+import aiohttp
 import pytest
 
 from leaderworkerset.admission_dryrun import (
@@ -275,8 +275,8 @@ async def test_a_422_is_reported_once_for_leader_and_workers() -> None:
         ApiError(403, {"reason": "Forbidden", "message": "no"}),
         ApiError(503, {"message": "unavailable"}),
         ApiError(409, {"reason": "AlreadyExists"}),
-        httpx.ConnectError("refused"),
-        httpx.ReadTimeout("slow"),
+        aiohttp.ClientConnectionError("refused"),
+        aiohttp.SocketTimeoutError("slow"),
     ],
 )
 async def test_other_failures_do_not_refuse(failure: BaseException) -> None:

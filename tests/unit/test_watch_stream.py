@@ -1,19 +1,20 @@
-"""Watch streams as bytes: the line splitter, and ApiClient.watch over an HTTP stream
-cut into chunks anywhere."""
+"""Watch streams as bytes: the line splitter, and ApiClient.watch reading a real HTTP
+stream cut into chunks anywhere."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx2 as httpx
 import orjson
 import pytest
+from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError, LineSplitter
+from tests.unit.api_server import Handler, api_server
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "1"}}},
@@ -57,51 +58,64 @@ def test_a_last_line_without_newline_and_blank_lines() -> None:
     assert split_all([b"", b"\n", b""]) == []
 
 
-class Chunks(httpx.AsyncByteStream):
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
+def streaming(code: int, chunks: list[bytes]) -> Handler:
+    """Answers with `chunks`, each flushed on its own as the API server flushes events."""
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self.chunks:
-            yield chunk
+    async def handle(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(status=code, headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        for chunk in chunks:
+            await response.write(chunk)
+            await asyncio.sleep(0)
+        await response.write_eof()
+        return response
 
-
-def client(status: int, chunks: list[bytes], seen: list[httpx.Request]) -> ApiClient:
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(status, stream=Chunks(chunks))
-
-    transport = httpx.MockTransport(answer)
-    return ApiClient(httpx.AsyncClient(transport=transport, base_url="https://api"), qps=0)
+    return handle
 
 
 async def test_watch_yields_every_event_of_a_chunked_stream() -> None:
-    seen: list[httpx.Request] = []
     chunks = [STREAM[i : i + 7] for i in range(0, len(STREAM), 7)]
-    api = client(200, chunks, seen)
-    events = [e async for e in api.watch(PODS, "ns", resource_version="5", timeout_seconds=9)]
-    await api.close()
+    async with api_server(streaming(200, chunks)) as served:
+        api = ApiClient(served.url, qps=0)
+        events = [e async for e in api.watch(PODS, "ns", resource_version="5", timeout_seconds=9)]
+        await api.close()
     assert events == EVENTS  # an ERROR event is the informer's to read, as before
-    assert seen[0].url.path == "/api/v1/namespaces/ns/pods"
-    assert dict(seen[0].url.params) == {
+    (seen,) = served.requests
+    assert seen.path == "/api/v1/namespaces/ns/pods"
+    assert dict(seen.query) == {
         "watch": "true",
         "resourceVersion": "5",
         "timeoutSeconds": "9",
         "allowWatchBookmarks": "true",
     }
+    assert seen.headers["Accept"] == "application/json"
 
 
 async def test_watch_ends_with_a_last_event_lacking_its_newline() -> None:
-    api = client(200, [STREAM.rstrip(b"\n")], [])
-    assert [e async for e in api.watch(PODS)] == EVENTS
-    await api.close()
+    async with api_server(streaming(200, [STREAM.rstrip(b"\n")])) as served:
+        api = ApiClient(served.url, qps=0)
+        assert [e async for e in api.watch(PODS)] == EVENTS
+        await api.close()
 
 
 async def test_watch_refused_with_410_raises_gone() -> None:
     status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
-    api = client(410, [orjson.dumps(status)], [])
-    with pytest.raises(ApiError) as raised:
-        async for _ in api.watch(PODS, "ns", resource_version="1"):
-            pass
-    await api.close()
+    async with api_server(streaming(410, [orjson.dumps(status)])) as served:
+        api = ApiClient(served.url, qps=0)
+        with pytest.raises(ApiError) as raised:
+            async for _ in api.watch(PODS, "ns", resource_version="1"):
+                pass
+        await api.close()
     assert raised.value.gone and raised.value.message == "too old"
+
+
+async def test_a_watch_left_early_frees_its_connection() -> None:
+    """The consumer stops after one event of a stream that goes on: the response is
+    closed, not left holding a pooled connection."""
+    endless = [STREAM, *(b"\n" for _ in range(1000))]
+    async with api_server(streaming(200, endless)) as served:
+        api = ApiClient(served.url, qps=0)
+        stream = api.watch(PODS)
+        assert await anext(stream) == EVENTS[0]
+        await stream.aclose()  # type: ignore[attr-defined]
+        await api.close()

@@ -8,14 +8,13 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
-import httpx2 as httpx
 
 from leaderworkerset.kubectl.connection import ConfigError, Target, target
 from leaderworkerset.kubectl.describe import UnknownGroup, describe, find_group
 from leaderworkerset.kubectl.render import group_objects, group_table
 from leaderworkerset.kubectl.rows import rows_of
 from leaderworkerset.kubectl.snapshot import LwsNotFound, Snapshot, read
-from leaderworkerset.runtime.client import ApiError
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -80,7 +79,7 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
         raise click.ClickException(str(exc)) from exc
     except ApiError as exc:
         raise click.ClickException(f"{exc.reason or exc.status}: {exc.message}") from exc
-    except httpx.HTTPError as exc:
+    except TRANSPORT_ERRORS as exc:
         raise click.ClickException(f"cannot reach the API server: {exc}") from exc
 
 

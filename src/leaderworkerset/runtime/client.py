@@ -1,29 +1,47 @@
 """A raw-JSON Kubernetes API client: lightkube for configuration and authentication,
-httpx for the requests, orjson for the bodies.
+aiohttp for the requests, orjson for the bodies.
 
 Objects stay plain dicts. Typed models are too slow to decode for caches of
 thousands of pods, and the controller only ever reads a handful of members.
+aiohttp rather than httpx: its HTTP parser is C, and reading a watch stream (a chunk
+per event) or a response through httpx's pure-Python layers was the controller's
+largest single cost at scale.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import aiohttp
 import httpx2 as httpx
 import orjson
-from lightkube.config.client_adapter import AsyncClient as _lightkube_async_client
-from lightkube.config.client_adapter import ConnectionParams
+from lightkube.config.client_adapter import user_auth, verify_cluster
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+from lightkube.config.models import User
 
 from leaderworkerset.api.objects import JSON
 
 ResponseHook = Callable[[str, str, str], None]  # (method, status code, host)
+
+# What a request raises when the API server cannot be reached or the exchange breaks
+# off (refused, reset, TLS, timed out, a stream cut short); an answer with an error
+# status is an ApiError instead.
+TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+
+# Connections kept to the API server, as httpx's default. Watches hold one each for
+# minutes: the manager runs an informer per cached kind (seven) and the certificate
+# rotator one per object it injects into (a secret and a few webhook configurations
+# and CRDs), so a dozen at most, leaving more than eighty for ordinary requests.
+POOL_SIZE = 100
+CONNECT_TIMEOUT = 30.0  # getting a pooled or new connection, TLS handshake included
 
 APPLY_PATCH = "application/apply-patch+yaml"
 # Characters JSON carries as they are but a YAML parser will not take as they are:
@@ -169,21 +187,37 @@ class TokenBucket:
 
 
 class ApiClient:
-    """Async JSON requests against one API server."""
+    """Async JSON requests against one API server.
+
+    The HTTP session is opened on first use, inside the running event loop (aiohttp
+    binds a session to the loop it was made in), so a client can be built anywhere.
+    """
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        server: str,
         *,
+        ssl_context: ssl.SSLContext | None = None,
+        auth: httpx.Auth | None = None,
+        user_agent: str = "lws",
         qps: float = 500.0,
         burst: int = 500,
         on_response: ResponseHook | None = None,
         namespace: str = "default",
     ) -> None:
-        self.http = http
         self.namespace = namespace
+        self._server = server.rstrip("/")
+        self._host = urlsplit(self._server).hostname or ""
+        self._ssl_context = ssl_context
+        self._auth = auth
+        # Auth flows see the method and the server: lightkube's read or set headers
+        # only, and a URL parsed once spares each request a parse.
+        self._auth_url = httpx.URL(self._server)
+        self._headers = {"User-Agent": user_agent, "Accept": "application/json"}
         self._limiter = TokenBucket(qps, burst)
         self._on_response = on_response
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
 
     @classmethod
     def from_kubeconfig(
@@ -215,16 +249,38 @@ class ApiClient:
         user_agent: str = "lws",
         on_response: ResponseHook | None = None,
     ) -> ApiClient:
-        # Watches hold a response open for minutes, so only connecting is time-bounded
-        # here; ordinary requests pass their own timeout.
-        params = ConnectionParams(timeout=httpx.Timeout(30.0, read=None), trust_env=False)
-        http = _lightkube_async_client(config, params)
-        http.headers["User-Agent"] = user_agent
-        http.headers["Accept"] = "application/json"
-        return cls(http, qps=qps, burst=burst, on_response=on_response, namespace=config.namespace)
+        user = config.user if config.user is not None else User()
+        return cls(
+            config.cluster.server,
+            ssl_context=verify_cluster(config.cluster, user, config.abs_file, trust_env=False),
+            auth=user_auth(user),
+            user_agent=user_agent,
+            qps=qps,
+            burst=burst,
+            on_response=on_response,
+            namespace=config.namespace,
+        )
 
     async def close(self) -> None:
-        await self.http.aclose()
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise RuntimeError("the API client is closed")
+        connector = aiohttp.TCPConnector(
+            limit=POOL_SIZE,
+            ssl=self._ssl_context if self._ssl_context is not None else True,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self._headers,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,  # no proxies or .netrc from the environment
+        )
+        return self._session
 
     async def request(
         self,
@@ -239,19 +295,72 @@ class ApiClient:
         await self._limiter.acquire()
         content = None if body is None else _encode(body, content_type)
         headers = {"Content-Type": content_type} if content is not None else None
-        response = await self.http.request(
-            method,
-            path,
-            params=_clean(params),
-            content=content,
-            headers=headers,
-            timeout=httpx.Timeout(request_timeout) if request_timeout else httpx.USE_CLIENT_DEFAULT,
+        response = await self._send(
+            method, path, _clean(params), content, headers, _timeout(request_timeout)
         )
-        self._observe(method, response)
-        data = _decode(response.content)
-        if response.status_code >= 400:
-            raise ApiError(response.status_code, data, method, path)
-        return data
+        try:
+            data = await response.read()
+        finally:
+            response.release()
+        self._observe(method, response.status)
+        decoded = _decode(data)
+        if response.status >= 400:
+            raise ApiError(response.status, decoded, method, path)
+        return decoded
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None,
+        content: bytes | None,
+        headers: dict[str, str] | None,
+        limits: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """One request, its headers read; authenticated by the httpx Auth flow, which
+        may answer a 401 with a second request (a re-read token, a new exec token)."""
+        session = self._session or self._open()
+        url = self._server + path
+        if self._auth is None:
+            return await session.request(
+                method,
+                url,
+                params=params,
+                data=content,
+                headers=headers,
+                timeout=limits,
+                allow_redirects=False,
+            )
+        flow = self._auth.async_auth_flow(httpx.Request(method, self._auth_url))
+        try:
+            authed = await anext(flow)
+            response = await session.request(
+                method,
+                url,
+                params=params,
+                data=content,
+                headers=_with_auth(headers, authed),
+                timeout=limits,
+                allow_redirects=False,
+            )
+            if response.status != 401:
+                return response
+            try:
+                retry = await flow.asend(httpx.Response(401, request=authed))
+            except StopAsyncIteration:
+                return response
+            response.release()
+            return await session.request(
+                method,
+                url,
+                params=params,
+                data=content,
+                headers=_with_auth(headers, retry),
+                timeout=limits,
+                allow_redirects=False,
+            )
+        finally:
+            await flow.aclose()
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
         return await self.request("GET", resource.path(namespace, name))
@@ -384,25 +493,29 @@ class ApiClient:
         }
         await self._limiter.acquire()
         path = resource.path(namespace)
-        async with self.http.stream(
-            "GET",
-            path,
-            params=_clean(params),
-            timeout=httpx.Timeout(30.0, read=timeout_seconds + 30),
-        ) as response:
-            self._observe("WATCH", response)
-            if response.status_code >= 400:
-                raise ApiError(response.status_code, _decode(await response.aread()), "GET", path)
+        # The stream stays open for minutes: connecting is bounded, and each read by
+        # the server's own end of the watch plus a margin.
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=CONNECT_TIMEOUT, sock_read=timeout_seconds + 30
+        )
+        response = await self._send("GET", path, _clean(params), None, None, timeout)
+        try:
+            self._observe("WATCH", response.status)
+            if response.status >= 400:
+                raise ApiError(response.status, _decode(await response.read()), "GET", path)
             lines = LineSplitter()
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.content.iter_any():
                 for line in lines.feed(chunk):
                     yield orjson.loads(line)
             for line in lines.flush():
                 yield orjson.loads(line)
+        finally:
+            # Back to the pool when the server ended the stream, else closed.
+            response.release()
 
-    def _observe(self, method: str, response: httpx.Response) -> None:
+    def _observe(self, method: str, status: int) -> None:
         if self._on_response is not None:
-            self._on_response(method, str(response.status_code), response.url.host)
+            self._on_response(method, str(status), self._host)
 
 
 class LineSplitter:
@@ -451,6 +564,29 @@ def _clean(params: dict[str, Any] | None) -> dict[str, Any] | None:
             continue
         out[key] = ("true" if value else "false") if isinstance(value, bool) else value
     return out
+
+
+def _timeout(request_timeout: float | None) -> aiohttp.ClientTimeout:
+    # httpx's meaning, kept: the time to get a connection and the time any one read
+    # may wait, not a bound on the whole exchange. None bounds only connecting.
+    if not request_timeout:
+        return _NO_READ_TIMEOUT
+    return aiohttp.ClientTimeout(total=None, connect=request_timeout, sock_read=request_timeout)
+
+
+_NO_READ_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT)
+
+
+def _with_auth(headers: dict[str, str] | None, authed: httpx.Request) -> dict[str, str]:
+    out = dict(headers) if headers else {}
+    for name, value in authed.headers.items():
+        if name not in _HTTPX_OWN_HEADERS:
+            out[name] = value
+    return out
+
+
+# Set by httpx.Request itself, not by an auth flow.
+_HTTPX_OWN_HEADERS = frozenset(("host", "content-length", "transfer-encoding"))
 
 
 def _decode(content: bytes) -> JSON:

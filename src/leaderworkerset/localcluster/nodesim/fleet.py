@@ -7,8 +7,6 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-import httpx2
-
 from leaderworkerset.localcluster.nodesim.api import (
     JsonObj,
     delete_if_present,
@@ -34,6 +32,7 @@ from leaderworkerset.runtime.client import (
     NODES,
     PODS,
     STRATEGIC_MERGE_PATCH,
+    TRANSPORT_ERRORS,
     ApiClient,
     ApiError,
 )
@@ -220,5 +219,5 @@ class NodeFleet:
                 uid=meta["uid"],
                 grace_period_seconds=0,
             )
-        except (ApiError, httpx2.HTTPError) as err:
+        except (ApiError, *TRANSPORT_ERRORS) as err:
             log.warning("force-deleting pod %s/%s failed: %s", meta["namespace"], meta["name"], err)

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-import httpx2
-
 from leaderworkerset.api.objects import meta_of
 from leaderworkerset.localcluster.nodesim.api import (
     JsonObj,
@@ -51,7 +49,13 @@ from leaderworkerset.localcluster.nodesim.pods import (
 )
 from leaderworkerset.localcluster.nodesim.watch import PodWatch
 from leaderworkerset.localcluster.nodesim.workqueue import WorkQueue
-from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
+from leaderworkerset.runtime.client import (
+    PODS,
+    STRATEGIC_MERGE_PATCH,
+    TRANSPORT_ERRORS,
+    ApiClient,
+    ApiError,
+)
 
 __all__ = [
     "STARTUP_DELAY_ANNOTATION",
@@ -295,7 +299,7 @@ class NodeSimulator(PodFaults):
             try:
                 await self._sync(key)
                 self._retries.pop(key, None)
-            except (ApiError, httpx2.HTTPError, OSError) as err:
+            except (ApiError, *TRANSPORT_ERRORS) as err:
                 self._retry(key, err)
             except Exception:
                 # One bad pod must not take a worker down with it.

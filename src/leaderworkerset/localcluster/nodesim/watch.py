@@ -7,12 +7,11 @@ import logging
 import random
 from collections.abc import Callable
 
-import httpx2
 import orjson
 
 from leaderworkerset.api.objects import meta_of
 from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all
-from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
+from leaderworkerset.runtime.client import PODS, TRANSPORT_ERRORS, ApiClient, ApiError
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ class PodWatch:
                     resource_version = None
                     continue
                 failure: Exception | None = err
-            except (httpx2.HTTPError, OSError, orjson.JSONDecodeError) as err:
+            except (*TRANSPORT_ERRORS, orjson.JSONDecodeError) as err:
                 failure = err
             else:
                 failure = None
