@@ -97,6 +97,15 @@ def _watch_for_lws(controller: Controller, caches: LwsCaches, pace: float) -> No
     controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, LEADER_PODS, pace=pace)
 
 
+# Pod reconciles are cheap, but creating a worker StatefulSet waits on the API server
+# (a third of a second and more while a thousand groups come up). With few workers a
+# run of such creates holds them all, and every pod event behind them waits: at 1,000
+# groups x 8 and 8 workers, 1,500 pod events waited over 10 s in the queue, among them
+# the leaders whose worker StatefulSets were still to be made. Workers are tasks on
+# one event loop, so more of them add no CPU, only requests in flight.
+POD_WORKERS = 64
+
+
 def setup_controllers(
     manager: Manager,
     *,
@@ -104,7 +113,7 @@ def setup_controllers(
     enable_webhooks: bool = True,
     gang_scheduling: bool = False,
     lws_workers: int = 4,
-    pod_workers: int = 8,
+    pod_workers: int = POD_WORKERS,
     replacement_release: ReleaseThresholds | None = None,
 ) -> LwsControllers:
     client = manager.client
