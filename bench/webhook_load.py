@@ -4,7 +4,7 @@ controller sends them.
 
     .venv/bin/python -m bench.webhook_load [--hash] [--requests 8000] [--concurrency 8]
         [--groups 1000] [--size 8] [--baseline /path/to/other/src] [--busy]
-        [--switch-interval MS]
+        [--switch-interval MS] [--rate PER_SECOND]
 
 The server process runs `register_webhooks` over caches holding one LeaderWorkerSet of
 `groups` x `size` live pods (so a Hash leader's hostname check sees a full cache),
@@ -304,16 +304,22 @@ async def serve(
 
 
 async def post_all(
-    port: int, ca: Path, path: str, bodies: list[bytes], concurrency: int
+    port: int, ca: Path, path: str, bodies: list[bytes], concurrency: int, rate: float = 0.0
 ) -> list[float]:
+    """Post every body over `concurrency` connections: each as soon as a connection is
+    free, or with `rate`, the i-th not before i/rate seconds (as pods are created at
+    scale, whatever the webhook's own pace)."""
     context = ssl.create_default_context(cafile=str(ca))
     connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
     latencies: list[float] = []
-    queue = iter(bodies)
+    queue = iter(enumerate(bodies))
+    began = time.perf_counter()
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def worker() -> None:
-            for body in queue:
+            for index, body in queue:
+                if rate:
+                    await asyncio.sleep(began + index / rate - time.perf_counter())
                 started = time.perf_counter()
                 async with session.post(
                     f"https://127.0.0.1:{port}{path}",
@@ -404,7 +410,9 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                 busy_before = read_busy(server, stats_file) if args.busy else {}
                 before = cpu_seconds(server.pid)
                 started = time.perf_counter()
-                latencies = asyncio.run(post_all(port, ca, path, bodies, args.concurrency))
+                latencies = asyncio.run(
+                    post_all(port, ca, path, bodies, args.concurrency, args.rate)
+                )
                 wall = time.perf_counter() - started
                 cpu = cpu_seconds(server.pid) - before
                 manager = ""
@@ -439,6 +447,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8)
     parser.add_argument("--baseline", type=Path, help="also serve from this src/ tree")
     parser.add_argument("--profile", type=Path, help="py-spy collapsed stacks of the server")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="reviews per second (default: back to back)"
+    )
     parser.add_argument(
         "--busy", action="store_true", help="keep the server's main loop busy, as at scale"
     )
