@@ -5,6 +5,7 @@ certificates changed on the server's thread."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import http.client
 import json
 import socket
@@ -12,14 +13,20 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import pytest_asyncio
 
+from leaderworkerset.api import constants as c
+from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime import webhook
+from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import AdmissionResponse, RunsOn, WebhookServer, allow
+from leaderworkerset.webhooks.admission import POD_MUTATING_PATH, register_webhooks
+from leaderworkerset.webhooks.leaderworkerset import VALIDATING_PATH, default_object
+from tests.unit.seeded_caches import seeded_caches
 from tests.unit.test_webhook_unit import (
     client_context,
     new_pairs,
@@ -190,3 +197,72 @@ async def test_a_reload_asked_from_the_starting_loop_runs_on_the_server_thread(
     assert srv.certificate() == new.cert
     assert (await presented_certificate(srv.port))[0] == new.cert
     assert threads and set(threads) == {"webhook-server"}
+
+
+class RecordingClient:
+    """What the registered webhooks use of the API client, recording the thread of
+    each call: the LeaderWorkerSet the cache does not hold yet is a Hash one."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+
+    async def get_or_none(self, resource: Any, name: str, namespace: str) -> dict[str, Any]:
+        self.threads.append(threading.current_thread())
+        return {
+            "apiVersion": c.API_VERSION,
+            "kind": c.KIND,
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"groupIdentity": c.GROUP_IDENTITY_HASH},
+        }
+
+
+async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: Path) -> None:
+    pairs = new_pairs()
+    write_pairs(tmp_path, pairs)
+    client = RecordingClient()
+    checked: list[threading.Thread] = []
+
+    async def template_check(lws: dict[str, Any], old: dict[str, Any] | None) -> list[Any]:
+        checked.append(threading.current_thread())
+        return []
+
+    srv = WebhookServer(cert_dir=tmp_path, host="127.0.0.1", port=0)
+    async with seeded_caches() as caches:
+        register_webhooks(srv, caches, ControllerOptions(), cast(ApiClient, client), template_check)
+        await srv.start()
+        try:
+            leader = {
+                "metadata": {
+                    "generateName": "lws-abc-",
+                    "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
+                    "annotations": {c.ANNOTATION_SIZE: "2"},
+                },
+                "spec": {"containers": [{"name": "c"}]},
+            }
+            body = review(leader)
+            body["request"]["namespace"] = "ns"
+            status, answer = await post(srv, pairs, POD_MUTATING_PATH, body)
+            assert status == 200 and answer["response"]["allowed"], answer
+            patch = json.loads(base64.b64decode(answer["response"]["patch"]))
+            # A Hash leader draws its group key: the fetched LWS was used.
+            assert any(op["path"] == "/spec/hostname" for op in patch), patch
+            assert client.threads == [threading.current_thread()]
+            lws = {
+                "apiVersion": c.API_VERSION,
+                "kind": c.KIND,
+                "metadata": {"name": "lws", "namespace": "ns"},
+                "spec": {
+                    "replicas": 1,
+                    "leaderWorkerTemplate": {
+                        "size": 1,
+                        "workerTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
+                    },
+                },
+            }
+            body = review(default_object(lws))
+            body["request"]["namespace"] = "ns"
+            status, answer = await post(srv, pairs, VALIDATING_PATH, body)
+            assert status == 200 and answer["response"]["allowed"], answer
+            assert checked == [threading.current_thread()]
+        finally:
+            await srv.stop(5)
