@@ -16,11 +16,13 @@ TLS, HTTP, decoding the review, answering. With --baseline the server runs from 
 src/ tree too, one run after the other. Prints figures; it is not a test.
 
 With --busy the server's main loop (the manager's) is kept busy as the controller
-keeps it at scale: one task runs synchronous chunks of 5 to 20 ms of Python back to
-back (a status pass, a watch chunk of many events), and a few others run small
-callbacks (an event handler, a queue hand-off). The server CPU per request then leaves
-out what those took (each measures its own thread CPU), and the manager's work rate
-during the load, against an idle second before it, shows what serving cost the loop.
+keeps it at scale: one task runs synchronous chunks of 5 to 20 ms of Python (a status
+pass, a watch chunk of many events) and a few others run small callbacks (an event
+handler, a queue hand-off), back to back or, with --duty, that share of the time. The
+server CPU per request then leaves out what those took (each measures its own thread
+CPU), and the manager's work rate during the load, against idle seconds before it,
+shows what serving cost the loop. With --duty below 1 the loop has time to spare, and
+the process CPU above those idle seconds is what a review cost both threads together.
 --switch-interval sets the server's `sys.setswitchinterval`: how long a thread that
 holds the GIL keeps it while another waits.
 """
@@ -207,9 +209,13 @@ class _Busy:
 
     SMALL_TASKS = 4
     SMALL_UNITS = 20  # ~50 us of Python each
+    # Of the busy time below full duty: most in chunks, the rest in callbacks.
+    CHUNK_SHARE = 0.8
+    SMALL_SHARE = (1 - CHUNK_SHARE) / SMALL_TASKS
 
-    def __init__(self, stats_file: Path) -> None:
+    def __init__(self, stats_file: Path, duty: float = 1.0) -> None:
         self.stats_file = stats_file
+        self.duty = duty
         self.units = 0  # units of work done by the chunks
         self.cpu = 0.0  # thread CPU the chunks and callbacks took
         self.unit_seconds = self._calibrate()
@@ -228,21 +234,28 @@ class _Busy:
         return (time.perf_counter() - began) / 20_000
 
     async def chunks(self) -> None:
+        """Back to back; below full duty, on a fixed schedule (the same work every
+        second, however the reviews slow it), catching up when late."""
         draw = random.Random(1)
+        due = time.perf_counter()
         while True:
-            units = int(draw.uniform(0.005, 0.020) / self.unit_seconds)
+            seconds = draw.uniform(0.005, 0.020)
+            units = int(seconds / self.unit_seconds)
             began = time.thread_time()
             self._work(units)
             self.cpu += time.thread_time() - began
             self.units += units
-            await asyncio.sleep(0)
+            due += seconds / (self.duty * self.CHUNK_SHARE)
+            await asyncio.sleep(0 if self.duty >= 1 else due - time.perf_counter())
 
     async def callbacks(self) -> None:
+        due = time.perf_counter()
         while True:
             began = time.thread_time()
             self._work(self.SMALL_UNITS)
             self.cpu += time.thread_time() - began
-            await asyncio.sleep(0)
+            due += self.SMALL_UNITS * self.unit_seconds / (self.duty * self.SMALL_SHARE)
+            await asyncio.sleep(0 if self.duty >= 1 else due - time.perf_counter())
 
     def start(self) -> list[asyncio.Task[None]]:
         signal.signal(signal.SIGUSR1, lambda *_: self.write_stats())
@@ -251,7 +264,12 @@ class _Busy:
         ]
 
     def write_stats(self) -> None:
-        stats = {"units": self.units, "cpu": self.cpu, "at": time.perf_counter()}
+        stats = {
+            "units": self.units,
+            "cpu": self.cpu,
+            "at": time.perf_counter(),
+            "process": time.process_time(),
+        }
         scratch = self.stats_file.with_suffix(".tmp")
         scratch.write_bytes(orjson.dumps(stats))
         scratch.replace(self.stats_file)
@@ -278,6 +296,7 @@ async def serve(
     hash_mode: bool,
     busy: bool = False,
     switch_interval: float | None = None,
+    duty: float = 1.0,
 ) -> None:
     from leaderworkerset.group.caches import build_caches
     from leaderworkerset.group.options import ControllerOptions
@@ -294,7 +313,7 @@ async def serve(
     await server.start()
     if switch_interval is not None:
         sys.setswitchinterval(switch_interval / 1000)
-    tasks = _Busy(cert_dir / "busy.json").start() if busy else []
+    tasks = _Busy(cert_dir / "busy.json", duty).start() if busy else []
     await asyncio.to_thread(port_file.write_text, str(server.port))
     await asyncio.Event().wait()
     del tasks
@@ -357,7 +376,7 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
         command = [sys.executable, "-m", "bench.webhook_load", "--serve", tmp]
         command += ["--groups", str(args.groups), "--size", str(args.size)]
         command += ["--hash"] if args.hash else []
-        command += ["--busy"] if args.busy else []
+        command += ["--busy", "--duty", str(args.duty)] if args.busy else []
         if args.switch_interval is not None:
             command += ["--switch-interval", str(args.switch_interval)]
         stats_file = Path(tmp, "busy.json")
@@ -377,6 +396,8 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
             label = f"{src or 'this tree'} ({'Hash' if args.hash else 'Ordinal'})"
             if args.busy:
                 label += ", busy manager loop"
+            if args.busy and args.duty < 1:
+                label += f" {args.duty:.0%} of the time"
             if args.switch_interval is not None:
                 label += f", switch interval {args.switch_interval} ms"
             print(f"{label}: {len(bodies)} reviews of {statistics.mean(map(len, bodies)):.0f} B")
@@ -400,12 +421,13 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                     stdout=subprocess.DEVNULL,
                 )
                 time.sleep(1)
-            idle_rate = 0.0
+            idle_rate = idle_cpu = 0.0
             if args.busy:
                 first = read_busy(server, stats_file)
-                time.sleep(2)
+                time.sleep(3)
                 second = read_busy(server, stats_file)
                 idle_rate = (second["units"] - first["units"]) / (second["at"] - first["at"])
+                idle_cpu = (second["process"] - first["process"]) / (second["at"] - first["at"])
             for path in (VALIDATE, MUTATE):
                 busy_before = read_busy(server, stats_file) if args.busy else {}
                 before = cpu_seconds(server.pid)
@@ -419,10 +441,15 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                 if args.busy:
                     busy_after = read_busy(server, stats_file)
                     cpu -= busy_after["cpu"] - busy_before["cpu"]
-                    rate = (busy_after["units"] - busy_before["units"]) / (
-                        busy_after["at"] - busy_before["at"]
+                    span = busy_after["at"] - busy_before["at"]
+                    rate = (busy_after["units"] - busy_before["units"]) / span
+                    # All the process took beyond what it takes without reviews: what
+                    # serving cost both threads, switching the GIL included.
+                    extra = busy_after["process"] - busy_before["process"] - idle_cpu * span
+                    manager = (
+                        f"  manager work {rate / idle_rate:4.0%} of idle, process CPU"
+                        f" {extra / len(bodies) * 1e6:6.1f} us/request above idle"
                     )
-                    manager = f"  manager work {rate / idle_rate:4.0%} of idle"
                 quantiles = statistics.quantiles(latencies, n=100)
                 print(
                     f"  {path:18s} server CPU {cpu / len(bodies) * 1e6:7.1f} us/request  "
@@ -454,6 +481,9 @@ def main() -> None:
         "--busy", action="store_true", help="keep the server's main loop busy, as at scale"
     )
     parser.add_argument(
+        "--duty", type=float, default=1.0, help="with --busy, the share of time it is busy"
+    )
+    parser.add_argument(
         "--switch-interval", type=float, help="the server's GIL switch interval, in ms"
     )
     parser.add_argument("--serve", metavar="CERT_DIR", help=argparse.SUPPRESS)
@@ -469,6 +499,7 @@ def main() -> None:
                 args.hash,
                 busy=args.busy,
                 switch_interval=args.switch_interval,
+                duty=args.duty,
             )
         )
         return
