@@ -3,7 +3,8 @@ and the latency a client sees, for leaders and workers as a StatefulSet or Repli
 controller sends them.
 
     .venv/bin/python -m bench.webhook_load [--hash] [--requests 8000] [--concurrency 8]
-        [--groups 1000] [--size 8] [--baseline /path/to/other/src]
+        [--groups 1000] [--size 8] [--baseline /path/to/other/src] [--busy]
+        [--switch-interval MS] [--rate PER_SECOND]
 
 The server process runs `register_webhooks` over caches holding one LeaderWorkerSet of
 `groups` x `size` live pods (so a Hash leader's hostname check sees a full cache),
@@ -13,6 +14,17 @@ them with subgroups and exclusive placement. The same reviews posted to the pod
 validating path (which allows without a look) give the cost of the server itself:
 TLS, HTTP, decoding the review, answering. With --baseline the server runs from that
 src/ tree too, one run after the other. Prints figures; it is not a test.
+
+With --busy the server's main loop (the manager's) is kept busy as the controller
+keeps it at scale: one task runs synchronous chunks of 5 to 20 ms of Python (a status
+pass, a watch chunk of many events) and a few others run small callbacks (an event
+handler, a queue hand-off), back to back or, with --duty, that share of the time. The
+server CPU per request then leaves out what those took (each measures its own thread
+CPU), and the manager's work rate during the load, against idle seconds before it,
+shows what serving cost the loop. With --duty below 1 the loop has time to spare, and
+the process CPU above those idle seconds is what a review cost both threads together.
+--switch-interval sets the server's `sys.setswitchinterval`: how long a thread that
+holds the GIL keeps it while another waits.
 """
 
 from __future__ import annotations
@@ -20,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
+import signal
 import ssl
 import statistics
 import subprocess
@@ -190,7 +204,100 @@ class _StaticLister:
         yield {}
 
 
-async def serve(cert_dir: Path, port_file: Path, groups: int, size: int, hash_mode: bool) -> None:
+class _Busy:
+    """The manager's loop kept busy; counts its work and the thread CPU it took."""
+
+    SMALL_TASKS = 4
+    SMALL_UNITS = 20  # ~50 us of Python each
+    # Of the busy time below full duty: most in chunks, the rest in callbacks.
+    CHUNK_SHARE = 0.8
+    SMALL_SHARE = (1 - CHUNK_SHARE) / SMALL_TASKS
+
+    def __init__(self, stats_file: Path, duty: float = 1.0) -> None:
+        self.stats_file = stats_file
+        self.duty = duty
+        self.units = 0  # units of work done by the chunks
+        self.cpu = 0.0  # thread CPU the chunks and callbacks took
+        self.unit_seconds = self._calibrate()
+
+    @staticmethod
+    def _work(units: int) -> int:
+        total = 0
+        for _ in range(units):
+            for i in range(100):  # bytecode, as a reconcile is: the GIL can be asked back
+                total += i
+        return total
+
+    def _calibrate(self) -> float:
+        began = time.perf_counter()
+        self._work(20_000)
+        return (time.perf_counter() - began) / 20_000
+
+    async def chunks(self) -> None:
+        """Back to back; below full duty, on a fixed schedule (the same work every
+        second, however the reviews slow it), catching up when late."""
+        draw = random.Random(1)
+        due = time.perf_counter()
+        while True:
+            seconds = draw.uniform(0.005, 0.020)
+            units = int(seconds / self.unit_seconds)
+            began = time.thread_time()
+            self._work(units)
+            self.cpu += time.thread_time() - began
+            self.units += units
+            due += seconds / (self.duty * self.CHUNK_SHARE)
+            await asyncio.sleep(0 if self.duty >= 1 else due - time.perf_counter())
+
+    async def callbacks(self) -> None:
+        due = time.perf_counter()
+        while True:
+            began = time.thread_time()
+            self._work(self.SMALL_UNITS)
+            self.cpu += time.thread_time() - began
+            due += self.SMALL_UNITS * self.unit_seconds / (self.duty * self.SMALL_SHARE)
+            await asyncio.sleep(0 if self.duty >= 1 else due - time.perf_counter())
+
+    def start(self) -> list[asyncio.Task[None]]:
+        signal.signal(signal.SIGUSR1, lambda *_: self.write_stats())
+        return [asyncio.create_task(self.chunks())] + [
+            asyncio.create_task(self.callbacks()) for _ in range(self.SMALL_TASKS)
+        ]
+
+    def write_stats(self) -> None:
+        stats = {
+            "units": self.units,
+            "cpu": self.cpu,
+            "at": time.perf_counter(),
+            "process": time.process_time(),
+        }
+        scratch = self.stats_file.with_suffix(".tmp")
+        scratch.write_bytes(orjson.dumps(stats))
+        scratch.replace(self.stats_file)
+
+
+def read_busy(server: subprocess.Popen[bytes], stats_file: Path) -> dict[str, float]:
+    """The busy loop's counters, written by the server on SIGUSR1."""
+    stats_file.unlink(missing_ok=True)
+    server.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 10
+    while not stats_file.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the server did not write its busy counters")
+        time.sleep(0.01)
+    stats: dict[str, float] = orjson.loads(stats_file.read_bytes())
+    return stats
+
+
+async def serve(
+    cert_dir: Path,
+    port_file: Path,
+    groups: int,
+    size: int,
+    hash_mode: bool,
+    busy: bool = False,
+    switch_interval: float | None = None,
+    duty: float = 1.0,
+) -> None:
     from leaderworkerset.group.caches import build_caches
     from leaderworkerset.group.options import ControllerOptions
     from leaderworkerset.runtime.webhook import WebhookServer
@@ -204,24 +311,34 @@ async def serve(cert_dir: Path, port_file: Path, groups: int, size: int, hash_mo
     server = WebhookServer(cert_dir=cert_dir, host="127.0.0.1", port=0)
     register_webhooks(server, caches, ControllerOptions())
     await server.start()
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval / 1000)
+    tasks = _Busy(cert_dir / "busy.json", duty).start() if busy else []
     await asyncio.to_thread(port_file.write_text, str(server.port))
     await asyncio.Event().wait()
+    del tasks
 
 
 # -- the client -----------------------------------------------------------------------------
 
 
 async def post_all(
-    port: int, ca: Path, path: str, bodies: list[bytes], concurrency: int
+    port: int, ca: Path, path: str, bodies: list[bytes], concurrency: int, rate: float = 0.0
 ) -> list[float]:
+    """Post every body over `concurrency` connections: each as soon as a connection is
+    free, or with `rate`, the i-th not before i/rate seconds (as pods are created at
+    scale, whatever the webhook's own pace)."""
     context = ssl.create_default_context(cafile=str(ca))
     connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
     latencies: list[float] = []
-    queue = iter(bodies)
+    queue = iter(enumerate(bodies))
+    began = time.perf_counter()
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def worker() -> None:
-            for body in queue:
+            for index, body in queue:
+                if rate:
+                    await asyncio.sleep(began + index / rate - time.perf_counter())
                 started = time.perf_counter()
                 async with session.post(
                     f"https://127.0.0.1:{port}{path}",
@@ -259,6 +376,10 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
         command = [sys.executable, "-m", "bench.webhook_load", "--serve", tmp]
         command += ["--groups", str(args.groups), "--size", str(args.size)]
         command += ["--hash"] if args.hash else []
+        command += ["--busy", "--duty", str(args.duty)] if args.busy else []
+        if args.switch_interval is not None:
+            command += ["--switch-interval", str(args.switch_interval)]
+        stats_file = Path(tmp, "busy.json")
         server = subprocess.Popen(command, env=env, cwd=root)
         try:
             deadline = time.monotonic() + 120
@@ -273,6 +394,12 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                 for w in range(args.size)
             ][: args.requests]
             label = f"{src or 'this tree'} ({'Hash' if args.hash else 'Ordinal'})"
+            if args.busy:
+                label += ", busy manager loop"
+            if args.busy and args.duty < 1:
+                label += f" {args.duty:.0%} of the time"
+            if args.switch_interval is not None:
+                label += f", switch interval {args.switch_interval} ms"
             print(f"{label}: {len(bodies)} reviews of {statistics.mean(map(len, bodies)):.0f} B")
             asyncio.run(post_all(port, ca, VALIDATE, bodies[:200], args.concurrency))  # warm
             profiler = None
@@ -294,17 +421,41 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                     stdout=subprocess.DEVNULL,
                 )
                 time.sleep(1)
+            idle_rate = idle_cpu = 0.0
+            if args.busy:
+                first = read_busy(server, stats_file)
+                time.sleep(3)
+                second = read_busy(server, stats_file)
+                idle_rate = (second["units"] - first["units"]) / (second["at"] - first["at"])
+                idle_cpu = (second["process"] - first["process"]) / (second["at"] - first["at"])
             for path in (VALIDATE, MUTATE):
+                busy_before = read_busy(server, stats_file) if args.busy else {}
                 before = cpu_seconds(server.pid)
                 started = time.perf_counter()
-                latencies = asyncio.run(post_all(port, ca, path, bodies, args.concurrency))
+                latencies = asyncio.run(
+                    post_all(port, ca, path, bodies, args.concurrency, args.rate)
+                )
                 wall = time.perf_counter() - started
                 cpu = cpu_seconds(server.pid) - before
+                manager = ""
+                if args.busy:
+                    busy_after = read_busy(server, stats_file)
+                    cpu -= busy_after["cpu"] - busy_before["cpu"]
+                    span = busy_after["at"] - busy_before["at"]
+                    rate = (busy_after["units"] - busy_before["units"]) / span
+                    # All the process took beyond what it takes without reviews: what
+                    # serving cost both threads, switching the GIL included.
+                    extra = busy_after["process"] - busy_before["process"] - idle_cpu * span
+                    manager = (
+                        f"  manager work {rate / idle_rate:4.0%} of idle, process CPU"
+                        f" {extra / len(bodies) * 1e6:6.1f} us/request above idle"
+                    )
                 quantiles = statistics.quantiles(latencies, n=100)
                 print(
                     f"  {path:18s} server CPU {cpu / len(bodies) * 1e6:7.1f} us/request  "
                     f"{len(bodies) / wall:6.0f} requests/s  client-side latency "
                     f"p50 {quantiles[49] * 1e3:6.2f} ms  p99 {quantiles[98] * 1e3:6.2f} ms"
+                    + manager
                 )
             if profiler is not None:
                 profiler.send_signal(2)
@@ -323,11 +474,34 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8)
     parser.add_argument("--baseline", type=Path, help="also serve from this src/ tree")
     parser.add_argument("--profile", type=Path, help="py-spy collapsed stacks of the server")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="reviews per second (default: back to back)"
+    )
+    parser.add_argument(
+        "--busy", action="store_true", help="keep the server's main loop busy, as at scale"
+    )
+    parser.add_argument(
+        "--duty", type=float, default=1.0, help="with --busy, the share of time it is busy"
+    )
+    parser.add_argument(
+        "--switch-interval", type=float, help="the server's GIL switch interval, in ms"
+    )
     parser.add_argument("--serve", metavar="CERT_DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         cert_dir = Path(args.serve)
-        asyncio.run(serve(cert_dir, cert_dir / "port", args.groups, args.size, args.hash))
+        asyncio.run(
+            serve(
+                cert_dir,
+                cert_dir / "port",
+                args.groups,
+                args.size,
+                args.hash,
+                busy=args.busy,
+                switch_interval=args.switch_interval,
+                duty=args.duty,
+            )
+        )
         return
     if args.baseline:
         run(args, args.baseline.resolve())

@@ -183,6 +183,11 @@ class Informer:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
+    # `get`, `get_by_key` and `by_index` may be called from another thread (the webhook
+    # server's) while the watch loop changes the store: a dict lookup, and the copy of
+    # an index's key set, are each one step under the GIL; `by_index` skips a key whose
+    # object was removed between the two.
+
     def get(self, namespace: str | None, name: str) -> JSON | None:
         return self._items.get(f"{namespace}/{name}" if namespace else name)
 
@@ -198,7 +203,8 @@ class Informer:
         return self.by_index(NAMESPACE_INDEX, namespace)
 
     def by_index(self, index: str, value: str) -> builtins.list[JSON]:
-        return [self._items[key] for key in self.index_keys(index, value)]
+        get = self._items.get
+        return [obj for key in self.index_keys(index, value) if (obj := get(key)) is not None]
 
     def index_keys(self, index: str, value: str) -> builtins.list[str]:
         try:

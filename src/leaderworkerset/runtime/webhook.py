@@ -7,21 +7,33 @@ API server's) are never stripped from the object.
 
 The server re-reads `tls.crt`/`tls.key` whenever they change and loads them into its live
 SSLContext; new handshakes present the new certificate, so rotation needs no restart.
+
+The server runs on a thread of its own, with its own event loop: the API server waits
+for every admission before it creates a pod, and on the manager's loop a review waited
+behind whatever was ready there (a watch chunk of many events, a status pass over a
+thousand groups), a full loop iteration to start and another after its body arrived.
+A handler is registered as running on that thread (the default: it may read caches,
+which are plain dicts, but nothing that belongs to the manager's loop) or on the
+manager's loop; `on_manager_loop` wraps a coroutine function (an API call) so that a
+webhook-thread handler can await it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
+import enum
 import logging
 import os
 import ssl
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import orjson
 from aiohttp import web
@@ -38,6 +50,12 @@ log = logging.getLogger("webhook")
 ADMISSION_V1 = "admission.k8s.io/v1"
 MAX_REQUEST_SIZE = 7 * 1024 * 1024  # controller-runtime's limit; pods with big specs fit
 CONVERSION_PATH = "/convert"
+# A reload asked from another thread runs on the server's; it takes milliseconds, so a
+# longer wait means that loop is stuck or stopping, and the caller loads the files itself.
+RELOAD_WAIT = 5.0
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 # --- JSON patch ------------------------------------------------------------------
@@ -188,8 +206,20 @@ def defaulting_handler(default: Defaulter) -> AdmissionHandler:
 # --- Server -------------------------------------------------------------------------
 
 
+class RunsOn(enum.Enum):
+    """Where a handler runs."""
+
+    # The server's own thread and loop: reads of caches (plain dicts) only, and
+    # awaits of what `WebhookServer.on_manager_loop` wrapped.
+    WEBHOOK_THREAD = "webhook-thread"
+    # The loop that started the server (the manager's): the handler may use its
+    # API client and anything else of that loop, and waits for the loop to be free.
+    MANAGER_LOOP = "manager-loop"
+
+
 class WebhookServer:
-    """HTTPS (HTTP/1.1 only) serving registered admission paths and `/convert`."""
+    """HTTPS (HTTP/1.1 only) serving registered admission paths and `/convert`, on a
+    thread of its own."""
 
     needs_leader_election = False
 
@@ -212,24 +242,33 @@ class WebhookServer:
         self.reload_interval = reload_interval
         self.shutdown_timeout = shutdown_timeout
         self.ssl_context = _server_ssl_context(tls)
-        self._handlers: dict[str, AdmissionHandler] = {}
+        self._handlers: dict[str, tuple[AdmissionHandler, RunsOn]] = {}
         self._conversion_paths: set[str] = set()
         self._loaded: tuple[bytes, bytes] | None = None
         self._stamp: tuple[Any, ...] | None = None
+        self._reload_lock = threading.Lock()
+        self._started = False
+        # The loop that called start(), and the server's own thread and loop.
+        self._manager_loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Used on the server's thread only.
         self._runner: web.AppRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._serving = False
 
-    def register(self, path: str, handler: AdmissionHandler) -> None:
-        if self._runner is not None:
+    def register(
+        self, path: str, handler: AdmissionHandler, *, runs_on: RunsOn = RunsOn.WEBHOOK_THREAD
+    ) -> None:
+        if self._started:
             raise RuntimeError("register webhooks before the server starts")
         if not path.startswith("/") or path in self._handlers:
             raise ValueError(f"invalid or duplicate webhook path {path!r}")
-        self._handlers[path] = handler
+        self._handlers[path] = (handler, runs_on)
 
     def register_conversion(self, path: str = CONVERSION_PATH) -> None:
         """An identity ConversionReview handler: every served version has one schema."""
-        if self._runner is not None:
+        if self._started:
             raise RuntimeError("register webhooks before the server starts")
         self._conversion_paths.add(path)
 
@@ -237,14 +276,62 @@ class WebhookServer:
     def paths(self) -> list[str]:
         return sorted([*self._handlers, *self._conversion_paths])
 
+    def on_manager_loop(
+        self, fn: Callable[P, Coroutine[Any, Any, T]]
+    ) -> Callable[P, Coroutine[Any, Any, T]]:
+        """`fn` made awaitable from the server's thread: each call runs on the loop that
+        started the server (at once when awaited there, or before the server started).
+
+        Its own timeouts apply as they are; cancelling the caller (a review abandoned
+        at shutdown) cancels the call on the manager's loop.
+        """
+
+        async def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            loop = self._manager_loop
+            if loop is None or loop is asyncio.get_running_loop():
+                return await fn(*args, **kwargs)
+            future = asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), loop)
+            return await asyncio.wrap_future(future)
+
+        return call
+
     # -- certificates
 
     def certificate(self) -> bytes | None:
         """The PEM certificate new handshakes present."""
-        return self._loaded[0] if self._loaded else None
+        loaded = self._loaded  # one read of a tuple set whole: safe from any thread
+        return loaded[0] if loaded else None
 
     def reload_certificates(self) -> bool:
-        """Load the files if they changed and form a valid pair; True when loaded."""
+        """Load the files if they changed and form a valid pair; True when loaded.
+
+        Callable from any thread: while the server runs, the live SSLContext is changed
+        on the server's thread only (OpenSSL does not allow changing a context while
+        another thread makes connections from it); the caller waits for the answer.
+        """
+        loop = self._loop
+        if loop is None or self._thread is threading.current_thread():
+            return self._reload()
+        answer: concurrent.futures.Future[bool] = concurrent.futures.Future()
+
+        def reload() -> None:
+            try:
+                answer.set_result(self._reload())
+            except BaseException as exc:
+                answer.set_exception(exc)
+
+        try:
+            loop.call_soon_threadsafe(reload)
+            return answer.result(RELOAD_WAIT)
+        except (RuntimeError, TimeoutError):
+            # The loop closed, or stopped before running the reload: nothing serves.
+            return self._reload()
+
+    def _reload(self) -> bool:
+        with self._reload_lock:
+            return self._reload_locked()
+
+    def _reload_locked(self) -> bool:
         try:
             stamp = tuple(_stat_stamp(p) for p in (self.cert_path, self.key_path))
             if stamp == self._stamp and self._loaded is not None:
@@ -271,14 +358,55 @@ class WebhookServer:
         while True:
             await asyncio.sleep(self.reload_interval)
             try:
-                self.reload_certificates()
+                self._reload()
             except Exception:
                 log.exception("certificate reload failed")
 
     # -- runnable
 
     async def start(self) -> None:
-        self.reload_certificates()
+        """Return once listening; an error starting (a port in use) raises here."""
+        if self._started:
+            raise RuntimeError("the webhook server has already started")
+        self._reload()
+        sock = listen_socket(self.host, self.port)
+        self.port = sock.getsockname()[1]
+        self._started = True
+        self._manager_loop = asyncio.get_running_loop()
+        listening: concurrent.futures.Future[None] = concurrent.futures.Future()
+        thread = threading.Thread(
+            target=self._run, args=(sock, listening), name="webhook-server", daemon=True
+        )
+        self._thread = thread
+        thread.start()
+        try:
+            await asyncio.wrap_future(listening)
+        except BaseException:
+            await asyncio.to_thread(thread.join)
+            self._thread, self._manager_loop, self._started = None, None, False
+            raise
+        log.info("serving webhooks", extra={"port": self.port, "paths": self.paths})
+
+    def _run(self, sock: Any, listening: concurrent.futures.Future[None]) -> None:
+        """The server's thread: its loop serves until stop() asks it to end."""
+        loop = asyncio.new_event_loop()
+        try:
+            try:
+                loop.run_until_complete(self._listen(sock))
+            except BaseException as exc:
+                sock.close()
+                listening.set_exception(exc)
+                return
+            self._loop = loop
+            listening.set_result(None)
+            loop.run_forever()
+        finally:
+            self._loop = None
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _listen(self, sock: Any) -> None:
         app = web.Application(client_max_size=MAX_REQUEST_SIZE)
         for path in self._handlers:
             app.router.add_post(path, self._admission_endpoint(path))
@@ -288,20 +416,37 @@ class WebhookServer:
             app, access_log=None, handle_signals=False, shutdown_timeout=self.shutdown_timeout
         )
         await runner.setup()
-        sock = listen_socket(self.host, self.port)
-        self.port = sock.getsockname()[1]
         try:
             await web.SockSite(runner, sock, ssl_context=self.ssl_context).start()
         except BaseException:
-            sock.close()
             await runner.cleanup()
             raise
         self._runner = runner
         self._serving = True
         self._watcher = asyncio.create_task(self._watch_certificates(), name="webhook-certs")
-        log.info("serving webhooks", extra={"port": self.port, "paths": self.paths})
 
     async def stop(self, deadline: float) -> None:
+        """Let in-flight reviews finish within `deadline` seconds, then end the thread."""
+        self._serving = False
+        thread, loop = self._thread, self._loop
+        if thread is None:
+            return
+        self._thread = None
+        ends = time.monotonic() + max(0.1, deadline)
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop ended on its own
+                stopped = asyncio.run_coroutine_threadsafe(self._close(deadline), loop)
+                # The reviews in flight may be waiting on this loop (on_manager_loop):
+                # wait without blocking it.
+                with contextlib.suppress(TimeoutError, concurrent.futures.CancelledError):
+                    await asyncio.wait_for(asyncio.wrap_future(stopped), max(0.1, deadline) + 1)
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(loop.stop)
+        await asyncio.to_thread(thread.join, max(0.1, ends - time.monotonic()))
+        if thread.is_alive():
+            log.warning("the webhook server's thread did not end in time")
+
+    async def _close(self, deadline: float) -> None:
         self._serving = False
         if self._watcher is not None:
             self._watcher.cancel()
@@ -320,7 +465,9 @@ class WebhookServer:
     # -- endpoints
 
     def _admission_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        handler = self._handlers[path]
+        handler, runs_on = self._handlers[path]
+        if runs_on is RunsOn.MANAGER_LOOP:
+            handler = self.on_manager_loop(_coroutine(handler))
         instrumented = _Instrumented(path)
 
         async def endpoint(request: web.Request) -> web.Response:
@@ -432,6 +579,15 @@ class _Request:
     def __exit__(self, *exc: object) -> None:
         self.instrumented.in_flight.dec()
         self.instrumented.latency.observe(time.perf_counter() - self.started)
+
+
+def _coroutine(
+    handler: AdmissionHandler,
+) -> Callable[[JSON], Coroutine[Any, Any, AdmissionResponse]]:
+    async def run(request: JSON) -> AdmissionResponse:
+        return await handler(request)
+
+    return run
 
 
 def _stat_stamp(path: Path) -> tuple[int, int, int]:

@@ -4,12 +4,17 @@ Paths and names are upstream's, so the webhook configurations written for the
 Go controller point at the same endpoints. The pod webhook reads the owning
 LeaderWorkerSet from the watch cache to learn its group identity and
 replacement policy.
+
+Every handler runs on the webhook server's thread, beside the manager's loop:
+it reads the caches (see `pod_mutator` for why that is safe) and reaches the
+API client only through what `register_webhooks` wrapped with
+`WebhookServer.on_manager_loop`; no handler is handed the client itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from leaderworkerset.api import constants as c
@@ -34,6 +39,7 @@ from leaderworkerset.webhooks.hostnames import IssuedHostnames, LiveHostnames
 from leaderworkerset.webhooks.leaderworkerset import (
     MUTATING_PATH,
     VALIDATING_PATH,
+    Cause,
     TemplateCheck,
     default_object,
     validate_with_workloads,
@@ -46,6 +52,9 @@ from leaderworkerset.webhooks.pods import (
 
 POD_MUTATING_PATH = "/mutate--v1-pod"
 POD_VALIDATING_PATH = "/validate--v1-pod"
+
+# The LeaderWorkerSet (namespace, name) as the API server has it, or None.
+LwsFetch = Callable[[str, str], Awaitable[JSON | None]]
 
 
 async def mutate_leaderworkerset(request: JSON) -> AdmissionResponse:
@@ -135,18 +144,23 @@ class _TakenHostnames:
 def pod_mutator(
     caches: LwsCaches,
     options: ControllerOptions,
-    client: ApiClient | None,
+    fetch_lws: LwsFetch | None,
     new_group_key: Callable[[str], str] = naming.random_group_key,
 ) -> Any:
+    """The pod mutating handler. It runs on the webhook thread while the manager's loop
+    changes the caches: an informer's `get` is one dict lookup, atomic under the GIL,
+    and cached objects are replaced, never changed in place, so what it returns stays
+    whole; `LiveHostnames` locks what it shares with the pod cache's handlers; and
+    `issued` is this handler's own, touched by no other thread."""
     issued = IssuedHostnames()
     live = LiveHostnames(caches.pods)
 
     async def owning_lws(namespace: str, name: str) -> JSON | None:
         lws = caches.leaderworkersets.get(namespace, name)
-        if lws is None and client is not None:
+        if lws is None and fetch_lws is not None:
             # A cache still filling (a replica just started) must not make a Hash-mode
             # pod look like an Ordinal one: ask the API server.
-            lws = await client.get_or_none(LEADERWORKERSETS, name, namespace)
+            lws = await fetch_lws(namespace, name)
         return lws
 
     async def mutate(request: JSON) -> AdmissionResponse:
@@ -190,8 +204,30 @@ def register_webhooks(
     client: ApiClient | None = None,
     template_check: TemplateCheck | None = None,
 ) -> None:
+    # The client and the template check (API calls) belong to the manager's loop: the
+    # handlers, on the webhook thread, get them wrapped to run there.
+    fetch_lws: LwsFetch | None = None
+    if client is not None:
+        api = client
+
+        async def fetch(namespace: str, name: str) -> JSON | None:
+            return await api.get_or_none(LEADERWORKERSETS, name, namespace)
+
+        fetch_lws = server.on_manager_loop(fetch)
+    check: TemplateCheck | None = None
+    if template_check is not None:
+        check = server.on_manager_loop(_coroutine(template_check))
     server.register(MUTATING_PATH, mutate_leaderworkerset)
-    server.register(VALIDATING_PATH, leaderworkerset_validator(template_check))
-    server.register(POD_MUTATING_PATH, pod_mutator(caches, options, client))
+    server.register(VALIDATING_PATH, leaderworkerset_validator(check))
+    server.register(POD_MUTATING_PATH, pod_mutator(caches, options, fetch_lws))
     server.register(POD_VALIDATING_PATH, validate_pod)
     server.register_conversion()
+
+
+def _coroutine(
+    check: TemplateCheck,
+) -> Callable[[JSON, JSON | None], Coroutine[Any, Any, list[Cause]]]:
+    async def run(lws: JSON, old: JSON | None) -> list[Cause]:
+        return await check(lws, old)
+
+    return run

@@ -14,6 +14,7 @@ the LeaderWorkerSet's pods each time made a scale-up quadratic in its groups.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -85,26 +86,36 @@ class LiveHostnames:
     A LeaderWorkerSet is followed from the first question about it (one pass over
     its cached pods), so Ordinal ones, never asked about, cost a dictionary lookup
     per pod event.
+
+    Questions come from the webhook thread, events from the manager's loop, so the
+    two take a lock. The cache stores an object (and indexes it) before its handlers
+    run: a pass that starts after an event's handler found the LeaderWorkerSet not
+    followed sees the object as stored, and an event whose handler waits for a pass
+    to end is applied after it; either way the last event wins.
     """
 
     def __init__(self, pods: Informer) -> None:
         self._pods = pods
         self._followed: dict[Owner, _Held] = {}
+        self._lock = threading.Lock()
         pods.add_handler(self._changed, self._updated, self._deleted)
 
     def holds(self, namespace: str, lws_name: str, hostname: str) -> bool:
-        held = self._followed.get((namespace, lws_name))
-        if held is None:
-            held = self._followed[(namespace, lws_name)] = _Held()
-            for pod in LwsCaches.of_lws(self._pods, namespace, lws_name):
-                held.set(str(meta_of(pod).get("name", "")), _hostname_held(pod))
-        return hostname in held.pods
+        with self._lock:
+            held = self._followed.get((namespace, lws_name))
+            if held is None:
+                # Followed before the pass, so that events from now on wait for it.
+                held = self._followed[(namespace, lws_name)] = _Held()
+                for pod in LwsCaches.of_lws(self._pods, namespace, lws_name):
+                    held.set(str(meta_of(pod).get("name", "")), _hostname_held(pod))
+            return hostname in held.pods
 
     def followed(self) -> int:
         """How many LeaderWorkerSets are followed (for tests)."""
         return len(self._followed)
 
     def _set(self, pod: JSON, hostname: str | None) -> None:
+        # Without the lock: nothing followed yet means a later pass sees this pod.
         if not self._followed:
             return
         meta = meta_of(pod)
@@ -112,13 +123,14 @@ class LiveHostnames:
         if lws_name is None:
             return
         owner = (meta.get("namespace") or "", lws_name)
-        held = self._followed.get(owner)
-        if held is None:
-            return
-        held.set(str(meta.get("name", "")), hostname)
-        if not held.by_pod:
-            # All its pods are gone; a later question lists the cache again, cheaply.
-            del self._followed[owner]
+        with self._lock:
+            held = self._followed.get(owner)
+            if held is None:
+                return
+            held.set(str(meta.get("name", "")), hostname)
+            if not held.by_pod:
+                # All its pods are gone; a later question lists the cache again, cheaply.
+                del self._followed[owner]
 
     def _changed(self, pod: JSON) -> None:
         self._set(pod, _hostname_held(pod))
@@ -136,7 +148,9 @@ class LiveHostnames:
 class IssuedHostnames:
     """Hostnames this webhook handed out lately. A ReplicaSet creates leaders in
     parallel bursts, and a leader admitted a moment ago is not in the pod cache yet
-    when the next one is admitted."""
+    when the next one is admitted.
+
+    Not locked: only the pod webhook's handler uses it, on the webhook thread."""
 
     memory: float = ISSUED_MEMORY
     clock: Callable[[], float] = time.monotonic
