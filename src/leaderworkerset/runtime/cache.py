@@ -117,6 +117,9 @@ class _Handlers:
     on_delete: DeleteHandler | None
 
 
+_COPY_ATTEMPTS = 3
+
+
 class Informer:
     """A cache of the objects of one resource that match the given scope.
 
@@ -211,6 +214,14 @@ class Informer:
             keys = self._indices[index].get(value, ())
         except KeyError:
             raise KeyError(f"{self.name} has no index {index!r}") from None
+        # Copying the set is one step under the GIL unless a garbage collection inside
+        # it runs Python code and lets the watch loop's thread change the set; then the
+        # copy raises, and is taken again.
+        for _ in range(_COPY_ATTEMPTS - 1):
+            try:
+                return sorted(keys)
+            except RuntimeError:
+                continue
         return sorted(keys)
 
     def index_values(self, index: str) -> builtins.list[str]:
