@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
@@ -176,7 +176,9 @@ class LeaderWorkerSetReconciler:
     def _groups(self, view: LwsView) -> tuple[list[JSON], list[JSON]]:
         leaders = self.caches.leaders_of(view.namespace, view.name)
         statefulsets = LwsCaches.of_lws(self.caches.statefulsets, view.namespace, view.name)
-        workers = [s for s in statefulsets if c.LABEL_GROUP_INDEX in labels_of(s)]
+        # labels_of inline: this runs over every group's StatefulSet on each pass.
+        group = c.LABEL_GROUP_INDEX
+        workers = [s for s in statefulsets if group in (s["metadata"].get("labels") or ())]
         return leaders, workers
 
     async def _current_revision(

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, name_of
+from leaderworkerset.api.objects import JSON, labels_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws.rolling_update import parse_index
 from leaderworkerset.controllers.replacement.held import HeldReplacements
-from leaderworkerset.group import roles
 from leaderworkerset.group.names import hpa_pod_selector
 from leaderworkerset.group.readiness import (
     pod_finished,
@@ -408,11 +407,21 @@ def status_changed(old: JSON | None, new: JSON) -> bool:
 
 def _leaders_of(view: LwsView, pods: Iterable[JSON]) -> list[JSON]:
     """Leader pods of this LWS; callers may pass a wider list from a cache."""
-    return [p for p in pods if roles.lws_name(p) == view.name and roles.is_leader(p)]
+    # `roles.lws_name` and `roles.is_leader`, inline: a status pass asks this of every
+    # leader of a thousand-group LWS, and the calls were most of the pass.
+    name, leader = view.name, c.LEADER_WORKER_INDEX
+    kept = []
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if labels.get(c.LABEL_SET_NAME) == name and labels.get(c.LABEL_WORKER_INDEX) == leader:
+            kept.append(pod)
+    return kept
 
 
 def _name(obj: JSON) -> str:
-    return name_of(obj)
+    # name_of without its str(): cached objects always carry their name as a string.
+    name: str = (obj.get("metadata") or {}).get("name") or ""
+    return name
 
 
 def _key(obj: JSON) -> Any:
