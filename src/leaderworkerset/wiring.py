@@ -19,6 +19,7 @@ from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
+from leaderworkerset.controllers.pod.restart_policy import restart_may_act
 from leaderworkerset.controllers.replacement.reconciler import (
     ReplacementReconciler,
     node_events,
@@ -52,6 +53,18 @@ class LwsControllers:
 
 
 LEADER_PODS = Predicate.for_objects(is_leader)
+
+
+def _pod_reconciler_acts(pod: JSON) -> bool:
+    return is_leader(pod) or restart_may_act(pod)
+
+
+# The pod reconciler's pod events: every one of a leader's; of a worker's, only those
+# the restart policy can act on (it reads the live pod, so the new side decides). At
+# 1,000 groups x 8 this leaves out ~20,000 no-op reconciles of worker pods coming up.
+POD_RECONCILER_EVENTS = Predicate(
+    create=_pod_reconciler_acts, update=lambda old, new: _pod_reconciler_acts(new)
+)
 
 
 def _leader_settings(lws: JSON) -> tuple[Any, Any]:
@@ -133,7 +146,7 @@ def setup_controllers(
     caches.pods.add_handler(on_delete=pod_reconciler.remember_deleted)
     GROUP_METRICS.watch(caches, pod_reconciler.restarter.deleted_leaders.__contains__)
     pod_controller = Controller(POD_CONTROLLER, pod_reconciler, workers=pod_workers)
-    pod_controller.watch(caches.pods, own_key)
+    pod_controller.watch(caches.pods, own_key, POD_RECONCILER_EVENTS)
     pod_controller.watch_owned(caches.statefulsets, "Pod", "v1")
     # startupPolicy and the LWS annotations are not in the revision, yet decide what a
     # leader gets (e.g. LeaderReady -> LeaderCreated releases waiting groups).

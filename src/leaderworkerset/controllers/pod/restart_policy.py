@@ -36,6 +36,14 @@ RECREATING_POLICIES = (
 )
 
 
+def restart_may_act(pod: JSON) -> bool:
+    """Whether the restart policy can act on this live pod at all: one of its
+    containers restarted, or it is being deleted. The pod reconciler does nothing else
+    for a worker pod, so its other events (scheduled, running, ready: most of a
+    scale-up's) need no reconcile; deletions always get one."""
+    return container_restarted(pod) or pod_terminating(pod)
+
+
 def waits_for_start(view: LwsView) -> bool:
     return (
         view.template.restart_policy == c.RESTART_POLICY_RECREATE_GROUP_AFTER_START
@@ -122,7 +130,7 @@ class GroupRestarter:
         """(the group is being recreated, the event to record)."""
         if view.template.restart_policy not in RECREATING_POLICIES:
             return False, None
-        if not container_restarted(pod) and not pod_terminating(pod):
+        if not restart_may_act(pod):
             return False, None
         if waits_for_start(view) and self.pending_in_group(pod, view):
             return False, None
