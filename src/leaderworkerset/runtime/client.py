@@ -349,6 +349,12 @@ class ApiClient:
                 retry = await flow.asend(httpx.Response(401, request=authed))
             except StopAsyncIteration:
                 return response
+            except BaseException:
+                # A token file gone mid-rotation, an exec plugin failing: the 401's
+                # connection goes back to the pool now, not whenever (and on whichever
+                # thread) the collector frees the response.
+                response.release()
+                raise
             response.release()
             return await session.request(
                 method,

@@ -322,9 +322,17 @@ class WebhookServer:
 
         try:
             loop.call_soon_threadsafe(reload)
+        except RuntimeError:
+            # The loop has closed: nothing serves from the context any more.
+            return self._reload()
+        try:
             return answer.result(RELOAD_WAIT)
-        except (RuntimeError, TimeoutError):
-            # The loop closed, or stopped before running the reload: nothing serves.
+        except TimeoutError:
+            if self._thread is not None and self._thread.is_alive():
+                # A slow server thread still serves from the context, so it is not
+                # changed from here; the queued reload, or the thread's own watch of
+                # the files, loads them.
+                return False
             return self._reload()
 
     def _reload(self) -> bool:
@@ -390,6 +398,8 @@ class WebhookServer:
     def _run(self, sock: Any, listening: concurrent.futures.Future[None]) -> None:
         """The server's thread: its loop serves until stop() asks it to end."""
         loop = asyncio.new_event_loop()
+        # Known before the site accepts: a reload asked from then on runs on this loop.
+        self._loop = loop
         try:
             try:
                 loop.run_until_complete(self._listen(sock))
@@ -397,7 +407,6 @@ class WebhookServer:
                 sock.close()
                 listening.set_exception(exc)
                 return
-            self._loop = loop
             listening.set_result(None)
             loop.run_forever()
         finally:

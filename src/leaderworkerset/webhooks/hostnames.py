@@ -106,8 +106,14 @@ class LiveHostnames:
             if held is None:
                 # Followed before the pass, so that events from now on wait for it.
                 held = self._followed[(namespace, lws_name)] = _Held()
-                for pod in LwsCaches.of_lws(self._pods, namespace, lws_name):
-                    held.set(str(meta_of(pod).get("name", "")), _hostname_held(pod))
+                try:
+                    for pod in LwsCaches.of_lws(self._pods, namespace, lws_name):
+                        held.set(str(meta_of(pod).get("name", "")), _hostname_held(pod))
+                except BaseException:
+                    # A half-made count would be trusted from now on; the next
+                    # question makes it afresh.
+                    del self._followed[(namespace, lws_name)]
+                    raise
             return hostname in held.pods
 
     def followed(self) -> int:
