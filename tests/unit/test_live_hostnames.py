@@ -173,3 +173,22 @@ def test_issued_hostnames_handed_out_again_are_kept_from_then_on() -> None:
     now[0] = 16.0
     assert not issued.holds(NS, "lws", "aaaaaaaa")
     assert issued.recent(NS, "lws") == set()
+
+
+async def test_a_pass_that_fails_is_not_kept(monkeypatch: Any) -> None:
+    async with started([member("a-0", key("aaaaaaaa"))]) as (informer, _, live):
+        real = informer.by_index
+        failures = iter([RuntimeError("set changed size during iteration")])
+
+        def flaky(index: str, value: str) -> list[JSON]:
+            failure = next(failures, None)
+            if failure is not None:
+                raise failure
+            return real(index, value)
+
+        monkeypatch.setattr(informer, "by_index", flaky)
+        with contextlib.suppress(RuntimeError):
+            live.holds(NS, "lws", "aaaaaaaa")
+        assert live.followed() == 0
+        # The next question counts afresh, and sees the live group.
+        assert live.holds(NS, "lws", "aaaaaaaa")
