@@ -11,6 +11,7 @@ largest single cost at scale.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import ssl
 import time
@@ -320,29 +321,21 @@ class ApiClient:
         """One request, its headers read; authenticated by the httpx Auth flow, which
         may answer a 401 with a second request (a re-read token, a new exec token)."""
         session = self._session or self._open()
-        url = self._server + path
+        send = functools.partial(
+            session.request,
+            method,
+            self._server + path,
+            params=params,
+            data=content,
+            timeout=limits,
+            allow_redirects=False,
+        )
         if self._auth is None:
-            return await session.request(
-                method,
-                url,
-                params=params,
-                data=content,
-                headers=headers,
-                timeout=limits,
-                allow_redirects=False,
-            )
+            return await send(headers=headers)
         flow = self._auth.async_auth_flow(httpx.Request(method, self._auth_url))
         try:
             authed = await anext(flow)
-            response = await session.request(
-                method,
-                url,
-                params=params,
-                data=content,
-                headers=_with_auth(headers, authed),
-                timeout=limits,
-                allow_redirects=False,
-            )
+            response = await send(headers=_with_auth(headers, authed))
             if response.status != 401:
                 return response
             try:
@@ -356,15 +349,7 @@ class ApiClient:
                 response.release()
                 raise
             response.release()
-            return await session.request(
-                method,
-                url,
-                params=params,
-                data=content,
-                headers=_with_auth(headers, retry),
-                timeout=limits,
-                allow_redirects=False,
-            )
+            return await send(headers=_with_auth(headers, retry))
         finally:
             await flow.aclose()
 
