@@ -51,8 +51,19 @@ def post_blocking(srv: WebhookServer, pairs: KeyPairs, path: str) -> dict[str, A
         connection.close()
 
 
-def webhook_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "webhook-server"]
+def webhook_threads() -> set[threading.Thread]:
+    """The webhook server threads alive now, but those left by earlier tests of this
+    process (the whole suite runs in one): each test checks its own server's."""
+    return {t for t in threading.enumerate() if t.name == "webhook-server"} - _EARLIER
+
+
+_EARLIER: set[threading.Thread] = set()
+
+
+@pytest.fixture(autouse=True)
+def _earlier_servers() -> None:
+    _EARLIER.clear()
+    _EARLIER.update(t for t in threading.enumerate() if t.name == "webhook-server")
 
 
 @pytest_asyncio.fixture

@@ -442,15 +442,20 @@ class WebhookServer:
             return
         self._thread = None
         ends = time.monotonic() + max(0.1, deadline)
-        if loop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop ended on its own
-                stopped = asyncio.run_coroutine_threadsafe(self._close(deadline), loop)
-                # The reviews in flight may be waiting on this loop (on_manager_loop):
-                # wait without blocking it.
-                with contextlib.suppress(TimeoutError, concurrent.futures.CancelledError):
-                    await asyncio.wait_for(asyncio.wrap_future(stopped), max(0.1, deadline) + 1)
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(loop.stop)
+        try:
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop ended on its own
+                    stopped = asyncio.run_coroutine_threadsafe(self._close(deadline), loop)
+                    # The reviews in flight may be waiting on this loop
+                    # (on_manager_loop): wait without blocking it.
+                    with contextlib.suppress(TimeoutError, concurrent.futures.CancelledError):
+                        await asyncio.wait_for(asyncio.wrap_future(stopped), max(0.1, deadline) + 1)
+        finally:
+            # Even when the stop itself is cancelled, the thread is told to end: a
+            # server left running would keep its port and loop for the process' life.
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(loop.stop)
         await asyncio.to_thread(thread.join, max(0.1, ends - time.monotonic()))
         if thread.is_alive():
             log.warning("the webhook server's thread did not end in time")
