@@ -15,6 +15,7 @@ leaders as waiting and admit one leader too many.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -48,6 +49,9 @@ UNGATED = "scheduling-gate"
 CONFLICT_REQUEUE = 1.0
 # Wake a little after a release moment, so that the clock has passed it.
 RELEASE_SLACK = 0.05
+# Gate removals in flight at once for one LWS; the client's token bucket bounds the
+# rate, this only keeps one pass from queueing a thousand requests at once.
+UNGATE_IN_FLIGHT = 32
 
 
 def replacement_events() -> Predicate:
@@ -148,18 +152,7 @@ class ReplacementReconciler:
         if decision.admit:
             names = [name_of(p) for p in decision.admit]
             self.expectations.expect_deletions(key, UNGATED, names)
-        released = True
-        for index, pod in enumerate(decision.admit):
-            try:
-                removed = await self._ungate(pod)
-            except BaseException:
-                for rest in decision.admit[index:]:
-                    self.expectations.deletion_observed(key, UNGATED, name_of(rest))
-                raise
-            if not removed:
-                self.expectations.deletion_observed(key, UNGATED, name_of(pod))
-                released = False
-        if not released:
+        if not await self._ungate_all(key, decision.admit):
             return Result(requeue_after=CONFLICT_REQUEUE)
         if decision.held and decision.next_release_at is not None:
             return Result(requeue_after=max(decision.next_release_at - now, 0.0) + RELEASE_SLACK)
@@ -201,6 +194,38 @@ class ReplacementReconciler:
         self.expectations.delete(key)
         self._told_held.pop(key, None)
         self._told_released.pop(key, None)
+
+    async def _ungate_all(self, key: str, admitted: list[JSON]) -> bool:
+        """Ungate the admitted leaders, UNGATE_IN_FLIGHT at a time; whether all gates
+        are off. One at a time, a scale-up of a thousand groups waited on a thousand
+        PATCHes in a row (a pass held the LWS for ~20 s while the leaders queued)."""
+        slots = asyncio.Semaphore(UNGATE_IN_FLIGHT)
+
+        async def ungate(pod: JSON) -> bool:
+            async with slots:
+                return await self._ungate(pod)
+
+        try:
+            results = await asyncio.gather(*(ungate(p) for p in admitted), return_exceptions=True)
+        except BaseException:
+            # Cancelled mid-way: which gates went is unknown, so none is waited for.
+            for pod in admitted:
+                self.expectations.deletion_observed(key, UNGATED, name_of(pod))
+            raise
+        failure: BaseException | None = None
+        released = True
+        for pod, result in zip(admitted, results, strict=True):
+            if result is True:
+                continue
+            # Not ungated here (a conflict, or an error): its gate's removal will not be
+            # seen, so it is not waited for.
+            self.expectations.deletion_observed(key, UNGATED, name_of(pod))
+            released = False
+            if isinstance(result, BaseException) and failure is None:
+                failure = result
+        if failure is not None:
+            raise failure
+        return released
 
     async def _ungate(self, pod: JSON) -> bool:
         """Whether the gate is off (removed now, or already gone with its pod)."""
