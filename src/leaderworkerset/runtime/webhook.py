@@ -14,7 +14,7 @@ behind whatever was ready there (a watch chunk of many events, a status pass ove
 thousand groups), a full loop iteration to start and another after its body arrived.
 A handler is registered as running on that thread (the default: it may read caches,
 which are plain dicts, but nothing that belongs to the manager's loop) or on the
-manager's loop; `on_manager_loop` wraps a coroutine function (an API call) so that a
+manager's loop; `on_manager_loop` wraps an async function (an API call) so that a
 webhook-thread handler can await it.
 """
 
@@ -276,9 +276,7 @@ class WebhookServer:
     def paths(self) -> list[str]:
         return sorted([*self._handlers, *self._conversion_paths])
 
-    def on_manager_loop(
-        self, fn: Callable[P, Coroutine[Any, Any, T]]
-    ) -> Callable[P, Coroutine[Any, Any, T]]:
+    def on_manager_loop(self, fn: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
         """`fn` made awaitable from the server's thread: each call runs on the loop that
         started the server (at once when awaited there, or before the server started).
 
@@ -286,11 +284,16 @@ class WebhookServer:
         at shutdown) cancels the call on the manager's loop.
         """
 
+        async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            # Awaited inside a coroutine of its own: `fn` may return any awaitable, and
+            # the awaitable must be made on the loop that awaits it.
+            return await fn(*args, **kwargs)
+
         async def call(*args: P.args, **kwargs: P.kwargs) -> T:
             loop = self._manager_loop
             if loop is None or loop is asyncio.get_running_loop():
                 return await fn(*args, **kwargs)
-            future = asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), loop)
+            future = asyncio.run_coroutine_threadsafe(run(*args, **kwargs), loop)
             return await asyncio.wrap_future(future)
 
         return call
@@ -481,7 +484,7 @@ class WebhookServer:
     def _admission_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         handler, runs_on = self._handlers[path]
         if runs_on is RunsOn.MANAGER_LOOP:
-            handler = self.on_manager_loop(_coroutine(handler))
+            handler = self.on_manager_loop(handler)
         instrumented = _Instrumented(path)
 
         async def endpoint(request: web.Request) -> web.Response:
@@ -593,15 +596,6 @@ class _Request:
     def __exit__(self, *exc: object) -> None:
         self.instrumented.in_flight.dec()
         self.instrumented.latency.observe(time.perf_counter() - self.started)
-
-
-def _coroutine(
-    handler: AdmissionHandler,
-) -> Callable[[JSON], Coroutine[Any, Any, AdmissionResponse]]:
-    async def run(request: JSON) -> AdmissionResponse:
-        return await handler(request)
-
-    return run
 
 
 def _stat_stamp(path: Path) -> tuple[int, int, int]:

@@ -14,7 +14,7 @@ API client only through what `register_webhooks` wrapped with
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from leaderworkerset.api import constants as c
@@ -39,7 +39,6 @@ from leaderworkerset.webhooks.hostnames import IssuedHostnames, LiveHostnames
 from leaderworkerset.webhooks.leaderworkerset import (
     MUTATING_PATH,
     VALIDATING_PATH,
-    Cause,
     TemplateCheck,
     default_object,
     validate_with_workloads,
@@ -216,18 +215,9 @@ def register_webhooks(
         fetch_lws = server.on_manager_loop(fetch)
     check: TemplateCheck | None = None
     if template_check is not None:
-        check = server.on_manager_loop(_coroutine(template_check))
+        check = server.on_manager_loop(template_check)
     server.register(MUTATING_PATH, mutate_leaderworkerset)
     server.register(VALIDATING_PATH, leaderworkerset_validator(check))
     server.register(POD_MUTATING_PATH, pod_mutator(caches, options, fetch_lws))
     server.register(POD_VALIDATING_PATH, validate_pod)
     server.register_conversion()
-
-
-def _coroutine(
-    check: TemplateCheck,
-) -> Callable[[JSON, JSON | None], Coroutine[Any, Any, list[Cause]]]:
-    async def run(lws: JSON, old: JSON | None) -> list[Cause]:
-        return await check(lws, old)
-
-    return run
