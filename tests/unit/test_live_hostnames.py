@@ -53,6 +53,19 @@ def member(name: str, key: str, lws: str = "lws", phase: str = "Running", rv: in
     }
 
 
+def unadmitted_leader() -> JSON:
+    """A leader of LeaderWorkerSet "lws" (2 pods a group) as its ReplicaSet makes it,
+    before the webhook has admitted it."""
+    return {
+        "metadata": {
+            "generateName": "lws-abc-",
+            "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
+            "annotations": {c.ANNOTATION_SIZE: "2"},
+        },
+        "spec": {"containers": [{"name": "c"}]},
+    }
+
+
 def key(hostname: str) -> str:
     return hostname + "f" * 32
 
@@ -146,14 +159,7 @@ async def test_a_hash_leader_admission_does_not_scan_the_lws_pods(monkeypatch: A
             caches, ControllerOptions(), None, new_group_key=lambda ns: next(drawn)
         )
         for i in range(20):
-            leader = {
-                "metadata": {
-                    "generateName": "lws-abc-",
-                    "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
-                    "annotations": {c.ANNOTATION_SIZE: "2"},
-                },
-                "spec": {"containers": [{"name": "c"}]},
-            }
+            leader = unadmitted_leader()
             response = await mutate({"object": leader, "namespace": NS})
             assert response.allowed, response.result
             hostname = {"op": "add", "path": "/spec/hostname", "value": f"{i + 100:08x}"}

@@ -27,6 +27,7 @@ from leaderworkerset.runtime.webhook import AdmissionResponse, RunsOn, WebhookSe
 from leaderworkerset.webhooks.admission import POD_MUTATING_PATH, register_webhooks
 from leaderworkerset.webhooks.leaderworkerset import VALIDATING_PATH, default_object
 from tests.unit.seeded_caches import seeded_caches
+from tests.unit.test_live_hostnames import unadmitted_leader
 from tests.unit.test_webhook_unit import (
     client_context,
     new_pairs,
@@ -242,14 +243,7 @@ async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: P
         register_webhooks(srv, caches, ControllerOptions(), cast(ApiClient, client), template_check)
         await srv.start()
         try:
-            leader = {
-                "metadata": {
-                    "generateName": "lws-abc-",
-                    "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
-                    "annotations": {c.ANNOTATION_SIZE: "2"},
-                },
-                "spec": {"containers": [{"name": "c"}]},
-            }
+            leader = unadmitted_leader()
             body = review(leader)
             body["request"]["namespace"] = "ns"
             status, answer = await post(srv, pairs, POD_MUTATING_PATH, body)
