@@ -39,6 +39,7 @@ from typing import Any
 
 from bench import workload
 from bench.processes import Metrics, Simulator, cpu_seconds, memory_kib, quantile
+from bench.timeline import Timeline
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.binaries import ensure_binaries
 from leaderworkerset.localcluster.controlplane import ControlPlane
@@ -85,17 +86,19 @@ class Result:
     webhook_p50_ms: float | None = None
     webhook_p99_ms: float | None = None
     idle_writes: int | None = None
+    timeline: str = ""
 
 
 # -- watching -------------------------------------------------------------------------------
 
 
-def _readiness_only(pod: dict[str, Any]) -> dict[str, Any]:
+def _readiness_only(pod: dict[str, Any], timeline: Timeline) -> dict[str, Any]:
     meta = pod.get("metadata") or {}
     ready = any(
         x.get("type") == "Ready" and x.get("status") == "True"
         for x in (pod.get("status") or {}).get("conditions") or ()
     )
+    timeline.observe(pod, time.monotonic(), ready)
     kept = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta}
     return {"metadata": kept, "ready": ready}
 
@@ -187,12 +190,13 @@ async def measure(
 ) -> Result:
     pods = args.replicas * args.size
     api = ApiClient.from_kubeconfig(kubeconfig, qps=0, burst=0, user_agent="lws-bench")
+    timeline = Timeline()
     watch = Informer(
         api,
         PODS,
         namespace=workload.NAMESPACE,
         label_selector=workload.POD_LABEL,
-        transform=_readiness_only,
+        transform=lambda pod: _readiness_only(pod, timeline),
     )
     try:
         token = None
@@ -209,7 +213,7 @@ async def measure(
         cpu_before = cpu_seconds(manager.pid) if manager else 0.0
         rss_before = memory_kib(manager.pid)[0] if manager else 0
         profiler = _profiler(args, manager, f"{config}-{run}")
-        started = time.monotonic()
+        started = timeline.start = time.monotonic()
         if manager is None:
             await _create_floor(api, args.replicas, args.size)
         else:
@@ -232,7 +236,7 @@ async def measure(
                 if _lws_ready(current, args.replicas):
                     lws_ready = now - started
             await asyncio.sleep(0.5)
-        result = Result(config, run, pods_ready, lws_ready)
+        result = Result(config, run, pods_ready, lws_ready, timeline=timeline.summary())
         if manager is None:
             return result
         # Writes that trail the last observation (a final status update) still count.
@@ -386,6 +390,7 @@ def main() -> None:
         for config in configs:
             results.append(run_config(config, run, args, go_binary))
             print(table(results[-1:]).splitlines()[-1], flush=True)
+            print("  " + results[-1].timeline.replace("\n", "\n  "), flush=True)
     print()
     print(table(results))
 
