@@ -64,6 +64,17 @@ class Metrics:
         return out
 
 
+def sum_by(text: str, family: str, label: str) -> dict[str, int]:
+    """A counter family's samples summed by one label."""
+    sums: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith(family + "{"):
+            labels, value = _series(line)
+            key = labels.get(label, "")
+            sums[key] = sums.get(key, 0) + int(float(value))
+    return sums
+
+
 def _series(line: str) -> tuple[dict[str, str], str]:
     head, _, value = line.rpartition(" ")
     inner = head[head.index("{") + 1 : head.rindex("}")]

@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import workload
-from bench.processes import Metrics, Simulator, cpu_seconds, memory_kib, quantile
+from bench.processes import Metrics, Simulator, cpu_seconds, memory_kib, quantile, sum_by
 from bench.timeline import Timeline
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.binaries import ensure_binaries
-from leaderworkerset.localcluster.controlplane import ControlPlane
+from leaderworkerset.localcluster.controlplane import CONTROLLER_MANAGER, SCHEDULER, ControlPlane
 from leaderworkerset.localcluster.manager_process import (
     ManagerProcess,
     UpstreamManager,
@@ -180,15 +180,32 @@ async def _create_floor(api: ApiClient, replicas: int, size: int) -> None:
     await asyncio.gather(*(create(s) for s in workload.floor_statefulsets(replicas, size)))
 
 
+def _cluster_requests(cp: ControlPlane) -> str:
+    """What the scheduler and kube-controller-manager asked of the API server, and the
+    scheduler's attempts: a configuration that costs them more calls (their clients
+    are rate-limited) is slower for it."""
+    parts = []
+    for component in (SCHEDULER, CONTROLLER_MANAGER):
+        text = cp.component_metrics(component) or ""
+        calls = sum_by(text, "rest_client_requests_total", "method")
+        parts.append(f"{component} " + " ".join(f"{m} {n}" for m, n in sorted(calls.items())))
+        if component == SCHEDULER:
+            attempts = sum_by(text, "scheduler_schedule_attempts_total", "result")
+            tried = " ".join(f"{r} {n}" for r, n in sorted(attempts.items()))
+            parts[-1] += f" (attempts {tried})"
+    return "requests: " + "; ".join(parts)
+
+
 async def measure(
     config: str,
     run: int,
-    kubeconfig: Path,
+    cp: ControlPlane,
     workdir: Path,
     args: argparse.Namespace,
     manager: ManagerProcess | None,
 ) -> Result:
     pods = args.replicas * args.size
+    kubeconfig = cp.kubeconfig
     api = ApiClient.from_kubeconfig(kubeconfig, qps=0, burst=0, user_agent="lws-bench")
     timeline = Timeline()
     watch = Informer(
@@ -236,7 +253,8 @@ async def measure(
                 if _lws_ready(current, args.replicas):
                     lws_ready = now - started
             await asyncio.sleep(0.5)
-        result = Result(config, run, pods_ready, lws_ready, timeline=timeline.summary())
+        summary = f"{timeline.summary()}\n{await asyncio.to_thread(_cluster_requests, cp)}"
+        result = Result(config, run, pods_ready, lws_ready, timeline=summary)
         if manager is None:
             return result
         # Writes that trail the last observation (a final status update) still count.
@@ -308,7 +326,7 @@ def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path 
             nodes = max(1, math.ceil(pods / PODS_PER_NODE))
             try:
                 with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log"):
-                    return asyncio.run(measure(config, run, cp.kubeconfig, workdir, args, manager))
+                    return asyncio.run(measure(config, run, cp, workdir, args, manager))
             finally:
                 if manager is not None:
                     manager.kill()

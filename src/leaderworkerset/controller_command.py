@@ -43,6 +43,7 @@ from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
+from leaderworkerset.runtime.metrics import observe_gc_pauses
 from leaderworkerset.wiring import setup_controllers
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -430,6 +431,7 @@ GIL_SWITCH_INTERVAL = 0.001
 def run_controller(settings: Settings) -> None:
     """The manager with the LeaderWorkerSet controllers and webhooks."""
     gc.set_threshold(*GC_THRESHOLDS)
+    observe_gc_pauses()
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
     async def serve() -> None:

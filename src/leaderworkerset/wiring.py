@@ -9,7 +9,7 @@ leader pod.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,9 @@ from leaderworkerset.controllers.replacement.reconciler import (
 )
 from leaderworkerset.group.caches import LwsCaches, build_caches
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+from leaderworkerset.group.readiness import pod_running_and_ready
 from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.controller import (
     NOT_STATUS_ONLY,
     Controller,
@@ -65,6 +67,34 @@ def _pod_reconciler_acts(pod: JSON) -> bool:
 POD_RECONCILER_EVENTS = Predicate(
     create=_pod_reconciler_acts, update=lambda old, new: _pod_reconciler_acts(new)
 )
+
+
+# A worker turning Ready or unready, or going: its Hash leader's group-ready gate reads
+# the worker pods, so the leader is reconciled now rather than when the worker
+# StatefulSet's status catches up (seconds later while a thousand groups come up).
+WORKER_READINESS_CHANGED = Predicate(
+    create=lambda pod: False,
+    update=lambda old, new: (
+        not is_leader(new) and pod_running_and_ready(old) != pod_running_and_ready(new)
+    ),
+    delete=lambda pod: not is_leader(pod),
+)
+
+
+def hash_leader_of_worker(caches: LwsCaches) -> Callable[[JSON], Iterable[str]]:
+    def keys(pod: JSON) -> Iterable[str]:
+        meta = meta_of(pod)
+        leader = (meta.get("annotations") or {}).get(c.ANNOTATION_LEADER_NAME)
+        lws_name = (meta.get("labels") or {}).get(c.LABEL_SET_NAME)
+        namespace = str(meta.get("namespace", ""))
+        if not leader or not lws_name:
+            return ()
+        lws = caches.leaderworkersets.get(namespace, str(lws_name))
+        if lws is None or not view_of(lws).hash_mode:
+            return ()
+        return (f"{namespace}/{leader}",)
+
+    return keys
 
 
 def _leader_settings(lws: JSON) -> tuple[Any, Any]:
@@ -147,6 +177,7 @@ def setup_controllers(
     GROUP_METRICS.watch(caches, pod_reconciler.restarter.deleted_leaders.__contains__)
     pod_controller = Controller(POD_CONTROLLER, pod_reconciler, workers=pod_workers)
     pod_controller.watch(caches.pods, own_key, POD_RECONCILER_EVENTS)
+    pod_controller.watch(caches.pods, hash_leader_of_worker(caches), WORKER_READINESS_CHANGED)
     pod_controller.watch_owned(caches.statefulsets, "Pod", "v1")
     # startupPolicy and the LWS annotations are not in the revision, yet decide what a
     # leader gets (e.g. LeaderReady -> LeaderCreated releases waiting groups).

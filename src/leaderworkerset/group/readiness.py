@@ -7,6 +7,8 @@ thing everywhere. (Whether a pod requests TPUs is `group.tpu.pod_requests_tpus`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, condition_of, labels_of, meta_of
 
@@ -58,6 +60,35 @@ def workers_ready_for_leader(leader_pod: JSON, worker_sts: JSON | None) -> bool:
     return statefulset_ready(worker_sts) and (
         labels_of(worker_sts).get(c.LABEL_TEMPLATE_REVISION_HASH) == leader_key
     )
+
+
+def worker_pods_ready(
+    leader_pod: JSON, worker_sts: JSON | None, group_pods: Iterable[JSON]
+) -> bool:
+    """The group-ready gate read from the worker pods themselves: every pod the worker
+    StatefulSet wants is there, Ready and of the leader's revision. The StatefulSet's
+    status says the same one sync of its controller later, which while a thousand
+    groups come up is seconds after the last worker turned Ready."""
+    if worker_sts is None:
+        return False
+    leader_key = labels_of(leader_pod).get(c.LABEL_TEMPLATE_REVISION_HASH)
+    if labels_of(worker_sts).get(c.LABEL_TEMPLATE_REVISION_HASH) != leader_key:
+        return False
+    owner = meta_of(worker_sts).get("uid")
+    ready = 0
+    for pod in group_pods:
+        refs = meta_of(pod).get("ownerReferences") or ()
+        if not any(isinstance(ref, dict) and ref.get("uid") == owner for ref in refs):
+            continue
+        if (
+            pod_terminating(pod)
+            or labels_of(pod).get(c.LABEL_TEMPLATE_REVISION_HASH) != leader_key
+            or not pod_running_and_ready(pod)
+        ):
+            return False
+        ready += 1
+    # The API server defaults an absent spec.replicas to 1.
+    return bool(ready == (worker_sts.get("spec") or {}).get("replicas", 1))
 
 
 def container_restarted(pod: JSON) -> bool:

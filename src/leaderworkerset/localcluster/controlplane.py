@@ -390,6 +390,9 @@ class ControlPlane:
                 f"--secure-port={port}",
                 f"--cert-dir={w / 'certs' / component}",
                 "--leader-elect=false",
+                # A local cluster's own figures (its client's requests, the scheduler's
+                # queues) are for anyone on the machine to read, as its health is.
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             ]
             if component == CONTROLLER_MANAGER:
                 args += [
@@ -485,6 +488,13 @@ class ControlPlane:
                 return body if resp.status == 200 else None
         except OSError:
             return None
+
+    def component_metrics(self, component: str) -> str | None:
+        """kube-controller-manager's or kube-scheduler's /metrics, None if unanswered."""
+        ports = self._ports()
+        port = ports.controller_manager if component == CONTROLLER_MANAGER else ports.scheduler
+        body = self._local_get(port, "/metrics")
+        return None if body is None else body.decode()
 
     def _controller_manager_ready(self) -> bool:
         # /healthz answers as soon as kcm listens, but its controllers are

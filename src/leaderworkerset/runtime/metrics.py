@@ -7,6 +7,9 @@ the same labels. Everything registers in one registry that /metrics serves.
 
 from __future__ import annotations
 
+import gc
+import time
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -138,3 +141,30 @@ LEADER_ELECTION_MASTER = Gauge(
 def observe_client_response(method: str, code: str, host: str) -> None:
     """The ApiClient response hook that feeds rest_client_requests_total."""
     REST_CLIENT_REQUESTS.labels(code=code, method=method, host=host).inc()
+
+
+# A collection stops every thread, the webhook server's too; a pause here is a
+# pause in every admission in flight, so the webhook's tail is read beside it.
+GC_PAUSE = Histogram(
+    "python_gc_pause_seconds",
+    "Time the garbage collector stopped the process, by generation collected",
+    ["generation"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+    registry=REGISTRY,
+)
+_gc_started: list[float] = []
+
+
+def _on_gc(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        _gc_started.append(time.perf_counter())
+    elif _gc_started:
+        GC_PAUSE.labels(str(info.get("generation", ""))).observe(
+            time.perf_counter() - _gc_started.pop()
+        )
+
+
+def observe_gc_pauses() -> None:
+    """Time every collection from now on (once per process)."""
+    if _on_gc not in gc.callbacks:
+        gc.callbacks.append(_on_gc)

@@ -11,11 +11,13 @@ health.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group.gates import group_ready_condition, has_group_ready_gate
-from leaderworkerset.group.readiness import workers_ready_for_leader
+from leaderworkerset.group.readiness import worker_pods_ready, workers_ready_for_leader
 from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 
 REASON_WORKERS_READY = "WorkersReady"
@@ -38,15 +40,59 @@ def group_ready_patch(ready: bool, now: datetime.datetime | None = None) -> JSON
     }
 
 
-async def sync_group_ready(client: ApiClient, leader: JSON, worker_sts: JSON | None) -> bool:
-    """Write the leader's group-ready condition when it differs; True if written."""
+@dataclass
+class GroupReadyWrites:
+    """Conditions written to leaders the cache has not shown since. The leader is
+    reconciled for each of its workers' events and for its worker StatefulSet's, and
+    one of those can come before the watch brings back the pod as written: without
+    this, it would write the same condition again."""
+
+    # leader uid -> (the value written, the resourceVersion it was written over)
+    unseen: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def written(self, leader: JSON, value: str) -> bool:
+        meta = meta_of(leader)
+        uid = str(meta.get("uid", ""))
+        entry = self.unseen.get(uid)
+        if entry is None:
+            return False
+        if entry[1] == meta.get("resourceVersion"):
+            return entry[0] == value
+        # The cache has a newer pod than the one written over: it speaks for itself.
+        del self.unseen[uid]
+        return False
+
+    def wrote(self, leader: JSON, value: str) -> None:
+        meta = meta_of(leader)
+        self.unseen[str(meta.get("uid", ""))] = (value, str(meta.get("resourceVersion", "")))
+
+    def forget(self, leader: JSON) -> None:
+        self.unseen.pop(str(meta_of(leader).get("uid", "")), None)
+
+
+async def sync_group_ready(
+    client: ApiClient,
+    leader: JSON,
+    worker_sts: JSON | None,
+    group_pods: Iterable[JSON] = (),
+    writes: GroupReadyWrites | None = None,
+) -> bool:
+    """Write the leader's group-ready condition when it differs; True if written.
+
+    Ready when either the worker StatefulSet's status or its pods (`group_pods`, the
+    cached pods of the leader's group) say so: the pods say it first."""
     if not has_group_ready_gate(leader):
         return False
-    ready = workers_ready_for_leader(leader, worker_sts)
+    ready = workers_ready_for_leader(leader, worker_sts) or worker_pods_ready(
+        leader, worker_sts, group_pods
+    )
+    value = "True" if ready else "False"
     current = group_ready_condition(leader)
     # An absent condition already keeps the leader unready (the kubelet treats a
     # missing gate condition as False), so only a True needs writing at first.
-    if current == ("True" if ready else "False") or (current is None and not ready):
+    if current == value or (current is None and not ready):
+        return False
+    if writes is not None and writes.written(leader, value):
         return False
     meta = meta_of(leader)
     try:
@@ -63,4 +109,6 @@ async def sync_group_ready(client: ApiClient, leader: JSON, worker_sts: JSON | N
         if exc.not_found:
             return False
         raise
+    if writes is not None:
+        writes.wrote(leader, value)
     return True

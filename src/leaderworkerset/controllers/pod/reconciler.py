@@ -27,7 +27,7 @@ from leaderworkerset.controllers.events import record
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.pod.backoff import RetryBackoff
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group
-from leaderworkerset.controllers.pod.group_ready import sync_group_ready
+from leaderworkerset.controllers.pod.group_ready import GroupReadyWrites, sync_group_ready
 from leaderworkerset.controllers.pod.group_service import (
     group_service,
     group_service_name,
@@ -103,6 +103,7 @@ class PodReconciler:
     # the restart policy still has to see them, so their last state is kept here.
     tombstones: dict[str, JSON] = field(default_factory=dict)
     waits: RetryBackoff = field(default_factory=RetryBackoff)
+    group_ready_writes: GroupReadyWrites = field(default_factory=GroupReadyWrites)
 
     def __post_init__(self) -> None:
         self.restarter = GroupRestarter(self.client, self.caches)
@@ -115,6 +116,7 @@ class PodReconciler:
         final = dict(pod)
         final["metadata"] = {**meta, "deletionTimestamp": meta.get("deletionTimestamp") or "gone"}
         self.tombstones[object_key(pod)] = final
+        self.group_ready_writes.forget(pod)
         for wait in (_WAIT_REVISION, _WAIT_SERVICE):
             self.waits.forget(_wait_key(wait, pod))
 
@@ -188,7 +190,10 @@ class PodReconciler:
                 # Before anything below that can keep failing (a quota on Services, the
                 # Volcano API down): the leader's readiness is what Services route on
                 # and what scale-down ranks by, so it must never freeze on them.
-                await sync_group_ready(self.client, pod, worker_sts)
+                group = self.caches.group_pods(
+                    view.namespace, view.name, str(labels_of(pod).get(c.LABEL_GROUP_INDEX))
+                )
+                await sync_group_ready(self.client, pod, worker_sts, group, self.group_ready_writes)
         if view.unique_per_replica:
             waiting = await self._ensure_group_service(lws, pod)
             if waiting is not None:
