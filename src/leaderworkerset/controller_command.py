@@ -41,6 +41,7 @@ from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
+from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
 from leaderworkerset.wiring import setup_controllers
@@ -152,6 +153,7 @@ class Settings:
     user_agent: str = "lws"
     identity: str = field(default_factory=default_identity)
     exit_on_leadership_loss: bool = True
+    event_loop: str = "auto"
 
     @property
     def gang_scheduling_provider(self) -> str | None:
@@ -330,6 +332,14 @@ _OPTIONS: tuple[Callable[[Any], Any], ...] = (
         multiple=True,
         help="Extra DNS names / IPs for the serving certificate (local runs).",
     ),
+    click.option(
+        "--event-loop",
+        type=click.Choice(EVENT_LOOPS),
+        envvar="LWS_EVENT_LOOP",
+        default="auto",
+        help="Event loop of the manager and the webhook server: uvloop (compiled TLS, "
+        "less CPU) or asyncio's own; auto is uvloop when installed. Env LWS_EVENT_LOOP.",
+    ),
 )
 
 
@@ -356,6 +366,7 @@ def controller_command(
         namespace_override: str | None,
         metrics_secure: bool | None,
         webhook_cert_extra_sans: tuple[str, ...],
+        event_loop: str,
         **flags: Any,
     ) -> None:
         """Run the LeaderWorkerSet controller manager."""
@@ -382,6 +393,7 @@ def controller_command(
             extra_dns_names=tuple(s for s in sans if not _is_ip(s)),
             extra_ip_addresses=tuple(s for s in sans if _is_ip(s)),
             user_agent=user_agent(version or "unknown", git_commit),
+            event_loop=event_loop,
         )
         logging.getLogger("setup").info(
             "effective configuration", extra={"config": configuration_yaml(cfg)}
@@ -443,7 +455,9 @@ def run_controller(settings: Settings) -> None:
         await manager.run()
 
     try:
-        asyncio.run(serve())
+        # The webhook server's thread runs a loop of the same kind (runtime.eventloop).
+        with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
+            runner.run(serve())
     except (LeaderElectionLostError, CertsNotReadyError) as exc:
         sys.exit(f"{exc}")
 
