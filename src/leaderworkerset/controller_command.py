@@ -445,6 +445,8 @@ def run_controller(settings: Settings) -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
     async def serve() -> None:
+        loop = type(asyncio.get_running_loop()).__module__.partition(".")[0]
+        logging.getLogger("setup").info("event loop", extra={"eventLoop": loop})
         manager = Manager(settings.manager_options())
         setup_controllers(
             manager,
