@@ -4,7 +4,7 @@ controller sends them.
 
     .venv/bin/python -m bench.webhook_load [--hash] [--requests 8000] [--concurrency 8]
         [--groups 1000] [--size 8] [--baseline /path/to/other/src] [--busy]
-        [--switch-interval MS] [--rate PER_SECOND]
+        [--switch-interval MS] [--rate PER_SECOND] [--loop asyncio|uvloop]
 
 The server process runs `register_webhooks` over caches holding one LeaderWorkerSet of
 `groups` x `size` live pods (so a Hash leader's hostname check sees a full cache),
@@ -24,7 +24,9 @@ CPU), and the manager's work rate during the load, against idle seconds before i
 shows what serving cost the loop. With --duty below 1 the loop has time to spare, and
 the process CPU above those idle seconds is what a review cost both threads together.
 --switch-interval sets the server's `sys.setswitchinterval`: how long a thread that
-holds the GIL keeps it while another waits.
+holds the GIL keeps it while another waits. --loop picks the event loop of both the
+server's loops (the manager's and the webhook thread's): asyncio's own, or uvloop's.
+The server's peak resident size is printed after each path's run.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench.processes import cpu_seconds
+from bench.processes import cpu_seconds, memory_kib
 from leaderworkerset.api import constants as c
 
 JSON = dict[str, Any]
@@ -377,6 +379,7 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
         command += ["--groups", str(args.groups), "--size", str(args.size)]
         command += ["--hash"] if args.hash else []
         command += ["--busy", "--duty", str(args.duty)] if args.busy else []
+        command += ["--loop", args.loop]
         if args.switch_interval is not None:
             command += ["--switch-interval", str(args.switch_interval)]
         stats_file = Path(tmp, "busy.json")
@@ -393,7 +396,7 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                 for i in range(args.requests // args.size + 1)
                 for w in range(args.size)
             ][: args.requests]
-            label = f"{src or 'this tree'} ({'Hash' if args.hash else 'Ordinal'})"
+            label = f"{src or 'this tree'} ({'Hash' if args.hash else 'Ordinal'}, {args.loop})"
             if args.busy:
                 label += ", busy manager loop"
             if args.busy and args.duty < 1:
@@ -451,11 +454,12 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                         f" {extra / len(bodies) * 1e6:6.1f} us/request above idle"
                     )
                 quantiles = statistics.quantiles(latencies, n=100)
+                peak = memory_kib(server.pid)[1] / 1024
                 print(
                     f"  {path:18s} server CPU {cpu / len(bodies) * 1e6:7.1f} us/request  "
                     f"{len(bodies) / wall:6.0f} requests/s  client-side latency "
                     f"p50 {quantiles[49] * 1e3:6.2f} ms  p99 {quantiles[98] * 1e3:6.2f} ms"
-                    + manager
+                    f"  peak RSS {peak:5.1f} MiB" + manager
                 )
             if profiler is not None:
                 profiler.send_signal(2)
@@ -486,10 +490,22 @@ def main() -> None:
     parser.add_argument(
         "--switch-interval", type=float, help="the server's GIL switch interval, in ms"
     )
+    parser.add_argument(
+        "--loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="the event loop of the server's manager and webhook threads",
+    )
     parser.add_argument("--serve", metavar="CERT_DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         cert_dir = Path(args.serve)
+        if args.loop == "uvloop":
+            import uvloop
+
+            # The policy makes both: asyncio.run's loop here and the webhook
+            # thread's asyncio.new_event_loop().
+            asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
         asyncio.run(
             serve(
                 cert_dir,

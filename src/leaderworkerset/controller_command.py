@@ -41,6 +41,7 @@ from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
+from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
 from leaderworkerset.runtime.metrics import observe_gc_pauses
@@ -153,6 +154,7 @@ class Settings:
     user_agent: str = "lws"
     identity: str = field(default_factory=default_identity)
     exit_on_leadership_loss: bool = True
+    event_loop: str = "auto"
 
     @property
     def gang_scheduling_provider(self) -> str | None:
@@ -331,6 +333,14 @@ _OPTIONS: tuple[Callable[[Any], Any], ...] = (
         multiple=True,
         help="Extra DNS names / IPs for the serving certificate (local runs).",
     ),
+    click.option(
+        "--event-loop",
+        type=click.Choice(EVENT_LOOPS),
+        envvar="LWS_EVENT_LOOP",
+        default="auto",
+        help="Event loop of the manager and the webhook server: uvloop (compiled TLS, "
+        "less CPU) or asyncio's own; auto is uvloop when installed. Env LWS_EVENT_LOOP.",
+    ),
 )
 
 
@@ -357,6 +367,7 @@ def controller_command(
         namespace_override: str | None,
         metrics_secure: bool | None,
         webhook_cert_extra_sans: tuple[str, ...],
+        event_loop: str,
         **flags: Any,
     ) -> None:
         """Run the LeaderWorkerSet controller manager."""
@@ -383,6 +394,7 @@ def controller_command(
             extra_dns_names=tuple(s for s in sans if not _is_ip(s)),
             extra_ip_addresses=tuple(s for s in sans if _is_ip(s)),
             user_agent=user_agent(version or "unknown", git_commit),
+            event_loop=event_loop,
         )
         logging.getLogger("setup").info(
             "effective configuration", extra={"config": configuration_yaml(cfg)}
@@ -435,6 +447,8 @@ def run_controller(settings: Settings) -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
     async def serve() -> None:
+        loop = type(asyncio.get_running_loop()).__module__.partition(".")[0]
+        logging.getLogger("setup").info("event loop", extra={"eventLoop": loop})
         manager = Manager(settings.manager_options())
         setup_controllers(
             manager,
@@ -445,7 +459,9 @@ def run_controller(settings: Settings) -> None:
         await manager.run()
 
     try:
-        asyncio.run(serve())
+        # The webhook server's thread runs a loop of the same kind (runtime.eventloop).
+        with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
+            runner.run(serve())
     except (LeaderElectionLostError, CertsNotReadyError) as exc:
         sys.exit(f"{exc}")
 

@@ -54,7 +54,10 @@ log = logging.getLogger("cert-rotation")
 # admission request to an HTTP/1.1 webhook, so a burst of pod creations held ~200 of
 # them at once: ~50 MiB of buffers, freed a moment later but left behind in the C heap
 # as resident size the process never returns. A TLS record is at most 16 KiB of
-# plaintext; 32 KiB holds one whole record with room to spare.
+# plaintext; 32 KiB holds one whole record with room to spare. Under uvloop this cap
+# does not apply: its TLS protocol mallocs its buffer without filling it, so only the
+# pages a read touches become resident (a burst of 150 connections: 3-7 MiB above
+# asyncio's capped buffers, bench.webhook_load --concurrency 150).
 TLS_READ_BUFFER = 32 * 1024
 
 

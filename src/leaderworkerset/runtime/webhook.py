@@ -42,6 +42,7 @@ from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime import metrics
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair
 from leaderworkerset.runtime.certs import server_ssl_context as _server_ssl_context
+from leaderworkerset.runtime.eventloop import LoopFactory, same_kind
 from leaderworkerset.runtime.health import listen_socket
 from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY
 
@@ -386,7 +387,10 @@ class WebhookServer:
         self._manager_loop = asyncio.get_running_loop()
         listening: concurrent.futures.Future[None] = concurrent.futures.Future()
         thread = threading.Thread(
-            target=self._run, args=(sock, listening), name="webhook-server", daemon=True
+            target=self._run,
+            args=(sock, listening, same_kind(self._manager_loop)),
+            name="webhook-server",
+            daemon=True,
         )
         self._thread = thread
         thread.start()
@@ -398,9 +402,12 @@ class WebhookServer:
             raise
         log.info("serving webhooks", extra={"port": self.port, "paths": self.paths})
 
-    def _run(self, sock: Any, listening: concurrent.futures.Future[None]) -> None:
-        """The server's thread: its loop serves until stop() asks it to end."""
-        loop = asyncio.new_event_loop()
+    def _run(
+        self, sock: Any, listening: concurrent.futures.Future[None], new_loop: LoopFactory
+    ) -> None:
+        """The server's thread: its loop, of the manager's kind, serves until stop()
+        asks it to end."""
+        loop = new_loop()
         # Known before the site accepts: a reload asked from then on runs on this loop.
         self._loop = loop
         try:
