@@ -215,6 +215,12 @@ async def measure(
         label_selector=workload.POD_LABEL,
         transform=lambda pod: _readiness_only(pod, timeline),
     )
+    sets = Informer(
+        api,
+        STATEFULSETS,
+        namespace=workload.NAMESPACE,
+        transform=lambda sts: timeline.observe_set(sts, time.monotonic()),
+    )
     try:
         token = None
         if manager is not None:
@@ -224,8 +230,9 @@ async def measure(
             assert manager is not None
             return Metrics.parse(manager.metrics_text(token))
 
-        watch.start()
-        await watch.wait_synced()
+        for informer in (watch, sets):
+            informer.start()
+            await informer.wait_synced()
         before = scrape() if manager else Metrics()
         cpu_before = cpu_seconds(manager.pid) if manager else 0.0
         rss_before = memory_kib(manager.pid)[0] if manager else 0
@@ -284,6 +291,7 @@ async def measure(
         return result
     finally:
         await watch.stop()
+        await sets.stop()
         await api.close()
 
 

@@ -40,6 +40,13 @@ class Timeline:
     start: float = 0.0
     steps: dict[str, dict[str, float]] = field(default_factory=dict)
     groups: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    # StatefulSets by name, when first seen: a worker StatefulSet is named after its leader.
+    sets: dict[str, float] = field(default_factory=dict)
+
+    def observe_set(self, sts: JSON, now: float) -> JSON:
+        self.sets.setdefault(str((sts.get("metadata") or {}).get("name", "")), now)
+        return {"metadata": sts.get("metadata") or {}}
 
     def observe(self, pod: JSON, now: float, ready: bool) -> None:
         meta = pod.get("metadata") or {}
@@ -48,6 +55,7 @@ class Timeline:
         if seen is None:
             seen = self.steps[uid] = {CREATED: now}
             self.groups[uid] = _group_and_role(meta)
+            self.names[uid] = str(meta.get("name", ""))
         spec = pod.get("spec") or {}
         if not spec.get("schedulingGates"):
             seen.setdefault(SCHEDULABLE, now)
@@ -79,8 +87,10 @@ class Timeline:
         last = {step: self._at(step) for step in (CREATED, SCHEDULABLE, BOUND, READY)}
         bound = last[BOUND]
         rate = len(bound) / (bound[-1] - bound[0]) if len(bound) > 1 else 0.0
+        made = sorted(at - self.start for at in self.sets.values())
         lines = [
-            "last pod "
+            (f"last StatefulSet seen {made[-1]:.1f} s; " if made else "")
+            + "last pod "
             + ", ".join(f"{step} {at[-1]:.1f} s" for step, at in last.items() if at)
             + f"; {rate:.0f} binds/s; nothing to bind for {self._idle_binding():.1f} s",
             self._groups_summary(),
@@ -96,20 +106,28 @@ class Timeline:
                 leaders[group] = seen
             else:
                 workers.setdefault(group, []).append(seen)
-        gated, first_worker, after_workers = [], [], []
+        leader_names = {
+            self.groups[uid][0]: self.names[uid] for uid in self.steps if self.groups[uid][1]
+        }
+        gated, set_made, first_worker, after_workers = [], [], [], []
         for group, leader in leaders.items():
             if SCHEDULABLE in leader:
                 gated.append(leader[SCHEDULABLE] - leader[CREATED])
             mine = workers.get(group, [])
+            made = self.sets.get(leader_names.get(group, ""))
+            if made is not None:
+                set_made.append(made - leader[CREATED])
             if mine:
-                first_worker.append(min(w[CREATED] for w in mine) - leader[CREATED])
+                first = min(w[CREATED] for w in mine)
+                first_worker.append(first - (leader[CREATED] if made is None else made))
             if mine and READY in leader and all(READY in w for w in mine):
                 after_workers.append(leader[READY] - max(w[READY] for w in mine))
         return "per group, p50/p90 s: " + "; ".join(
             f"{name} {_p(values, 0.5)}/{_p(values, 0.9)}"
             for name, values in (
                 ("leader gated", gated),
-                ("first worker after leader", first_worker),
+                ("worker StatefulSet after leader", set_made),
+                ("first worker after its StatefulSet", first_worker),
                 ("leader Ready after last worker", after_workers),
             )
         )
