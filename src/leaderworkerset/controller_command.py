@@ -45,6 +45,7 @@ from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
 from leaderworkerset.runtime.metrics import observe_gc_pauses
+from leaderworkerset.runtime.stalls import start_stall_probe
 from leaderworkerset.wiring import setup_controllers
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -445,6 +446,7 @@ def run_controller(settings: Settings) -> None:
     gc.set_threshold(*GC_THRESHOLDS)
     observe_gc_pauses()
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+    stall_probe = start_stall_probe()
 
     async def serve() -> None:
         loop = type(asyncio.get_running_loop()).__module__.partition(".")[0]
@@ -464,6 +466,8 @@ def run_controller(settings: Settings) -> None:
             runner.run(serve())
     except (LeaderElectionLostError, CertsNotReadyError) as exc:
         sys.exit(f"{exc}")
+    finally:
+        stall_probe.stop()
 
 
 controller = controller_command(run_controller, version=__version__)

@@ -99,6 +99,8 @@ def test_the_chosen_loop_runs_the_manager_and_the_webhook_thread(
         "webhook": expected,
         "webhook thread": "webhook-server",
     }
+    # The stall probe it started ended with the manager.
+    assert not [t for t in threading.enumerate() if t.name == "stall-probe"]
 
 
 def test_asyncio_is_chosen_when_uvloop_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -168,3 +168,16 @@ def observe_gc_pauses() -> None:
     """Time every collection from now on (once per process)."""
     if _on_gc not in gc.callbacks:
         gc.callbacks.append(_on_gc)
+
+
+# Fed by runtime.stalls: how late a thread that only sleeps woke up, split by whether
+# the process ran meanwhile, so a slow admission can be put down to the node or the
+# CPU limit ("starved") or to the interpreter itself ("busy").
+PROCESS_STALL = Histogram(
+    "lws_process_stall_seconds",
+    "Time the process could not run Python code, by cause: starved (it was not "
+    "scheduled) or busy (it ran, but one thread held the interpreter)",
+    ["cause"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+    registry=REGISTRY,
+)
