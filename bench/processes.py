@@ -64,14 +64,14 @@ class Metrics:
         return out
 
 
-def sum_by(text: str, family: str, label: str) -> dict[str, int]:
-    """A counter family's samples summed by one label."""
-    sums: dict[str, int] = {}
+def sum_by(text: str, family: str, *label: str) -> dict[tuple[str, ...], float]:
+    """A family's samples summed by some of their labels."""
+    sums: dict[tuple[str, ...], float] = {}
     for line in text.splitlines():
         if line.startswith(family + "{"):
             labels, value = _series(line)
-            key = labels.get(label, "")
-            sums[key] = sums.get(key, 0) + int(float(value))
+            key = tuple(labels.get(name, "") for name in label)
+            sums[key] = sums.get(key, 0.0) + float(value)
     return sums
 
 

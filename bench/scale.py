@@ -181,19 +181,40 @@ async def _create_floor(api: ApiClient, replicas: int, size: int) -> None:
 
 
 def _cluster_requests(cp: ControlPlane) -> str:
-    """What the scheduler and kube-controller-manager asked of the API server, and the
-    scheduler's attempts: a configuration that costs them more calls (their clients
-    are rate-limited) is slower for it."""
-    parts = []
+    """What the scheduler and kube-controller-manager asked of the API server, the
+    scheduler's attempts, where kube-controller-manager's time went (its busiest work
+    queues), and the admission webhooks as the API server timed them (connection set-up
+    and queueing included): a configuration that costs the cluster more is slower for it."""
+    lines = []
     for component in (SCHEDULER, CONTROLLER_MANAGER):
         text = cp.component_metrics(component) or ""
         calls = sum_by(text, "rest_client_requests_total", "method")
-        parts.append(f"{component} " + " ".join(f"{m} {n}" for m, n in sorted(calls.items())))
+        line = f"{component} " + " ".join(f"{m} {n:.0f}" for (m,), n in sorted(calls.items()))
         if component == SCHEDULER:
             attempts = sum_by(text, "scheduler_schedule_attempts_total", "result")
-            tried = " ".join(f"{r} {n}" for r, n in sorted(attempts.items()))
-            parts[-1] += f" (attempts {tried})"
-    return "requests: " + "; ".join(parts)
+            line += " (attempts " + " ".join(f"{r} {n:.0f}" for (r,), n in attempts.items()) + ")"
+        else:
+            work = sum_by(text, "workqueue_work_duration_seconds_sum", "name")
+            busiest = sorted(work.items(), key=lambda item: -item[1])[:4]
+            line += "; work s " + " ".join(f"{q} {s:.1f}" for (q,), s in busiest)
+        lines.append(line)
+    try:
+        text = cp.api_get("/metrics", timeout=30).decode()
+    except OSError:
+        text = ""
+    family = "apiserver_admission_webhook_admission_duration_seconds"
+    counts = sum_by(text, family + "_count", "name")
+    sums = sum_by(text, family + "_sum", "name")
+    buckets = sum_by(text, family + "_bucket", "name", "le")
+    hooks = []
+    for (name,), count in sorted(counts.items()):
+        if count:
+            mine = {float(le): n for (hook, le), n in buckets.items() if hook == name}
+            p99 = quantile(0.99, {}, mine)
+            tail = "-" if p99 is None else f"{p99 * 1000:.0f}"
+            hooks.append(f"{name} mean {sums[(name,)] / count * 1000:.1f} ms p99 {tail} ms")
+    lines.append("API server's webhook calls: " + ("; ".join(hooks) or "none"))
+    return "\n".join(lines)
 
 
 async def measure(
