@@ -376,11 +376,8 @@ def controller_command(
             click.echo(f"Version: {version}\nBuildDate: {build_date}\nGitCommit: {git_commit}")
             return
         try:
-            runtime_logging.configure(
-                "debug" if zap_devel and zap_log_level == "info" else zap_log_level,
-                encoder="console" if zap_devel else zap_encoder,
-                time_encoding=zap_time_encoding,
-                stacktrace_level=zap_stacktrace_level,
+            _configure_logging(
+                zap_log_level, zap_encoder, zap_devel, zap_stacktrace_level, zap_time_encoding
             )
             cfg = load_configuration(config_path or None, FlagOverrides(**flags))
         except (ConfigError, ValueError) as exc:
@@ -406,6 +403,18 @@ def controller_command(
     for option in reversed(_OPTIONS):
         decorated = option(decorated)
     return click.command(name, context_settings={"show_default": True})(decorated)
+
+
+def _configure_logging(
+    level: str, encoder: str, devel: bool | None, stacktrace_level: str, time_encoding: str
+) -> None:
+    # --zap-devel is zap's development preset: console output, debug unless a level is set.
+    runtime_logging.configure(
+        "debug" if devel and level == "info" else level,
+        encoder="console" if devel else encoder,
+        time_encoding=time_encoding,
+        stacktrace_level=stacktrace_level,
+    )
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
