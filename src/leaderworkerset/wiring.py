@@ -28,7 +28,7 @@ from leaderworkerset.controllers.replacement.reconciler import (
 from leaderworkerset.group.caches import LwsCaches, build_caches
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.group.readiness import pod_running_and_ready
-from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.roles import is_leader, lws_name
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.controller import (
     NOT_STATUS_ONLY,
@@ -85,11 +85,11 @@ def hash_leader_of_worker(caches: LwsCaches) -> Callable[[JSON], Iterable[str]]:
     def keys(pod: JSON) -> Iterable[str]:
         meta = meta_of(pod)
         leader = (meta.get("annotations") or {}).get(c.ANNOTATION_LEADER_NAME)
-        lws_name = (meta.get("labels") or {}).get(c.LABEL_SET_NAME)
+        name = lws_name(pod)
         namespace = str(meta.get("namespace", ""))
-        if not leader or not lws_name:
+        if not leader or not name:
             return ()
-        lws = caches.leaderworkersets.get(namespace, str(lws_name))
+        lws = caches.leaderworkersets.get(namespace, name)
         if lws is None or not view_of(lws).hash_mode:
             return ()
         return (f"{namespace}/{leader}",)

@@ -28,39 +28,41 @@ def worker(index: int, *, ready: bool = True, **meta: Any) -> JSON:
     pod["metadata"]["labels"][c.LABEL_WORKER_INDEX] = str(index)
     pod["metadata"]["annotations"] = {c.ANNOTATION_LEADER_NAME: "lws-0"}
     pod["metadata"]["ownerReferences"] = [
-        {"kind": "StatefulSet", "uid": meta.pop("owner", "sts-uid")}
+        {"kind": "StatefulSet", "uid": meta.pop("owner", "sts-uid"), "controller": True}
     ]
     pod["metadata"].update(meta)
     return pod
 
 
-def group(*workers: JSON) -> list[JSON]:
-    return [leader_pod("lws", 0, KEY), *workers]
+async def ready(sts: JSON | None, *workers: JSON) -> bool:
+    """The gate as the pod reconciler reads it: the pods the cache files under the
+    worker StatefulSet (the leader's group is cached too, and must not count)."""
+    leader = leader_pod("lws", 0, KEY)
+    async with seeded_caches(leader, *([sts] if sts else []), *workers) as caches:
+        pods = caches.controlled_pods(sts) if sts else []
+        return worker_pods_ready(leader, sts, pods)
 
 
-def test_ready_when_every_worker_pod_is_though_the_statefulset_status_lags() -> None:
-    assert worker_pods_ready(
-        leader_pod("lws", 0, KEY), workers_set(), group(*map(worker, (1, 2, 3)))
-    )
+async def test_ready_when_every_worker_pod_is_though_the_statefulset_status_lags() -> None:
+    assert await ready(workers_set(), *map(worker, (1, 2, 3)))
 
 
-def test_not_ready_while_a_worker_is_missing_unready_or_going() -> None:
-    leader, sts = leader_pod("lws", 0, KEY), workers_set()
-    assert not worker_pods_ready(leader, sts, group(worker(1), worker(2)))
-    assert not worker_pods_ready(leader, sts, group(worker(1), worker(2), worker(3, ready=False)))
-    going = worker(3, deletionTimestamp=NOW)
-    assert not worker_pods_ready(leader, sts, group(worker(1), worker(2), going))
+async def test_not_ready_while_a_worker_is_missing_unready_or_going() -> None:
+    sts = workers_set()
+    assert not await ready(sts, worker(1), worker(2))
+    assert not await ready(sts, worker(1), worker(2), worker(3, ready=False))
+    assert not await ready(sts, worker(1), worker(2), worker(3, deletionTimestamp=NOW))
 
 
-def test_pods_of_another_revision_or_owner_do_not_count() -> None:
-    leader, sts = leader_pod("lws", 0, KEY), workers_set()
-    assert not worker_pods_ready(leader, sts, group(worker(1), worker(2), worker(3, key="rev0")))
-    stranger = worker(3, owner="other-uid")
-    assert not worker_pods_ready(leader, sts, group(worker(1), worker(2), stranger))
+async def test_pods_of_another_revision_or_owner_do_not_count() -> None:
+    sts = workers_set()
+    assert not await ready(sts, worker(1), worker(2), worker(3, key="rev0"))
+    assert not await ready(sts, worker(1), worker(2), worker(3, owner="other-uid"))
     # A worker StatefulSet of another revision than its leader's is never ready.
     old = worker_sts("lws", 0, "rev0", size=4, ready=False)
-    assert not worker_pods_ready(leader, old, group(*map(worker, (1, 2, 3))))
-    assert not worker_pods_ready(leader, None, group(*map(worker, (1, 2, 3))))
+    old["metadata"]["uid"] = "sts-uid"
+    assert not await ready(old, *map(worker, (1, 2, 3)))
+    assert not await ready(None, *map(worker, (1, 2, 3)))
 
 
 def test_a_worker_turning_ready_unready_or_going_wakes_its_leader() -> None:

@@ -27,7 +27,7 @@ from leaderworkerset.runtime.client import (
     SERVICES,
     STATEFULSETS,
 )
-from leaderworkerset.runtime.indexes import label_index_name
+from leaderworkerset.runtime.indexes import OWNER_UID_INDEX, label_index_name
 
 BY_LWS = label_index_name(c.LABEL_SET_NAME)
 
@@ -321,6 +321,10 @@ class LwsCaches:
     def leaders_of(self, namespace: str, lws_name: str) -> list[JSON]:
         """The leader pods of this LeaderWorkerSet."""
         return self.pods.by_index(BY_LEADER_OF, f"{namespace}/{lws_name}")
+
+    def controlled_pods(self, owner: JSON) -> list[JSON]:
+        """The cached pods whose controller is `owner` (a worker StatefulSet)."""
+        return self.pods.by_index(OWNER_UID_INDEX, str(meta_of(owner).get("uid", "")))
 
     def group_pods(self, namespace: str, lws_name: str, group: str) -> list[JSON]:
         return self.pods.by_index(BY_GROUP, group_index_value(namespace, lws_name, group))

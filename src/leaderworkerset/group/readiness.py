@@ -39,14 +39,16 @@ def leader_lost(leader: JSON) -> bool:
     return pod_terminating(leader) or pod_finished(leader)
 
 
+def _desired_replicas(sts: JSON) -> object:
+    # The API server defaults an absent spec.replicas to 1.
+    return (sts.get("spec") or {}).get("replicas", 1)
+
+
 def statefulset_ready(sts: JSON) -> bool:
     """All replicas available and no StatefulSet rollout pending."""
-    spec = sts.get("spec") or {}
     status = sts.get("status") or {}
-    # The API server defaults an absent spec.replicas to 1.
-    replicas = spec.get("replicas", 1)
     return bool(
-        replicas == status.get("availableReplicas", 0)
+        _desired_replicas(sts) == status.get("availableReplicas", 0)
         and status.get("currentRevision", "") == status.get("updateRevision", "")
     )
 
@@ -63,23 +65,20 @@ def workers_ready_for_leader(leader_pod: JSON, worker_sts: JSON | None) -> bool:
 
 
 def worker_pods_ready(
-    leader_pod: JSON, worker_sts: JSON | None, group_pods: Iterable[JSON]
+    leader_pod: JSON, worker_sts: JSON | None, worker_pods: Iterable[JSON]
 ) -> bool:
-    """The group-ready gate read from the worker pods themselves: every pod the worker
-    StatefulSet wants is there, Ready and of the leader's revision. The StatefulSet's
-    status says the same one sync of its controller later, which while a thousand
-    groups come up is seconds after the last worker turned Ready."""
+    """The group-ready gate read from the worker pods themselves (`worker_pods`: those
+    the worker StatefulSet controls): every pod it wants is there, Ready and of the
+    leader's revision. The StatefulSet's status says the same one sync of its
+    controller later, which while a thousand groups come up is seconds after the last
+    worker turned Ready."""
     if worker_sts is None:
         return False
     leader_key = labels_of(leader_pod).get(c.LABEL_TEMPLATE_REVISION_HASH)
     if labels_of(worker_sts).get(c.LABEL_TEMPLATE_REVISION_HASH) != leader_key:
         return False
-    owner = meta_of(worker_sts).get("uid")
     ready = 0
-    for pod in group_pods:
-        refs = meta_of(pod).get("ownerReferences") or ()
-        if not any(isinstance(ref, dict) and ref.get("uid") == owner for ref in refs):
-            continue
+    for pod in worker_pods:
         if (
             pod_terminating(pod)
             or labels_of(pod).get(c.LABEL_TEMPLATE_REVISION_HASH) != leader_key
@@ -87,8 +86,7 @@ def worker_pods_ready(
         ):
             return False
         ready += 1
-    # The API server defaults an absent spec.replicas to 1.
-    return bool(ready == (worker_sts.get("spec") or {}).get("replicas", 1))
+    return ready == _desired_replicas(worker_sts)
 
 
 def container_restarted(pod: JSON) -> bool:

@@ -19,6 +19,7 @@ from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group.gates import group_ready_condition, has_group_ready_gate
 from leaderworkerset.group.readiness import worker_pods_ready, workers_ready_for_leader
 from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
+from leaderworkerset.runtime.indexes import resource_version
 
 REASON_WORKERS_READY = "WorkersReady"
 REASON_WORKERS_NOT_READY = "WorkersNotReady"
@@ -51,20 +52,18 @@ class GroupReadyWrites:
     unseen: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def written(self, leader: JSON, value: str) -> bool:
-        meta = meta_of(leader)
-        uid = str(meta.get("uid", ""))
+        uid = str(meta_of(leader).get("uid", ""))
         entry = self.unseen.get(uid)
         if entry is None:
             return False
-        if entry[1] == meta.get("resourceVersion"):
+        if entry[1] == resource_version(leader):
             return entry[0] == value
         # The cache has a newer pod than the one written over: it speaks for itself.
         del self.unseen[uid]
         return False
 
     def wrote(self, leader: JSON, value: str) -> None:
-        meta = meta_of(leader)
-        self.unseen[str(meta.get("uid", ""))] = (value, str(meta.get("resourceVersion", "")))
+        self.unseen[str(meta_of(leader).get("uid", ""))] = (value, resource_version(leader))
 
     def forget(self, leader: JSON) -> None:
         self.unseen.pop(str(meta_of(leader).get("uid", "")), None)
@@ -74,17 +73,17 @@ async def sync_group_ready(
     client: ApiClient,
     leader: JSON,
     worker_sts: JSON | None,
-    group_pods: Iterable[JSON] = (),
+    worker_pods: Iterable[JSON] = (),
     writes: GroupReadyWrites | None = None,
 ) -> bool:
     """Write the leader's group-ready condition when it differs; True if written.
 
-    Ready when either the worker StatefulSet's status or its pods (`group_pods`, the
-    cached pods of the leader's group) say so: the pods say it first."""
+    Ready when either the worker StatefulSet's status or its pods (`worker_pods`, the
+    cached pods it controls) say so: the pods say it first."""
     if not has_group_ready_gate(leader):
         return False
     ready = workers_ready_for_leader(leader, worker_sts) or worker_pods_ready(
-        leader, worker_sts, group_pods
+        leader, worker_sts, worker_pods
     )
     value = "True" if ready else "False"
     current = group_ready_condition(leader)

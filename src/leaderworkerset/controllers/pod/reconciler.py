@@ -190,10 +190,10 @@ class PodReconciler:
                 # Before anything below that can keep failing (a quota on Services, the
                 # Volcano API down): the leader's readiness is what Services route on
                 # and what scale-down ranks by, so it must never freeze on them.
-                group = self.caches.group_pods(
-                    view.namespace, view.name, str(labels_of(pod).get(c.LABEL_GROUP_INDEX))
+                workers = self.caches.controlled_pods(worker_sts) if worker_sts else []
+                await sync_group_ready(
+                    self.client, pod, worker_sts, workers, self.group_ready_writes
                 )
-                await sync_group_ready(self.client, pod, worker_sts, group, self.group_ready_writes)
         if view.unique_per_replica:
             waiting = await self._ensure_group_service(lws, pod)
             if waiting is not None:
