@@ -1,15 +1,22 @@
 """The processes a scale benchmark runs beside a local control plane: the node
 simulator (the managers are :mod:`leaderworkerset.localcluster.manager_process`),
-and what is read from a manager: CPU time and peak RSS from /proc, counters from
+and what is read from a manager: CPU time and memory from /proc, counters from
 /metrics.
+
+A manager may be more than one process (`lws controller` forks its admission
+process), so CPU is summed over the process and its children, and memory is their
+summed proportional set size (PSS: a page shared by two processes counts half in
+each), sampled while the run goes, which is what the container's memory use sees.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +43,70 @@ def memory_kib(pid: int) -> tuple[int, int]:
         if key in ("VmRSS", "VmHWM"):
             values[key] = int(rest.split()[0])
     return values["VmRSS"], values["VmHWM"]
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its children."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            children.append(int(entry.name))
+    return [pid, *children]
+
+
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """User plus system time of these processes so far (those still running)."""
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(pid)
+    return total
+
+
+def pss_kib(pids: list[int]) -> int:
+    """Summed proportional set size of these processes, in KiB."""
+    total = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1])
+                break
+    return total
+
+
+class PeakMemory:
+    """Samples `pss_kib` on a thread of its own until stopped; keeps the peak."""
+
+    def __init__(self, pids: list[int], period: float = 0.5) -> None:
+        self.pids = pids
+        self.period = period
+        self.peak_kib = self.last_kib = pss_kib(pids)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self.last_kib = pss_kib(self.pids)
+            self.peak_kib = max(self.peak_kib, self.last_kib)
+
+    def stop(self) -> tuple[int, int]:
+        """(peak, now) in KiB."""
+        self._stop.set()
+        self._thread.join()
+        self.last_kib = pss_kib(self.pids)
+        self.peak_kib = max(self.peak_kib, self.last_kib)
+        return self.peak_kib, self.last_kib
 
 
 # -- /metrics ---------------------------------------------------------------------------

@@ -15,11 +15,13 @@ The node simulator runs as a process of its own (bench/nodesim_process.py), abou
 100 pods per node; the driver watches pods and polls the LeaderWorkerSet.
 Columns: seconds from the create to all pods Ready and to the LeaderWorkerSet's
 status saying so (readyReplicas == replicas and Available), the manager's CPU
-seconds (utime + stime over that interval), its peak resident size (VmHWM) and the
-growth of its resident size per pod, its API writes (rest_client_requests_total,
+seconds (utime + stime over that interval), its peak memory and the growth of its
+memory per pod, its API writes (rest_client_requests_total,
 POST/PUT/PATCH/DELETE), the pod webhook's p50/p99 latency
 (controller_runtime_webhook_latency_seconds), writes in an idle period afterwards,
-and the time to all pods Ready as a multiple of the same run's floor.
+and the time to all pods Ready as a multiple of the same run's floor. CPU and memory
+cover the manager's process and its children (`lws controller`'s admission process);
+memory is their summed PSS, sampled every half second (bench.processes).
 """
 
 from __future__ import annotations
@@ -38,7 +40,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import workload
-from bench.processes import Metrics, Simulator, cpu_seconds, memory_kib, quantile, sum_by
+from bench.processes import (
+    Metrics,
+    PeakMemory,
+    Simulator,
+    process_tree,
+    quantile,
+    sum_by,
+    tree_cpu_seconds,
+)
 from bench.timeline import Timeline
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.binaries import ensure_binaries
@@ -255,8 +265,11 @@ async def measure(
             informer.start()
             await informer.wait_synced()
         before = scrape() if manager else Metrics()
-        cpu_before = cpu_seconds(manager.pid) if manager else 0.0
-        rss_before = memory_kib(manager.pid)[0] if manager else 0
+        # `lws controller` and its admission process, or one process.
+        pids = process_tree(manager.pid) if manager else []
+        cpu_before = tree_cpu_seconds(pids)
+        memory = PeakMemory(pids) if manager else None
+        memory_before = memory.last_kib if memory else 0
         profiler = _profiler(args, manager, f"{config}-{run}")
         started = timeline.start = time.monotonic()
         if manager is None:
@@ -298,10 +311,11 @@ async def measure(
             kept = Path(args.keep_logs) / f"{config}-{run}.metrics"
             kept.parent.mkdir(parents=True, exist_ok=True)
             kept.write_text(after_text)
-        result.cpu = cpu_seconds(manager.pid) - cpu_before
-        rss, hwm = memory_kib(manager.pid)
-        result.peak_rss_mib = hwm / 1024
-        result.kib_per_pod = (rss - rss_before) / pods
+        result.cpu = tree_cpu_seconds(pids) - cpu_before
+        assert memory is not None
+        peak, now_kib = memory.stop()
+        result.peak_rss_mib = peak / 1024
+        result.kib_per_pod = (now_kib - memory_before) / pods
         result.writes = after.writes - before.writes
         for q, attr in ((0.5, "webhook_p50_ms"), (0.99, "webhook_p99_ms")):
             value = quantile(q, before.webhook_buckets, after.webhook_buckets)

@@ -4,7 +4,7 @@ controller sends them.
 
     .venv/bin/python -m bench.webhook_load [--hash] [--requests 8000] [--concurrency 8]
         [--groups 1000] [--size 8] [--baseline /path/to/other/src] [--busy]
-        [--switch-interval MS] [--rate PER_SECOND] [--loop asyncio|uvloop]
+        [--switch-interval MS] [--rate PER_SECOND] [--loop asyncio|uvloop] [--hogs N]
 
 The server process runs `register_webhooks` over caches holding one LeaderWorkerSet of
 `groups` x `size` live pods (so a Hash leader's hostname check sees a full cache),
@@ -27,6 +27,13 @@ the process CPU above those idle seconds is what a review cost both threads toge
 holds the GIL keeps it while another waits. --loop picks the event loop of both the
 server's loops (the manager's and the webhook thread's): asyncio's own, or uvloop's.
 The server's peak resident size is printed after each path's run.
+
+With --hogs N, N other processes spin on the CPU while the reviews are posted, as the
+API server, etcd, the scheduler and kube-controller-manager do during a scale-up: the
+server's threads then wait for a CPU as well as for each other. With --busy too, a
+review can wait for the GIL held by the manager thread while the OS has that thread
+off the CPU; without --busy it waits only for a CPU (what a webhook in a process of
+its own would see).
 """
 
 from __future__ import annotations
@@ -384,6 +391,7 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
             command += ["--switch-interval", str(args.switch_interval)]
         stats_file = Path(tmp, "busy.json")
         server = subprocess.Popen(command, env=env, cwd=root)
+        hogs: list[subprocess.Popen[bytes]] = []
         try:
             deadline = time.monotonic() + 120
             while not port_file.exists() or not port_file.read_text():
@@ -401,6 +409,8 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                 label += ", busy manager loop"
             if args.busy and args.duty < 1:
                 label += f" {args.duty:.0%} of the time"
+            if args.hogs:
+                label += f", {args.hogs} spinning processes beside it"
             if args.switch_interval is not None:
                 label += f", switch interval {args.switch_interval} ms"
             print(f"{label}: {len(bodies)} reviews of {statistics.mean(map(len, bodies)):.0f} B")
@@ -431,6 +441,10 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                 second = read_busy(server, stats_file)
                 idle_rate = (second["units"] - first["units"]) / (second["at"] - first["at"])
                 idle_cpu = (second["process"] - first["process"]) / (second["at"] - first["at"])
+            hogs += [
+                subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(args.hogs)
+            ]
             for path in (VALIDATE, MUTATE):
                 busy_before = read_busy(server, stats_file) if args.busy else {}
                 before = cpu_seconds(server.pid)
@@ -465,6 +479,9 @@ def run(args: argparse.Namespace, src: Path | None) -> None:
                 profiler.send_signal(2)
                 profiler.wait(30)
         finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait(10)
             server.terminate()
             server.wait(10)
 
@@ -495,6 +512,9 @@ def main() -> None:
         choices=("asyncio", "uvloop"),
         default="asyncio",
         help="the event loop of the server's manager and webhook threads",
+    )
+    parser.add_argument(
+        "--hogs", type=int, default=0, help="processes spinning on the CPU during the load"
     )
     parser.add_argument("--serve", metavar="CERT_DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()

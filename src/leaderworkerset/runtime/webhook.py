@@ -306,6 +306,15 @@ class WebhookServer:
         loaded = self._loaded  # one read of a tuple set whole: safe from any thread
         return loaded[0] if loaded else None
 
+    async def serves_certificate(self, cert: bytes, timeout: float) -> bool:  # noqa: ASYNC109
+        """Whether new handshakes present `cert` (a reload is synchronous here, so
+        there is nothing to wait for)."""
+        return self.certificate() == cert
+
+    def exited(self) -> asyncio.Future[int] | None:
+        """A thread of this process: it never exits on its own."""
+        return None
+
     def reload_certificates(self) -> bool:
         """Load the files if they changed and form a valid pair; True when loaded.
 
