@@ -118,6 +118,8 @@ async def test_controller_process_serves_reconciles_and_reports(
 
     assert await lease_holder(nodesim_api, managers.operator_namespace)
     assert await manager.is_master()
+    # Ordinal only: the admission process has no use for a pod cache.
+    assert "watching leader pods for Hash-mode hostnames" not in manager.log_path.read_text()
     metrics = await manager.metrics()
     for name in ("controller_runtime_reconcile_total", "controller_runtime_webhook_requests_total"):
         assert f"\n{name}{{" in metrics, f"{name} missing from /metrics"
@@ -266,7 +268,7 @@ async def test_webhooks_are_served_by_an_admission_process(
     await manager.wait_ready()
     child = await admission_process_of(manager)
 
-    # Hash mode: the admission process watches pods for the hostnames taken.
+    # Hash mode: the admission process watches leader pods for the hostnames taken.
     lws = lws_manifest("split", namespace, groupIdentity=c.GROUP_IDENTITY_HASH)
     await nodesim_api.create(LEADERWORKERSETS, lws)
     await wait_ready(nodesim_api, namespace, "split", 2, within=180)
@@ -278,7 +280,7 @@ async def test_webhooks_are_served_by_an_admission_process(
     ]
     keys = {p["metadata"]["labels"][c.LABEL_GROUP_KEY] for p in leaders}
     assert len(keys) == 2, f"Hash leaders without distinct keys: {keys}"
-    assert "watching pods for Hash-mode hostnames" in manager.log_path.read_text()
+    assert "watching leader pods for Hash-mode hostnames" in manager.log_path.read_text()
 
     # The manager's /metrics carries the child's webhook families and its CPU.
     metrics = await manager.metrics()
