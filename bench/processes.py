@@ -119,6 +119,9 @@ class Metrics:
     writes: int = 0
     # Cumulative bucket counts of the pod webhook's latency histogram, by upper bound.
     webhook_buckets: dict[float, float] = field(default_factory=dict)
+    # Reviews of every path, and the connections they came over (ours only).
+    reviews: float = 0.0
+    connections: float | None = None
 
     @classmethod
     def parse(cls, text: str) -> Metrics:
@@ -132,6 +135,10 @@ class Metrics:
                 labels, value = _series(line)
                 if labels.get("webhook") == POD_WEBHOOK:
                     out.webhook_buckets[float(labels["le"])] = float(value)
+            elif line.startswith("controller_runtime_webhook_requests_total{"):
+                out.reviews += float(_series(line)[1])
+            elif line.startswith("lws_webhook_connections_total "):
+                out.connections = float(line.split()[-1])
         return out
 
 

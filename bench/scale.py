@@ -323,6 +323,13 @@ async def measure(
         result.peak_rss_mib = peak / 1024
         result.kib_per_pod = (now_kib - memory_before) / pods
         result.writes = after.writes - before.writes
+        if after.connections is not None and before.connections is not None:
+            reviews = after.reviews - before.reviews
+            opened = after.connections - before.connections
+            result.timeline += (
+                f"\nwebhook server: {reviews:.0f} reviews over {opened:.0f} new connections"
+                f" ({reviews / max(opened, 1):.1f} reviews a connection)"
+            )
         for q, attr in ((0.5, "webhook_p50_ms"), (0.99, "webhook_p99_ms")):
             value = quantile(q, before.webhook_buckets, after.webhook_buckets)
             setattr(result, attr, None if value is None else value * 1000)

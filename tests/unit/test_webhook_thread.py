@@ -271,3 +271,42 @@ async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: P
             assert checked == [threading.current_thread()]
         finally:
             await srv.stop(5)
+
+
+def _connections_counted() -> float:
+    from leaderworkerset.runtime import metrics
+
+    value = metrics.REGISTRY.get_sample_value("lws_webhook_connections_total")
+    return value or 0.0
+
+
+def _post_over(connection: http.client.HTTPSConnection, path: str) -> None:
+    body = json.dumps(review({"metadata": {"name": "x"}}))
+    connection.request("POST", path, body, {"Content-Type": "application/json"})
+    answer = json.loads(connection.getresponse().read())
+    assert answer["response"]["allowed"] is True
+
+
+async def test_connections_are_counted_once_each(
+    started: tuple[WebhookServer, KeyPairs, dict[str, Any]],
+) -> None:
+    srv, pairs, _ = started
+    before = _connections_counted()
+
+    def three_then_one() -> None:
+        kept = http.client.HTTPSConnection(
+            "127.0.0.1", srv.port, context=client_context(pairs), timeout=10
+        )
+        fresh = http.client.HTTPSConnection(
+            "127.0.0.1", srv.port, context=client_context(pairs), timeout=10
+        )
+        try:
+            for _ in range(3):
+                _post_over(kept, "/fast")
+            _post_over(fresh, "/fast")
+        finally:
+            kept.close()
+            fresh.close()
+
+    await asyncio.to_thread(three_then_one)
+    assert _connections_counted() - before == 2

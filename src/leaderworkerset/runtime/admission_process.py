@@ -57,7 +57,7 @@ log = logging.getLogger("admission-process")
 
 # The webhook families the child records; the manager's own copies of them stay empty
 # and are left out of its registry while a child serves.
-WEBHOOK_FAMILY_PREFIX = "controller_runtime_webhook_"
+WEBHOOK_FAMILY_PREFIXES = ("controller_runtime_webhook_", "lws_webhook_")
 _LENGTH = 8  # bytes of the length that precedes a metrics answer
 # How often the child publishes its state, and how long a scrape waits for it.
 REPORT_PERIOD = 0.1
@@ -303,7 +303,7 @@ def webhook_families(text: str) -> list[Metric]:
         # A `_created` series parses as a family of its own: left out, as
         # controller-runtime has none.
         name = family.name
-        if name.startswith(WEBHOOK_FAMILY_PREFIX) and not name.endswith("_created"):
+        if name.startswith(WEBHOOK_FAMILY_PREFIXES) and not name.endswith("_created"):
             families.append(family)
     return families
 
@@ -336,7 +336,13 @@ def export_child_metrics(
     manager's own (which stay empty while the child serves)."""
     from leaderworkerset.runtime import metrics
 
-    for own in (metrics.WEBHOOK_REQUESTS, metrics.WEBHOOK_LATENCY, metrics.WEBHOOK_IN_FLIGHT):
+    own_families = (
+        metrics.WEBHOOK_REQUESTS,
+        metrics.WEBHOOK_LATENCY,
+        metrics.WEBHOOK_IN_FLIGHT,
+        metrics.WEBHOOK_CONNECTIONS,
+    )
+    for own in own_families:
         with contextlib.suppress(KeyError):
             registry.unregister(own)
     collector = ChildMetrics(process)

@@ -121,6 +121,14 @@ WEBHOOK_IN_FLIGHT = Gauge(
     ["webhook"],
     registry=REGISTRY,
 )
+# Ours: a review that opens its connection also pays for a TLS handshake, several
+# times the review's own cost; reviews per connection shows how well the API server's
+# pool of kept-alive connections holds up under the admission rate.
+WEBHOOK_CONNECTIONS = Counter(
+    "lws_webhook_connections_total",
+    "Connections to the webhook server, counted at their first request",
+    registry=REGISTRY,
+)
 
 REST_CLIENT_REQUESTS = Counter(
     "rest_client_requests_total",

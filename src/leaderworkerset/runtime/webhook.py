@@ -30,6 +30,7 @@ import os
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +258,8 @@ class WebhookServer:
         self._runner: web.AppRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._serving = False
+        # The TLS objects of the connections a review came over (server thread only).
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def register(
         self, path: str, handler: AdmissionHandler, *, runs_on: RunsOn = RunsOn.WEBHOOK_THREAD
@@ -504,6 +507,7 @@ class WebhookServer:
         instrumented = _Instrumented(path)
 
         async def endpoint(request: web.Request) -> web.Response:
+            self._count_connection(request)
             with instrumented() as record:
                 review, response = await _read_review(request)
                 if response is None:
@@ -522,10 +526,18 @@ class WebhookServer:
 
         return endpoint
 
+    def _count_connection(self, request: web.Request) -> None:
+        transport = request.transport
+        tls = transport.get_extra_info("ssl_object") if transport is not None else None
+        if tls is not None and tls not in self._connections:
+            self._connections.add(tls)
+            metrics.WEBHOOK_CONNECTIONS.inc()
+
     def _conversion_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         instrumented = _Instrumented(path)
 
         async def endpoint(request: web.Request) -> web.Response:
+            self._count_connection(request)
             with instrumented() as record:
                 try:
                     review = orjson.loads(await request.read())
