@@ -213,6 +213,11 @@ class Simulator:
             raise RuntimeError(f"node simulator did not start: {self.log_path.read_text()[-2000:]}")
         return self
 
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
     def __exit__(self, *exc: object) -> None:
         if self.proc is None:
             return

@@ -240,7 +240,10 @@ async def measure(
     workdir: Path,
     args: argparse.Namespace,
     manager: ManagerProcess | None,
+    others: dict[str, int],
 ) -> Result:
+    """One configuration's run; `others` are the machine's other processes by name,
+    whose CPU over the run is printed beside it (two cores are shared by all)."""
     pods = args.replicas * args.size
     kubeconfig = cp.kubeconfig
     api = ApiClient.from_kubeconfig(kubeconfig, qps=0, burst=0, user_agent="lws-bench")
@@ -274,6 +277,7 @@ async def measure(
         # `lws controller` and its admission process, or one process.
         pids = process_tree(manager.pid) if manager else []
         cpu_before = tree_cpu_seconds(pids)
+        others_before = {name: tree_cpu_seconds([pid]) for name, pid in others.items()}
         memory = PeakMemory(pids) if manager else None
         memory_before = memory.last_kib if memory else 0
         profiler = _profiler(args, manager, f"{config}-{run}")
@@ -300,7 +304,12 @@ async def measure(
                 if _lws_ready(current, args.replicas):
                     lws_ready = now - started
             await asyncio.sleep(0.5)
-        summary = f"{timeline.summary()}\n{await asyncio.to_thread(_cluster_requests, cp)}"
+        spent = {n: tree_cpu_seconds([pid]) - others_before[n] for n, pid in others.items()}
+        busiest = sorted(spent.items(), key=lambda item: -item[1])
+        cpu_line = "CPU s: " + ", ".join(f"{name} {seconds:.0f}" for name, seconds in busiest)
+        summary = (
+            f"{timeline.summary()}\n{await asyncio.to_thread(_cluster_requests, cp)}\n{cpu_line}"
+        )
         result = Result(config, run, pods_ready, lws_ready, timeline=summary)
         if manager is None:
             return result
@@ -381,8 +390,9 @@ def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path 
                     manager = ManagerProcess(config, workdir, cp.kubeconfig, tls=tls, env=env)
             nodes = max(1, math.ceil(pods / PODS_PER_NODE))
             try:
-                with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log"):
-                    return asyncio.run(measure(config, run, cp, workdir, args, manager))
+                with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log") as simulator:
+                    others = {**cp.pids(), "node simulator": simulator.pid}
+                    return asyncio.run(measure(config, run, cp, workdir, args, manager, others))
             finally:
                 if manager is not None:
                     manager.kill()

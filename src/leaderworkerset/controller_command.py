@@ -39,17 +39,16 @@ from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.godurations import Duration, parse_duration
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
-from leaderworkerset.runtime.admission_process import AdmissionProcess, export_child_metrics
+from leaderworkerset.runtime.admission_process import (
+    AdmissionExitedError,
+    AdmissionProcess,
+    export_child_metrics,
+)
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
 from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
-from leaderworkerset.runtime.manager import (
-    AdmissionExitedError,
-    LeaderElectionLostError,
-    Manager,
-    ManagerOptions,
-)
+from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
 from leaderworkerset.runtime.metrics import REGISTRY, observe_gc_pauses
 from leaderworkerset.runtime.stalls import start_stall_probe
 from leaderworkerset.webhook_process import serve_admission

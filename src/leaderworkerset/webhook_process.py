@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from collections.abc import Callable
 
 from prometheus_client import generate_latest
@@ -121,9 +120,6 @@ def serve_admission(
 async def _serve(options: ManagerOptions, link: ChildLink, *, gang_scheduling: bool) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    parent_gone = link.parent_gone()
-    loop.add_reader(parent_gone, stop.set)
     client = ApiClient.from_kubeconfig(
         options.kubeconfig,
         qps=options.qps,
@@ -137,11 +133,13 @@ async def _serve(options: ManagerOptions, link: ChildLink, *, gang_scheduling: b
         port=options.webhook_port,
         tls=options.tls,
     )
+
     # A reload waits for the server's thread; not on this loop, which that thread's
     # calls to the API client may be waiting for.
-    loop.add_signal_handler(
-        signal.SIGHUP, lambda: loop.run_in_executor(None, server.reload_certificates)
-    )
+    def reload() -> None:
+        loop.run_in_executor(None, server.reload_certificates)
+
+    link.on_stop_and_reload(loop, stop.set, reload)
     caches = AdmissionCaches(client)
     register_webhooks(
         server,

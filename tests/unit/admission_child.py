@@ -2,7 +2,7 @@
 one thread, which pytest's is not): an `AdmissionProcess` whose child is a toy that
 reports, serves metrics and stops as the real one does. Prints what it saw as JSON.
 
-    python -m tests.unit.admission_child stop|killed|orphan|threads
+    python -m tests.unit.admission_child stop|killed|orphan|threads|slow|terminated
 """
 
 from __future__ import annotations
@@ -13,9 +13,16 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
-from leaderworkerset.runtime.admission_process import AdmissionProcess, ChildLink, answer_metrics
+from leaderworkerset.runtime.admission_process import (
+    SCRAPE_TIMEOUT,
+    AdmissionExitedError,
+    AdmissionProcess,
+    ChildLink,
+    answer_metrics,
+)
 
 CERT = b"-----BEGIN CERTIFICATE-----\ntoy\n-----END CERTIFICATE-----\n"
 METRICS = """# HELP controller_runtime_webhook_requests_total Total number of admission requests
@@ -27,14 +34,22 @@ process_cpu_seconds_total 1.5
 """
 
 
-def toy_child(link: ChildLink) -> int:
+def toy_child(link: ChildLink, *, slow_first_answer: bool = False) -> int:
+    answers = 0
+
+    def render() -> bytes:
+        nonlocal answers
+        answers += 1
+        if slow_first_answer and answers == 1:
+            time.sleep(SCRAPE_TIMEOUT + 0.5)  # the manager stops waiting meanwhile
+        return (METRICS + f"# answer {answers}\n").encode()
+
     async def serve() -> int:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
-        loop.add_reader(link.parent_gone(), stop.set)
+        link.on_stop_and_reload(loop, stop.set, lambda: None)
 
-        metrics = asyncio.create_task(answer_metrics(link, METRICS.encode))
+        metrics = asyncio.create_task(answer_metrics(link, render))
         link.report(serving=True, port=4321, certificate=CERT)
         await stop.wait()
         link.report(serving=False, port=4321, certificate=CERT)
@@ -45,15 +60,25 @@ def toy_child(link: ChildLink) -> int:
 
 
 async def drive(mode: str) -> dict[str, Any]:
-    process = AdmissionProcess(toy_child)
+    process = AdmissionProcess(lambda link: toy_child(link, slow_first_answer=mode == "slow"))
     await process.start()
     seen: dict[str, Any] = {"pid": process.pid}
+    if mode == "slow":
+        try:
+            await process.metrics_text()
+            seen["first"] = "answered"
+        except TimeoutError:
+            seen["first"] = "timed out"
+        seen["second"] = await process.metrics_text()
+        seen["third"] = await process.metrics_text()
+        await process.stop(5)
+        return seen
     seen["serves"] = await process.serves_certificate(CERT, 10)
     seen["serves_other"] = await process.serves_certificate(b"other", 0.3)
     seen["serving"] = process.is_serving()
     seen["port"] = process.port
     seen["metrics"] = await process.metrics_text()
-    seen["metrics_again"] = await process.metrics_text() == seen["metrics"]
+    seen["metrics_again"] = "# answer 2" in await process.metrics_text()
     if mode == "stop":
         await process.stop(5)
         seen["exitcode"] = process._process.exitcode
@@ -70,6 +95,20 @@ async def drive(mode: str) -> dict[str, Any]:
         assert exited is not None
         seen["exitcode"] = await asyncio.wait_for(exited, 10)
         seen["unasked"] = process.unasked_exit()
+        seen["reason"] = process.not_serving_reason()
+        try:
+            await process.serves_certificate(CERT, 1)
+            seen["serves_after_exit"] = "answered"
+        except AdmissionExitedError as exc:
+            seen["serves_after_exit"] = str(exc)
+    elif mode == "terminated":
+        # As an init signalling the whole process group does: the manager leads.
+        os.kill(process.pid, signal.SIGTERM)
+        os.kill(process.pid, signal.SIGINT)
+        await asyncio.sleep(0.5)
+        seen["serving_after_sigterm"] = process.is_serving()
+        await process.stop(5)
+        seen["exitcode"] = process._returncode
     return seen
 
 

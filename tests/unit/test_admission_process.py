@@ -62,6 +62,22 @@ def test_a_child_that_dies_unasked_is_reported() -> None:
     seen = drive("killed")
     assert seen["exitcode"] == -9
     assert seen["unasked"] == "the admission process exited with code -9"
+    assert seen["reason"] == "the admission process exited with code -9"
+    assert seen["serves_after_exit"] == "the admission process exited with code -9"
+
+
+def test_sigterm_to_the_child_is_left_to_the_manager() -> None:
+    seen = drive("terminated")
+    assert seen["serving_after_sigterm"] is True
+    assert seen["exitcode"] == 3
+
+
+def test_a_late_answer_is_dropped_and_the_next_scrape_gets_its_own() -> None:
+    seen = drive("slow")
+    assert seen["first"] == "timed out"
+    # The first question's answer came after the manager stopped waiting for it.
+    assert "# answer 2" in seen["second"]
+    assert "# answer 3" in seen["third"]
 
 
 def test_the_child_ends_when_the_manager_is_gone() -> None:

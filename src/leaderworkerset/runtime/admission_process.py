@@ -16,18 +16,21 @@ thread held would stay held in the child. Forking then also shares the imported
 code's memory between the two until either writes to it.
 
 What the two share, and how:
-- A few bytes of shared memory the child writes: whether it serves, the port it
-  listens on, and a digest of the certificate it presents. The manager's readiness
-  and its wait for a rotated certificate read them.
-- A socket pair the manager asks the child's metrics over (no file, so a read-only
-  root filesystem is fine); the manager's `/metrics` carries the webhook families
-  from it (`ChildMetrics`) and the child's CPU and memory.
-- Signals: SIGTERM asks the child to stop (after the manager has stopped its
-  controllers, as the in-process server stopped), SIGHUP to reload its certificate
-  now. The child ignores SIGINT, which a terminal sends to both: the manager leads.
+- A few bytes of anonymous shared memory the child writes: whether it serves, the
+  port it listens on, when it last said so, and a digest of the certificate it
+  presents. The manager's readiness and its wait for a rotated certificate read them.
+- A socket pair the manager asks the child's metrics over, each question numbered
+  so that an answer that came too late is told apart; the manager's `/metrics`
+  carries the webhook families from it (`ChildMetrics`) and the child's CPU and
+  memory. No file is made for either, so a read-only root filesystem is fine.
+- Signals, sent through a pidfd (never to a pid already reaped and reused): SIGUSR1
+  asks the child to stop, after the manager has stopped its controllers as the
+  in-process server stopped; SIGHUP to reload its certificate now. The child ignores
+  SIGTERM and SIGINT, which a terminal or an init that signals the whole process
+  group sends to both: the manager leads.
 - Exits: the manager fails when the child exits unasked (the container restarts, as
   for any other failure of a part every replica needs), and the child stops when the
-  manager is gone.
+  manager is gone. One task reaps the child; everything else reads what it found.
 """
 
 from __future__ import annotations
@@ -37,15 +40,14 @@ import contextlib
 import ctypes
 import hashlib
 import logging
+import mmap
 import multiprocessing
-import multiprocessing.connection
 import os
 import signal
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,52 +55,64 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
+from leaderworkerset.runtime import metrics
+
 log = logging.getLogger("admission-process")
 
 # The webhook families the child records; the manager's own copies of them stay empty
 # and are left out of its registry while a child serves.
 WEBHOOK_FAMILY_PREFIXES = ("controller_runtime_webhook_", "lws_webhook_")
-_LENGTH = 8  # bytes of the length that precedes a metrics answer
+STOP_SIGNAL = signal.SIGUSR1
+RELOAD_SIGNAL = signal.SIGHUP
+# Held back while forking, so that none reaches the child before it has chosen what
+# to do with it (the manager's own handlers would apply until then).
+_FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, STOP_SIGNAL}
 # How often the child publishes its state, and how long a scrape waits for it.
 REPORT_PERIOD = 0.1
 SCRAPE_TIMEOUT = 2.0
 # A child that has not reported for this long is stuck, and not ready.
 REPORT_STALE = 10.0
+_NUMBER = 8  # bytes of a question's number, and of an answer's length
 _DIGEST_SIZE = 32
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+class AdmissionExitedError(RuntimeError):
+    """The admission process ended while the manager ran."""
 
 
 def certificate_digest(cert: bytes | None) -> bytes:
     return hashlib.sha256(cert).digest() if cert else bytes(_DIGEST_SIZE)
 
 
-class _SharedState:
+class _State(ctypes.Structure):
     """Written by the child only, read by the manager: each field is one aligned
-    store, and a reader that catches a digest mid-write just reads it again later."""
+    store, and a reader that catches the digest mid-write reads it again later."""
 
-    def __init__(self, ctx: Any) -> None:
-        self.serving = ctx.RawValue(ctypes.c_bool, False)
-        self.port = ctx.RawValue(ctypes.c_int, 0)
+    _fields_ = [
+        ("serving", ctypes.c_bool),
+        ("port", ctypes.c_int),
         # time.monotonic() of the last report: CLOCK_MONOTONIC, the same in both.
-        self.reported_at = ctx.RawValue(ctypes.c_double, 0.0)
-        self.digest = ctx.RawArray(ctypes.c_char, _DIGEST_SIZE)
+        ("reported_at", ctypes.c_double),
+        ("digest", ctypes.c_char * _DIGEST_SIZE),
+    ]
 
 
-@dataclass
 class ChildLink:
-    """What the child is given: where to report and how to learn it should stop."""
+    """What the child is given: where to report, its end of the metrics channel, and
+    how to learn it should stop."""
 
-    _state: _SharedState
-    # The child's end of the metrics channel: a byte asks, a length and the
-    # exposition text answer.
-    metrics_channel: socket.socket
+    def __init__(self, state: _State, metrics_channel: socket.socket) -> None:
+        self._state = state
+        self.metrics_channel = metrics_channel
 
     def report(self, *, serving: bool, port: int, certificate: bytes | None) -> None:
-        self._state.port.value = port
-        self._state.digest.raw = certificate_digest(certificate)
-        self._state.serving.value = serving
-        self._state.reported_at.value = time.monotonic()
+        state = self._state
+        state.port = port
+        state.digest = certificate_digest(certificate)
+        state.serving = serving
+        state.reported_at = time.monotonic()
 
     def parent_gone(self) -> int:
         """A file descriptor that turns readable when the manager's process ends."""
@@ -107,17 +121,37 @@ class ChildLink:
             raise RuntimeError("not an admission process")
         return parent.sentinel
 
+    def on_stop_and_reload(
+        self, loop: asyncio.AbstractEventLoop, stop: Callable[[], None], reload: Callable[[], None]
+    ) -> None:
+        """Call `stop` when the manager asks or is gone, `reload` when it asks."""
+        gone = self.parent_gone()
+
+        def parent_ended() -> None:
+            # The sentinel stays readable: watched on, it would call this at every turn.
+            loop.remove_reader(gone)
+            stop()
+
+        loop.add_reader(gone, parent_ended)
+        loop.add_signal_handler(STOP_SIGNAL, stop)
+        loop.add_signal_handler(RELOAD_SIGNAL, reload)
+
 
 ChildMain = Callable[[ChildLink], int]
 
 
 async def answer_metrics(link: ChildLink, render: Callable[[], bytes]) -> None:
-    """The child's side of the metrics channel, until the manager closes it."""
+    """The child's side of the metrics channel: each question's number comes back
+    with the answer's length and the exposition text, until the manager is gone."""
     reader, writer = await asyncio.open_connection(sock=link.metrics_channel)
     try:
-        while await reader.read(1):
+        while True:
+            try:
+                number = await reader.readexactly(_NUMBER)
+            except asyncio.IncompleteReadError:
+                return
             body = render()
-            writer.write(len(body).to_bytes(_LENGTH, "big") + body)
+            writer.write(number + len(body).to_bytes(_NUMBER, "big") + body)
             await writer.drain()
     except ConnectionError:
         pass
@@ -125,12 +159,17 @@ async def answer_metrics(link: ChildLink, render: Callable[[], bytes]) -> None:
         writer.close()
 
 
-def _run_child(main: ChildMain, link: ChildLink) -> None:
-    # The manager handles Ctrl-C for both, then asks this process to stop.
+def _run_child(main: ChildMain, link: ChildLink, manager_end: socket.socket) -> None:
+    # Its copy of the manager's end would keep the channel open after the manager.
+    manager_end.close()
+    # The manager handles SIGTERM and Ctrl-C for both, then asks this process to stop
+    # (STOP_SIGNAL: until `main` handles it, its default action ends the process).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A reload asked before `main` handles SIGHUP must not end the process; the server
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # A reload asked before `main` handles it must not end the process; the server
     # reads the files when it starts anyway.
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(RELOAD_SIGNAL, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORK_BLOCKED)
     raise SystemExit(main(link))
 
 
@@ -146,22 +185,36 @@ class AdmissionProcess:
             raise RuntimeError(
                 "the admission process must be forked before any other thread starts"
             )
-        ctx = multiprocessing.get_context("fork")
-        self._state = _SharedState(ctx)
+        # MAP_SHARED and anonymous: the child writes the same pages after the fork.
+        self._memory = mmap.mmap(-1, ctypes.sizeof(_State))
+        self._state = _State.from_buffer(self._memory)
         self._channel, child_end = socket.socketpair()
         link = ChildLink(self._state, child_end)
+        ctx = multiprocessing.get_context("fork")
         self._process = ctx.Process(
-            target=_run_child, args=(main, link), name="lws-admission", daemon=True
+            target=_run_child,
+            args=(main, link, self._channel),
+            name="lws-admission",
+            daemon=True,
         )
-        self._process.start()
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _FORK_BLOCKED)
+        try:
+            self._process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         child_end.close()
-        self._metrics: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        self._metrics_lock: asyncio.Lock | None = None
-        self._metrics_broken = False
+        self._pidfd = os.pidfd_open(self.pid)
+        self._returncode: int | None = None
         self._stopping = False
         self._exited: asyncio.Future[int] | None = None
         self._reaper: asyncio.Task[None] | None = None
-        log.info("admission process started", extra={"pid": self._process.pid})
+        self._metrics: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._metrics_lock: asyncio.Lock | None = None
+        self._metrics_closed = False
+        self._question = 0
+        # (number, length) of an answer whose text a scrape gave up waiting for.
+        self._pending: tuple[int, int] | None = None
+        log.info("admission process started", extra={"pid": self.pid})
 
     @property
     def pid(self) -> int:
@@ -169,27 +222,35 @@ class AdmissionProcess:
 
     @property
     def port(self) -> int:
-        return int(self._state.port.value)
+        return int(self._state.port)
+
+    @property
+    def running(self) -> bool:
+        """Not reaped yet (once reaped, its pid may be another process's)."""
+        return self._returncode is None
 
     async def start(self) -> None:
-        """Watch for the child's exit from the manager's loop."""
+        """Reap the child from the manager's loop when it ends."""
         loop = asyncio.get_running_loop()
         exited: asyncio.Future[int] = loop.create_future()
         self._exited = exited
         sentinel = self._process.sentinel
 
         def on_exit() -> None:
-            # The sentinel closes as the child exits, a moment before it can be reaped.
             loop.remove_reader(sentinel)
-            self._reaper = loop.create_task(reap(), name="admission-reaper")
-
-        async def reap() -> None:
-            await asyncio.to_thread(self._process.join, 5)
-            if not exited.done():
-                code = self._process.exitcode
-                exited.set_result(-1 if code is None else code)
+            self._reaper = loop.create_task(self._reap(exited), name="admission-reaper")
 
         loop.add_reader(sentinel, on_exit)
+
+    async def _reap(self, exited: asyncio.Future[int]) -> None:
+        # The only wait for this pid: a second one could take its status away. The
+        # sentinel closes as the child exits, a moment before it can be reaped.
+        await asyncio.to_thread(self._process.join)
+        code = self._process.exitcode
+        self._returncode = -1 if code is None else code
+        os.close(self._pidfd)
+        if not exited.done():
+            exited.set_result(self._returncode)
 
     def exited(self) -> asyncio.Future[int] | None:
         """Done when the child has ended (after start())."""
@@ -197,51 +258,75 @@ class AdmissionProcess:
 
     def unasked_exit(self) -> str | None:
         """Why the manager must stop: the child ended though nobody asked it to."""
-        exited = self._exited
-        if self._stopping or exited is None or not exited.done():
+        if self._stopping or self._returncode is None:
             return None
-        return f"the admission process exited with code {exited.result()}"
+        return f"the admission process exited with code {self._returncode}"
+
+    def _send(self, sig: signal.Signals) -> None:
+        if self._returncode is None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self._pidfd, sig)
 
     def is_serving(self) -> bool:
-        """Alive, serving, and reporting so (a child whose loop is stuck stops reporting)."""
-        fresh = time.monotonic() - self._state.reported_at.value < REPORT_STALE
-        return fresh and self._process.is_alive() and bool(self._state.serving.value)
+        """Alive, serving, and saying so lately (a child whose loop is stuck stops)."""
+        return self.not_serving_reason() is None
+
+    def not_serving_reason(self) -> str | None:
+        if self._returncode is not None:
+            return f"the admission process exited with code {self._returncode}"
+        silent = time.monotonic() - self._state.reported_at
+        if silent > REPORT_STALE:
+            return f"the admission process has not reported for {silent:.0f}s"
+        if not self._state.serving:
+            return "the admission process does not serve: no serving certificate loaded"
+        return None
 
     def certificate_digest(self) -> bytes:
-        return bytes(self._state.digest.raw)
+        return bytes(self._state.digest)
 
     def reload_certificates(self) -> bool:
         """Ask the child to load the files now (it also watches them); the answer comes
         through `serves_certificate`."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGHUP)
+        if not self._stopping:
+            self._send(RELOAD_SIGNAL)
         return True
 
     async def serves_certificate(self, cert: bytes, timeout: float) -> bool:  # noqa: ASYNC109
         wanted = certificate_digest(cert)
         deadline = time.monotonic() + timeout
-        while self._process.is_alive():
-            if self.certificate_digest() == wanted and self._state.serving.value:
+        while True:
+            if self._returncode is not None:
+                raise AdmissionExitedError(
+                    f"the admission process exited with code {self._returncode}"
+                )
+            if self.certificate_digest() == wanted and self._state.serving:
                 return True
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(REPORT_PERIOD / 2)
-        return False
 
     async def stop(self, deadline: float) -> None:
-        """SIGTERM, `deadline` seconds for in-flight reviews, then SIGKILL."""
+        """Ask the child to stop, give in-flight reviews `deadline` seconds, then
+        SIGKILL."""
         self._stopping = True
-        if self._exited is not None:
-            asyncio.get_running_loop().remove_reader(self._process.sentinel)
+        self._metrics_closed = True
         try:
-            if self._process.is_alive():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGTERM)
+            exited = self._exited
+            self._send(STOP_SIGNAL)
+            if exited is None:
+                # Never started: nothing else waits for the child here.
                 await asyncio.to_thread(self._process.join, max(0.1, deadline))
-                if self._process.is_alive():
-                    log.warning("the admission process did not stop in time; killing it")
+                if self._process.exitcode is None:
                     self._process.kill()
-            await asyncio.to_thread(self._process.join, 5)
+                    await asyncio.to_thread(self._process.join, 5)
+                return
+            try:
+                await asyncio.wait_for(asyncio.shield(exited), max(0.1, deadline))
+            except TimeoutError:
+                log.warning("the admission process did not stop in time; killing it")
+                self._send(signal.SIGKILL)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(exited), 5)
         finally:
             if self._metrics is not None:
                 self._metrics[1].close()
@@ -252,23 +337,36 @@ class AdmissionProcess:
         if self._metrics_lock is None:
             self._metrics_lock = asyncio.Lock()
         async with self._metrics_lock:
-            if self._metrics_broken:
-                raise OSError("the admission process's metrics channel was given up")
+            if self._metrics_closed:
+                raise OSError("the admission process's metrics channel is closed")
             if self._metrics is None:
                 self._metrics = await asyncio.open_connection(sock=self._channel)
             reader, writer = self._metrics
+            self._question += 1
+            wanted = self._question
             try:
                 async with asyncio.timeout(SCRAPE_TIMEOUT):
-                    writer.write(b"?")
+                    writer.write(wanted.to_bytes(_NUMBER, "big"))
                     await writer.drain()
-                    length = int.from_bytes(await reader.readexactly(_LENGTH), "big")
-                    return (await reader.readexactly(length)).decode()
-            except BaseException:
-                # An answer cut short would be read as the next one's start: the
-                # channel is given up, and scrapes go on without the child's families.
-                writer.close()
-                self._metrics_broken = True
+                    return await self._answer_to(reader, wanted)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                self._metrics_closed = True
                 raise
+
+    async def _answer_to(self, reader: asyncio.StreamReader, wanted: int) -> str:
+        # readexactly takes nothing until all it asked for has come, so a scrape that
+        # times out leaves the stream at a header or inside the answer `_pending` is.
+        while True:
+            if self._pending is None:
+                head = await reader.readexactly(2 * _NUMBER)
+                number = int.from_bytes(head[:_NUMBER], "big")
+                self._pending = (number, int.from_bytes(head[_NUMBER:], "big"))
+            number, length = self._pending
+            text = await reader.readexactly(length)
+            self._pending = None
+            if number == wanted:
+                return text.decode()
+            # The answer to a scrape that stopped waiting: dropped.
 
 
 class ChildMetrics(Collector):
@@ -283,16 +381,18 @@ class ChildMetrics(Collector):
     async def refresh(self) -> None:
         try:
             text = await self.process.metrics_text()
-        except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
-            # A scrape still answers with the rest; the webhook families go missing.
+            families = webhook_families(text)
+        except Exception as exc:
+            # Whatever happened to the child's, the manager's own metrics are served.
             log.info("could not read the admission process's metrics: %s", exc)
             self._families = []
             return
-        self._families = webhook_families(text)
+        self._families = families
 
     def collect(self) -> Iterator[Metric]:
         yield from self._families
-        yield from _process_families(self.process.pid)
+        if self.process.running:
+            yield from _process_families(self.process.pid)
 
 
 def webhook_families(text: str) -> list[Metric]:
@@ -334,8 +434,6 @@ def export_child_metrics(
 ) -> ChildMetrics:
     """Serve the child's webhook families from the manager's registry in place of the
     manager's own (which stay empty while the child serves)."""
-    from leaderworkerset.runtime import metrics
-
     own_families = (
         metrics.WEBHOOK_REQUESTS,
         metrics.WEBHOOK_LATENCY,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from leaderworkerset.runtime import metrics
+from leaderworkerset.runtime.admission_process import AdmissionExitedError
 from leaderworkerset.runtime.certs import (
     CertRotator,
     CertRotatorOptions,
@@ -77,6 +78,8 @@ class Admission(Protocol):
 
     def is_serving(self) -> bool: ...
 
+    def not_serving_reason(self) -> str | None: ...
+
     def reload_certificates(self) -> bool: ...
 
     async def serves_certificate(self, cert: bytes, timeout: float) -> bool: ...  # noqa: ASYNC109
@@ -86,10 +89,6 @@ class Admission(Protocol):
 
 class LeaderElectionLostError(RuntimeError):
     pass
-
-
-class AdmissionExitedError(RuntimeError):
-    """The admission process ended while the manager ran."""
 
 
 # How long a rotated certificate may take to be served by the admission process.
@@ -199,8 +198,9 @@ class Manager:
         return self._webhook_server
 
     def _webhook_ready(self) -> bool:
-        if not self.admission.is_serving():
-            raise RuntimeError(f"no serving certificate loaded from {self.options.cert_dir}")
+        reason = self.admission.not_serving_reason()
+        if reason is not None:
+            raise RuntimeError(reason)
         return True
 
     def _certs_ready_check(self) -> bool:
@@ -336,7 +336,9 @@ class Manager:
     ) -> None:
         """Raise what the finished futures mean for the manager, if anything."""
         exited = self.admission.exited()
-        if exited is not None and exited.done():
+        # Not when a stop was asked for in the same moment (an init that signals the
+        # whole process group may have reached the admission process too).
+        if exited is not None and exited.done() and stop not in done:
             raise AdmissionExitedError(f"the admission process exited with code {exited.result()}")
         if elector_task is not None and elector_task in done:
             exc = elector_task.exception()

@@ -498,6 +498,13 @@ class WebhookServer:
         """Ready: listening, with a certificate to present."""
         return self._serving and self._loaded is not None
 
+    def not_serving_reason(self) -> str | None:
+        if self._loaded is None:
+            return f"no serving certificate loaded from {self.cert_path.parent}"
+        if not self._serving:
+            return "the webhook server is not listening"
+        return None
+
     # -- endpoints
 
     def _admission_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:

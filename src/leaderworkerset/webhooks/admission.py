@@ -188,7 +188,8 @@ def pod_mutator(
         brought = group_key(pod)
         # Only a Hash leader that still needs a key draws one.
         if ctx.hash_mode and is_leader(pod) and not brought:
-            if pods_ready is not None:
+            # Once synced, the cache answers from this thread: no hop to the other loop.
+            if pods_ready is not None and not caches.pods.has_synced:
                 await pods_ready()
             taken = _TakenHostnames(live, issued, namespace, lws_name)
             ctx = dataclasses.replace(ctx, hostnames_in_use=taken)
