@@ -3,10 +3,11 @@ simulator (the managers are :mod:`leaderworkerset.localcluster.manager_process`)
 and what is read from a manager: CPU time and memory from /proc, counters from
 /metrics.
 
-A manager may be more than one process (`lws controller` forks its admission
-process), so CPU is summed over the process and its children, and memory is their
+CPU is summed over the manager's process and its children, and memory is their
 summed proportional set size (PSS: a page shared by two processes counts half in
-each), sampled while the run goes, which is what the container's memory use sees.
+each), sampled while the run goes: what a container's memory use sees, whether a
+manager is one process or several (a variant that forked its webhooks was measured
+this way).
 """
 
 from __future__ import annotations

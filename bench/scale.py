@@ -20,7 +20,7 @@ memory per pod, its API writes (rest_client_requests_total,
 POST/PUT/PATCH/DELETE), the pod webhook's p50/p99 latency
 (controller_runtime_webhook_latency_seconds), writes in an idle period afterwards,
 and the time to all pods Ready as a multiple of the same run's floor. CPU and memory
-cover the manager's process and its children (`lws controller`'s admission process);
+cover the manager's process and its children (if it has any);
 memory is their summed PSS, sampled every half second (bench.processes).
 """
 
@@ -274,7 +274,6 @@ async def measure(
             informer.start()
             await informer.wait_synced()
         before = scrape() if manager else Metrics()
-        # `lws controller` and its admission process, or one process.
         pids = process_tree(manager.pid) if manager else []
         cpu_before = tree_cpu_seconds(pids)
         others_before = {name: tree_cpu_seconds([pid]) for name, pid in others.items()}
@@ -396,10 +395,15 @@ def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path 
             finally:
                 if manager is not None:
                     manager.kill()
-                    if args.keep_logs:
-                        keep = Path(args.keep_logs) / f"{config}-{run}.log"
-                        keep.parent.mkdir(parents=True, exist_ok=True)
-                        keep.write_bytes(manager.log_path.read_bytes())
+                if args.keep_logs:
+                    kept = Path(args.keep_logs)
+                    kept.mkdir(parents=True, exist_ok=True)
+                    logs = {f"{config}-{run}.nodesim.log": workdir / "nodesim.log"}
+                    if manager is not None:
+                        logs[f"{config}-{run}.log"] = manager.log_path
+                    for name, path in logs.items():
+                        if path.exists():
+                            (kept / name).write_bytes(path.read_bytes())
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -445,7 +449,9 @@ def main() -> None:
     parser.add_argument("--no-floor", action="store_true", help="skip the floor (no ratio column)")
     parser.add_argument("--profile", metavar="DIR", help="py-spy our manager into DIR")
     parser.add_argument(
-        "--keep-logs", metavar="DIR", help="copy each manager's log and final metrics here"
+        "--keep-logs",
+        metavar="DIR",
+        help="copy each manager's log and final metrics, and the node simulator's log, here",
     )
     args = parser.parse_args()
     go_binary = None

@@ -94,8 +94,27 @@ class Timeline:
             + ", ".join(f"{step} {at[-1]:.1f} s" for step, at in last.items() if at)
             + f"; {rate:.0f} binds/s; nothing to bind for {self._idle_binding():.1f} s",
             self._groups_summary(),
+            self._ready_lag(),
         ]
-        return "\n".join(lines)
+        return "\n".join(line for line in lines if line)
+
+    def _ready_lag(self) -> str:
+        """Bound to Ready, which is the node simulator's part (and, for a Hash leader,
+        the group-ready condition's): the slowest pod names where a run's tail went."""
+        lags = sorted(
+            (seen[READY] - seen[BOUND], uid)
+            for uid, seen in self.steps.items()
+            if BOUND in seen and READY in seen
+        )
+        if not lags:
+            return ""
+        worst, uid = lags[-1]
+        slow = sum(1 for lag, _ in lags if lag > 5.0)
+        middle = lags[len(lags) // 2][0]
+        return (
+            f"bound to Ready: p50 {middle:.1f} s, {slow} pods over 5 s, slowest {worst:.1f} s "
+            f"({self.names[uid]}, bound at {self.steps[uid][BOUND] - self.start:.1f} s)"
+        )
 
     def _groups_summary(self) -> str:
         leaders: dict[str, dict[str, float]] = {}

@@ -39,19 +39,13 @@ from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.godurations import Duration, parse_duration
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
-from leaderworkerset.runtime.admission_process import (
-    AdmissionExitedError,
-    AdmissionProcess,
-    export_child_metrics,
-)
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
 from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
-from leaderworkerset.runtime.metrics import REGISTRY, observe_gc_pauses
+from leaderworkerset.runtime.metrics import observe_gc_pauses
 from leaderworkerset.runtime.stalls import start_stall_probe
-from leaderworkerset.webhook_process import serve_admission
 from leaderworkerset.wiring import setup_controllers
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -162,8 +156,6 @@ class Settings:
     identity: str = field(default_factory=default_identity)
     exit_on_leadership_loss: bool = True
     event_loop: str = "auto"
-    # The webhooks in a process of their own (runtime.admission_process says why).
-    webhook_process: bool = True
 
     @property
     def gang_scheduling_provider(self) -> str | None:
@@ -342,12 +334,6 @@ _OPTIONS: tuple[Callable[[Any], Any], ...] = (
         multiple=True,
         help="Extra DNS names / IPs for the serving certificate (local runs).",
     ),
-    _go_bool(
-        "--webhook-process",
-        "Serve the admission webhooks from a process of their own, forked at start-up, "
-        "so that reviews never wait for the controllers' thread. false serves them from "
-        "a thread of the manager's process. Default true.",
-    ),
     click.option(
         "--event-loop",
         type=click.Choice(EVENT_LOOPS),
@@ -382,7 +368,6 @@ def controller_command(
         namespace_override: str | None,
         metrics_secure: bool | None,
         webhook_cert_extra_sans: tuple[str, ...],
-        webhook_process: bool | None,
         event_loop: str,
         **flags: Any,
     ) -> None:
@@ -408,7 +393,6 @@ def controller_command(
             extra_ip_addresses=tuple(s for s in sans if _is_ip(s)),
             user_agent=user_agent(version or "unknown", git_commit),
             event_loop=event_loop,
-            webhook_process=webhook_process is not False,
         )
         logging.getLogger("setup").info(
             "effective configuration", extra={"config": configuration_yaml(cfg)}
@@ -469,20 +453,17 @@ GIL_SWITCH_INTERVAL = 0.001
 def run_controller(settings: Settings) -> None:
     """The manager with the LeaderWorkerSet controllers and webhooks."""
     gc.set_threshold(*GC_THRESHOLDS)
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
-    admission = _fork_admission_process(settings)
     observe_gc_pauses()
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     stall_probe = start_stall_probe()
 
     async def serve() -> None:
         loop = type(asyncio.get_running_loop()).__module__.partition(".")[0]
         logging.getLogger("setup").info("event loop", extra={"eventLoop": loop})
-        manager = Manager(settings.manager_options(), admission=admission)
-        if admission is not None:
-            export_child_metrics(admission, REGISTRY, manager.metrics_server.before_collect)
+        manager = Manager(settings.manager_options())
         setup_controllers(
             manager,
-            enable_webhooks=settings.enable_webhooks and admission is None,
+            enable_webhooks=settings.enable_webhooks,
             gang_scheduling=settings.gang_scheduling_provider is not None,
             replacement_release=settings.replacement_release,
         )
@@ -492,26 +473,10 @@ def run_controller(settings: Settings) -> None:
         # The webhook server's thread runs a loop of the same kind (runtime.eventloop).
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
             runner.run(serve())
-    except (LeaderElectionLostError, CertsNotReadyError, AdmissionExitedError) as exc:
+    except (LeaderElectionLostError, CertsNotReadyError) as exc:
         sys.exit(f"{exc}")
     finally:
         stall_probe.stop()
-
-
-def _fork_admission_process(settings: Settings) -> AdmissionProcess | None:
-    """The webhooks' process, forked while this one still has a single thread."""
-    if not (settings.enable_webhooks and settings.webhook_process):
-        return None
-    # What the imports made is never freed; frozen, no collection in either process
-    # writes to it, so its pages stay shared between the two.
-    gc.freeze()
-    return AdmissionProcess(
-        serve_admission(
-            settings.manager_options(),
-            gang_scheduling=settings.gang_scheduling_provider is not None,
-            event_loop=settings.event_loop,
-        )
-    )
 
 
 controller = controller_command(run_controller, version=__version__)

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
@@ -43,7 +41,6 @@ from .manager_process import (
     managers_fixture,  # noqa: F401  (fixtures, registered by import)
     no_inprocess_controller_fixture,  # noqa: F401
     operator_namespace_fixture,  # noqa: F401
-    sample,
 )
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(600)]
@@ -118,8 +115,6 @@ async def test_controller_process_serves_reconciles_and_reports(
 
     assert await lease_holder(nodesim_api, managers.operator_namespace)
     assert await manager.is_master()
-    # Ordinal only: the admission process has no use for a pod cache.
-    assert "watching leader pods for Hash-mode hostnames" not in manager.log_path.read_text()
     metrics = await manager.metrics()
     for name in ("controller_runtime_reconcile_total", "controller_runtime_webhook_requests_total"):
         assert f"\n{name}{{" in metrics, f"{name} missing from /metrics"
@@ -227,100 +222,6 @@ async def test_sigterm_releases_the_lease(
     await nodesim_api.create(LEADERWORKERSETS, lws_manifest("after", namespace, replicas=1))
     await wait_ready(nodesim_api, namespace, "after", 1, within=180)
     await assert_pods_mutated(nodesim_api, namespace, "after", 2)
-
-
-def children_of(pid: int) -> list[int]:
-    children = []
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        if stat and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            children.append(int(entry.name))
-    return children
-
-
-def process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (exited, not yet reaped) has ended all the same.
-    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    return state != "Z"
-
-
-async def admission_process_of(manager: ManagerProcess) -> int:
-    children = await eventually(
-        lambda: children_of(manager.pid) or None, within=10, what="the admission process"
-    )
-    assert len(children) == 1, f"more than one child: {children}"
-    return children[0]
-
-
-async def test_webhooks_are_served_by_an_admission_process(
-    namespace: str, managers: Managers, nodesim_api: ApiClient
-) -> None:
-    manager = managers.new("split")
-    await install(nodesim_api, manager.webhook_port)
-    manager.start()
-    await manager.wait_ready()
-    child = await admission_process_of(manager)
-
-    # Hash mode: the admission process watches leader pods for the hostnames taken.
-    lws = lws_manifest("split", namespace, groupIdentity=c.GROUP_IDENTITY_HASH)
-    await nodesim_api.create(LEADERWORKERSETS, lws)
-    await wait_ready(nodesim_api, namespace, "split", 2, within=180)
-    await assert_pods_mutated(nodesim_api, namespace, "split", 4)
-    leaders = [
-        p
-        for p in await live_pods(nodesim_api, namespace, "split")
-        if p["metadata"]["labels"].get(c.LABEL_WORKER_INDEX) == "0"
-    ]
-    keys = {p["metadata"]["labels"][c.LABEL_GROUP_KEY] for p in leaders}
-    assert len(keys) == 2, f"Hash leaders without distinct keys: {keys}"
-    assert "watching leader pods for Hash-mode hostnames" in manager.log_path.read_text()
-
-    # The manager's /metrics carries the child's webhook families and its CPU.
-    metrics = await manager.metrics()
-    admitted = sample(
-        metrics, 'controller_runtime_webhook_requests_total{code="200",webhook="/mutate--v1-pod"}'
-    )
-    assert admitted is not None and admitted >= 4, f"pod admissions counted: {admitted}"
-    assert (sample(metrics, "lws_admission_process_cpu_seconds_total") or 0) > 0
-    assert metrics.count("# TYPE controller_runtime_webhook_latency_seconds ") == 1
-
-    # A dead admission process is a failed manager: the container restarts.
-    os.kill(child, signal.SIGKILL)
-    code = await manager.wait_exit(within=30)
-    assert code != 0
-    assert "the admission process exited" in manager.log_path.read_text()
-
-
-async def test_sigterm_stops_the_admission_process_and_false_keeps_a_thread(
-    namespace: str, managers: Managers, nodesim_api: ApiClient
-) -> None:
-    forked = managers.new("forked")
-    await install(nodesim_api, forked.webhook_port)
-    forked.start()
-    await forked.wait_ready()
-    child = await admission_process_of(forked)
-    forked.signal(signal.SIGTERM)
-    assert await forked.wait_exit(within=GRACEFUL_SHUTDOWN + 15) == 0
-    assert not process_exists(child), "the admission process outlived its manager"
-
-    threaded = managers.new("threaded", flags=("--webhook-process=false",))
-    await install(nodesim_api, threaded.webhook_port)
-    threaded.start()
-    await threaded.wait_ready()
-    assert children_of(threaded.pid) == []
-    await nodesim_api.create(LEADERWORKERSETS, lws_manifest("threaded", namespace, replicas=1))
-    await wait_ready(nodesim_api, namespace, "threaded", 1, within=180)
-    await assert_pods_mutated(nodesim_api, namespace, "threaded", 2)
-    metrics = await threaded.metrics()
-    assert "lws_admission_process_cpu_seconds_total" not in metrics
-    assert "\ncontroller_runtime_webhook_requests_total{" in metrics
 
 
 def _b64decode(text: str) -> bytes:

@@ -53,8 +53,8 @@ class _Manager:
     cert_dir = Path()
     pairs = new_pairs()
 
-    def __init__(self, options: ManagerOptions, admission: object = None) -> None:
-        assert admission is None, "webhook_process=False serves from a thread"
+    def __init__(self, options: ManagerOptions) -> None:
+        pass
 
     async def run(self) -> None:
         seen = self.seen
@@ -90,11 +90,7 @@ def test_the_chosen_loop_runs_the_manager_and_the_webhook_thread(
     # run_controller tunes the collector and the GIL for the whole process.
     thresholds, interval = gc.get_threshold(), sys.getswitchinterval()
     try:
-        run_controller(
-            Settings(
-                load_configuration(None), namespace="x", event_loop=choice, webhook_process=False
-            )
-        )
+        run_controller(Settings(load_configuration(None), namespace="x", event_loop=choice))
     finally:
         gc.set_threshold(*thresholds)
         sys.setswitchinterval(interval)

@@ -212,7 +212,7 @@ async def _wait_ready(running: RunningController, within: float = 120.0) -> None
             running.task.result()
             raise RuntimeError("the manager stopped while starting")
         controllers = running.controllers
-        ready = running.manager.admission.is_serving() and all(
+        ready = running.manager.webhook_server.is_serving() and all(
             c.running for c in (controllers.leaderworkersets, controllers.pods)
         )
         if ready:

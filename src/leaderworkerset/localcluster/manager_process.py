@@ -200,7 +200,6 @@ class ManagerProcess:
     # Plain HTTP by default, so that a scrape needs no token.
     secure_metrics: bool = False
     log_flags: tuple[str, ...] = ("--zap-log-level=info",)
-    flags: tuple[str, ...] = ()  # more of `lws controller`'s flags
     env: dict[str, str] = field(default_factory=dict)  # on top of this process's
     drop_env: tuple[str, ...] = ()
     config_file: Path | None = None  # default <workdir>/<name>-config.yaml
@@ -263,7 +262,7 @@ class ManagerProcess:
             command.append("--webhook-cert-extra-sans=127.0.0.1")
         if self.serve_metrics:
             command.append(f"--metrics-secure={str(self.secure_metrics).lower()}")
-        return [*command, *self.log_flags, *self.flags]
+        return [*command, *self.log_flags]
 
     @property
     def metrics_url(self) -> str:
@@ -296,7 +295,7 @@ class ManagerProcess:
         self.proc.send_signal(sig)
 
     def kill(self) -> None:
-        """SIGKILL the whole process group: the manager and its admission process."""
+        """SIGKILL the whole process group (a manager starts no children, but be sure)."""
         if self.proc is None:
             return
         if self.proc.poll() is None:

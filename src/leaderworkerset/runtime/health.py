@@ -354,8 +354,6 @@ class MetricsServer:
         self.auth = auth if self.secure else None
         self.tls = tls
         self.registry = registry
-        # Awaited before each scrape is encoded: collectors that read another process.
-        self.before_collect: list[Callable[[], Awaitable[None]]] = []
         self._site = _Site("metrics")
 
     @property
@@ -387,8 +385,6 @@ class MetricsServer:
             refusal = await self.auth.check(request)
             if refusal is not None:
                 return refusal
-        for refresh in self.before_collect:
-            await refresh()
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
         body = encoder(self.registry)
         response = web.Response(body=body)

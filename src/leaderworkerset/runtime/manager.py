@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from leaderworkerset.runtime import metrics
-from leaderworkerset.runtime.admission_process import AdmissionExitedError
 from leaderworkerset.runtime.certs import (
     CertRotator,
     CertRotatorOptions,
@@ -68,31 +67,8 @@ class Cache(Protocol):
     async def wait_synced(self, timeout: float | None = None) -> bool: ...  # noqa: ASYNC109
 
 
-class Admission(Protocol):
-    """What serves the webhooks: the in-process `WebhookServer`, or the handle on the
-    admission process (`runtime.admission_process`)."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self, deadline: float) -> None: ...
-
-    def is_serving(self) -> bool: ...
-
-    def not_serving_reason(self) -> str | None: ...
-
-    def reload_certificates(self) -> bool: ...
-
-    async def serves_certificate(self, cert: bytes, timeout: float) -> bool: ...  # noqa: ASYNC109
-
-    def exited(self) -> asyncio.Future[int] | None: ...
-
-
 class LeaderElectionLostError(RuntimeError):
     pass
-
-
-# How long a rotated certificate may take to be served by the admission process.
-CERT_LOAD_WAIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -129,12 +105,7 @@ class _Entry:
 
 
 class Manager:
-    def __init__(
-        self,
-        options: ManagerOptions,
-        client: ApiClient | None = None,
-        admission: Admission | None = None,
-    ) -> None:
+    def __init__(self, options: ManagerOptions, client: ApiClient | None = None) -> None:
         self.options = options
         self._own_client = client is None
         self.client = client or ApiClient.from_kubeconfig(
@@ -155,22 +126,18 @@ class Manager:
             auth=DelegatedAuth(self.client) if options.metrics_secure else None,
             tls=options.tls,
         )
-        self._webhook_server: WebhookServer | None = None
-        if admission is None:
-            self._webhook_server = WebhookServer(
-                cert_dir=options.cert_dir,
-                host=options.webhook_host,
-                port=options.webhook_port,
-                tls=options.tls,
-            )
-            admission = self._webhook_server
-        self.admission: Admission = admission
+        self.webhook_server = WebhookServer(
+            cert_dir=options.cert_dir,
+            host=options.webhook_host,
+            port=options.webhook_port,
+            tls=options.tls,
+        )
         self.cert_rotator: CertRotator | None = None
         if options.cert_rotator is not None:
             self.cert_rotator = CertRotator(
                 self.client,
                 options.cert_rotator,
-                on_written=self.admission.reload_certificates,
+                on_written=self.webhook_server.reload_certificates,
             )
         self.recorder: EventRecorder | None = None
         if options.event_reporting_controller:
@@ -190,17 +157,9 @@ class Manager:
         self.health.add_readyz_check("webhook", self._webhook_ready)
         self.health.add_readyz_check("certs", self._certs_ready_check)
 
-    @property
-    def webhook_server(self) -> WebhookServer:
-        """The in-process server, where handlers are registered."""
-        if self._webhook_server is None:
-            raise RuntimeError("the webhooks are served by the admission process")
-        return self._webhook_server
-
     def _webhook_ready(self) -> bool:
-        reason = self.admission.not_serving_reason()
-        if reason is not None:
-            raise RuntimeError(reason)
+        if not self.webhook_server.is_serving():
+            raise RuntimeError(f"no serving certificate loaded from {self.options.cert_dir}")
         return True
 
     def _certs_ready_check(self) -> bool:
@@ -254,7 +213,7 @@ class Manager:
             await self.metrics_server.start()
             if self.recorder is not None:
                 await self.recorder.start()
-            await self.admission.start()
+            await self.webhook_server.start()
             if self.cert_rotator is not None:
                 await self.cert_rotator.start()
             if self.elector is not None:
@@ -292,8 +251,7 @@ class Manager:
                 running = {
                     e.task for e in self._entries if e.task is not None and not e.task.done()
                 }
-                done = await self._wait_any(stop, elector_task, self.admission.exited(), *running)
-                self._check(done, stop, elector_task)
+                self._check(await self._wait_any(stop, elector_task, *running), stop, elector_task)
         except _Stopped:
             return None
         except Exception as exc:
@@ -310,11 +268,7 @@ class Manager:
         """Await `work` unless a stop request, a lost election or a failure comes first."""
         task = asyncio.ensure_future(work)
         try:
-            self._check(
-                await self._wait_any(stop, elector_task, task, self.admission.exited()),
-                stop,
-                elector_task,
-            )
+            self._check(await self._wait_any(stop, elector_task, task), stop, elector_task)
             task.result()
         finally:
             if not task.done():
@@ -335,11 +289,6 @@ class Manager:
         elector_task: asyncio.Task[None] | None,
     ) -> None:
         """Raise what the finished futures mean for the manager, if anything."""
-        exited = self.admission.exited()
-        # Not when a stop was asked for in the same moment (an init that signals the
-        # whole process group may have reached the admission process too).
-        if exited is not None and exited.done() and stop not in done:
-            raise AdmissionExitedError(f"the admission process exited with code {exited.result()}")
         if elector_task is not None and elector_task in done:
             exc = elector_task.exception()
             raise exc or LeaderElectionLostError("leader election lost")
@@ -361,11 +310,9 @@ class Manager:
             await self.cert_rotator.wait_ready()
             # The rotator reloads the server when it writes the files; a Secret volume
             # is synced by the kubelet, so reload here too before declaring ready.
-            self.admission.reload_certificates()
+            self.webhook_server.reload_certificates()
             current = self.cert_rotator.current
-            if current is None or not await self.admission.serves_certificate(
-                current.cert, CERT_LOAD_WAIT
-            ):
+            if current is None or self.webhook_server.certificate() != current.cert:
                 raise CertsNotReadyError("the webhook server could not load the certificate")
         self._certs_ready = True
         log.info("certificates are ready")
@@ -401,7 +348,7 @@ class Manager:
         await self._stop_entries(leader_only=False, deadline=deadline)
         if self.recorder is not None:
             await self.recorder.stop(left())
-        await self.admission.stop(left())
+        await self.webhook_server.stop(left())
         if self.cert_rotator is not None:
             await self.cert_rotator.stop(left())
         if elector_task is not None and not elector_task.done():

@@ -309,15 +309,6 @@ class WebhookServer:
         loaded = self._loaded  # one read of a tuple set whole: safe from any thread
         return loaded[0] if loaded else None
 
-    async def serves_certificate(self, cert: bytes, timeout: float) -> bool:  # noqa: ASYNC109
-        """Whether new handshakes present `cert` (a reload is synchronous here, so
-        there is nothing to wait for)."""
-        return self.certificate() == cert
-
-    def exited(self) -> asyncio.Future[int] | None:
-        """A thread of this process: it never exits on its own."""
-        return None
-
     def reload_certificates(self) -> bool:
         """Load the files if they changed and form a valid pair; True when loaded.
 
@@ -497,13 +488,6 @@ class WebhookServer:
     def is_serving(self) -> bool:
         """Ready: listening, with a certificate to present."""
         return self._serving and self._loaded is not None
-
-    def not_serving_reason(self) -> str | None:
-        if self._loaded is None:
-            return f"no serving certificate loaded from {self.cert_path.parent}"
-        if not self._serving:
-            return "the webhook server is not listening"
-        return None
 
     # -- endpoints
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.group import names as naming
+from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.roles import group_key, is_leader
-from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
 from leaderworkerset.runtime.webhook import (
     AdmissionHandler,
@@ -54,19 +54,6 @@ POD_VALIDATING_PATH = "/validate--v1-pod"
 
 # The LeaderWorkerSet (namespace, name) as the API server has it, or None.
 LwsFetch = Callable[[str, str], Awaitable[JSON | None]]
-# Returns once the pod cache can answer which hostnames are taken.
-PodsReady = Callable[[], Awaitable[None]]
-
-
-class AdmissionCaches(Protocol):
-    """The caches the pod webhook reads: the controllers' (`LwsCaches`), or the
-    admission process's own."""
-
-    @property
-    def leaderworkersets(self) -> Informer: ...
-
-    @property
-    def pods(self) -> Informer: ...
 
 
 async def mutate_leaderworkerset(request: JSON) -> AdmissionResponse:
@@ -154,11 +141,10 @@ class _TakenHostnames:
 
 
 def pod_mutator(
-    caches: AdmissionCaches,
+    caches: LwsCaches,
     options: ControllerOptions,
     fetch_lws: LwsFetch | None,
     new_group_key: Callable[[str], str] = naming.random_group_key,
-    pods_ready: PodsReady | None = None,
 ) -> Any:
     """The pod mutating handler. It runs on the webhook thread while the manager's loop
     changes the caches: an informer's `get` is one dict lookup, atomic under the GIL,
@@ -188,9 +174,6 @@ def pod_mutator(
         brought = group_key(pod)
         # Only a Hash leader that still needs a key draws one.
         if ctx.hash_mode and is_leader(pod) and not brought:
-            # Once synced, the cache answers from this thread: no hop to the other loop.
-            if pods_ready is not None and not caches.pods.has_synced:
-                await pods_ready()
             taken = _TakenHostnames(live, issued, namespace, lws_name)
             ctx = dataclasses.replace(ctx, hostnames_in_use=taken)
         # The request's object is this handler's own (decoded for this request), so it
@@ -215,11 +198,10 @@ async def validate_pod(request: JSON) -> AdmissionResponse:
 
 def register_webhooks(
     server: WebhookServer,
-    caches: AdmissionCaches,
+    caches: LwsCaches,
     options: ControllerOptions,
     client: ApiClient | None = None,
     template_check: TemplateCheck | None = None,
-    pods_ready: PodsReady | None = None,
 ) -> None:
     # The client and the template check (API calls) belong to the manager's loop: the
     # handlers, on the webhook thread, get them wrapped to run there.
@@ -236,10 +218,6 @@ def register_webhooks(
         check = server.on_manager_loop(template_check)
     server.register(MUTATING_PATH, mutate_leaderworkerset)
     server.register(VALIDATING_PATH, leaderworkerset_validator(check))
-    if pods_ready is not None:
-        pods_ready = server.on_manager_loop(pods_ready)
-    server.register(
-        POD_MUTATING_PATH, pod_mutator(caches, options, fetch_lws, pods_ready=pods_ready)
-    )
+    server.register(POD_MUTATING_PATH, pod_mutator(caches, options, fetch_lws))
     server.register(POD_VALIDATING_PATH, validate_pod)
     server.register_conversion()
