@@ -90,7 +90,7 @@ class Result:
     pods_ready: float
     lws_ready: float | None = None
     cpu: float | None = None
-    peak_rss_mib: float | None = None
+    peak_mib: float | None = None
     kib_per_pod: float | None = None
     writes: int | None = None
     webhook_p50_ms: float | None = None
@@ -223,7 +223,7 @@ def _cluster_requests(cp: ControlPlane) -> str:
             p50, p99 = quantile(0.5, {}, mine), quantile(0.99, {}, mine)
             middle = "-" if p50 is None else f"{p50 * 1000:.0f}"
             tail = "-" if p99 is None else f"{p99 * 1000:.0f}"
-            # The share of calls over 25 ms: a connection set up, or a wait somewhere.
+            # The share of calls over 25 ms: a wait in a burst, or a connection set up.
             slow = 1 - mine.get(0.025, 0.0) / count
             hooks.append(
                 f"{name} mean {sums[(name,)] / count * 1000:.1f} ms p50 {middle} ms"
@@ -328,7 +328,7 @@ async def measure(
         result.cpu = tree_cpu_seconds(pids) - cpu_before
         assert memory is not None
         peak, now_kib = memory.stop()
-        result.peak_rss_mib = peak / 1024
+        result.peak_mib = peak / 1024
         result.kib_per_pod = (now_kib - memory_before) / pods
         result.writes = after.writes - before.writes
         if after.connections is not None and before.connections is not None:
@@ -426,7 +426,7 @@ def table(results: list[Result]) -> str:
         ratio = r.pods_ready / floor if floor else None
         lines.append(
             f"{r.config:<9} {r.run:>3} {r.pods_ready:>12.1f} {_cell(r.lws_ready, '.1f'):>11} "
-            f"{_cell(ratio, '.2f'):>7} {_cell(r.cpu, '.1f'):>7} {_cell(r.peak_rss_mib, '.0f'):>8} "
+            f"{_cell(ratio, '.2f'):>7} {_cell(r.cpu, '.1f'):>7} {_cell(r.peak_mib, '.0f'):>8} "
             f"{_cell(r.kib_per_pod, '.1f'):>7} {_cell(r.writes, 'd'):>7} "
             f"{_cell(r.webhook_p50_ms, '.1f'):>11} {_cell(r.webhook_p99_ms, '.1f'):>11} "
             f"{_cell(r.idle_writes, 'd'):>11}"

@@ -20,7 +20,7 @@ import pytest_asyncio
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.group.options import ControllerOptions
-from leaderworkerset.runtime import webhook
+from leaderworkerset.runtime import metrics, webhook
 from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import AdmissionResponse, RunsOn, WebhookServer, allow
@@ -274,8 +274,6 @@ async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: P
 
 
 def _connections_counted() -> float:
-    from leaderworkerset.runtime import metrics
-
     value = metrics.REGISTRY.get_sample_value("lws_webhook_connections_total")
     return value or 0.0
 
