@@ -390,7 +390,7 @@ def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path 
             nodes = max(1, math.ceil(pods / PODS_PER_NODE))
             try:
                 with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log") as simulator:
-                    others = {**cp.pids(), "node simulator": simulator.pid}
+                    others = {**cp.pids, "node simulator": simulator.pid}
                     return asyncio.run(measure(config, run, cp, workdir, args, manager, others))
             finally:
                 if manager is not None:
