@@ -38,16 +38,25 @@ from tests.unit.test_webhook_unit import (
 )
 
 
-def post_blocking(srv: WebhookServer, pairs: KeyPairs, path: str) -> dict[str, Any]:
-    """A review posted with a blocking client, for a thread of its own."""
-    connection = http.client.HTTPSConnection(
+def blocking_connection(srv: WebhookServer, pairs: KeyPairs) -> http.client.HTTPSConnection:
+    return http.client.HTTPSConnection(
         "127.0.0.1", srv.port, context=client_context(pairs), timeout=10
     )
+
+
+def post_over(connection: http.client.HTTPSConnection, path: str) -> dict[str, Any]:
+    """A review posted over `connection`, which stays open for the next."""
+    body = json.dumps(review({"metadata": {"name": "x"}}))
+    connection.request("POST", path, body, {"Content-Type": "application/json"})
+    answer: dict[str, Any] = json.loads(connection.getresponse().read())
+    return answer
+
+
+def post_blocking(srv: WebhookServer, pairs: KeyPairs, path: str) -> dict[str, Any]:
+    """A review posted with a blocking client, for a thread of its own."""
+    connection = blocking_connection(srv, pairs)
     try:
-        body = json.dumps(review({"metadata": {"name": "x"}}))
-        connection.request("POST", path, body, {"Content-Type": "application/json"})
-        answer: dict[str, Any] = json.loads(connection.getresponse().read())
-        return answer
+        return post_over(connection, path)
     finally:
         connection.close()
 
@@ -278,13 +287,6 @@ def _connections_counted() -> float:
     return value or 0.0
 
 
-def _post_over(connection: http.client.HTTPSConnection, path: str) -> None:
-    body = json.dumps(review({"metadata": {"name": "x"}}))
-    connection.request("POST", path, body, {"Content-Type": "application/json"})
-    answer = json.loads(connection.getresponse().read())
-    assert answer["response"]["allowed"] is True
-
-
 async def test_connections_are_counted_once_each(
     started: tuple[WebhookServer, KeyPairs, dict[str, Any]],
 ) -> None:
@@ -292,16 +294,10 @@ async def test_connections_are_counted_once_each(
     before = _connections_counted()
 
     def three_then_one() -> None:
-        kept = http.client.HTTPSConnection(
-            "127.0.0.1", srv.port, context=client_context(pairs), timeout=10
-        )
-        fresh = http.client.HTTPSConnection(
-            "127.0.0.1", srv.port, context=client_context(pairs), timeout=10
-        )
+        kept, fresh = blocking_connection(srv, pairs), blocking_connection(srv, pairs)
         try:
-            for _ in range(3):
-                _post_over(kept, "/fast")
-            _post_over(fresh, "/fast")
+            for connection in (kept, kept, kept, fresh):
+                assert post_over(connection, "/fast")["response"]["allowed"] is True
         finally:
             kept.close()
             fresh.close()
