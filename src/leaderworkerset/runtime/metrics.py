@@ -126,7 +126,7 @@ WEBHOOK_IN_FLIGHT = Gauge(
 # pool of kept-alive connections holds up under the admission rate.
 WEBHOOK_CONNECTIONS = Counter(
     "lws_webhook_connections_total",
-    "Connections to the webhook server, counted at their first request",
+    "Connections to the webhook server, counted when accepted (after the TLS handshake)",
     registry=REGISTRY,
 )
 

@@ -30,17 +30,15 @@ import os
 import ssl
 import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import orjson
-from aiohttp import web
 
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.runtime import metrics
+from leaderworkerset.runtime import http1, metrics
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair
 from leaderworkerset.runtime.certs import server_ssl_context as _server_ssl_context
 from leaderworkerset.runtime.eventloop import LoopFactory, same_kind
@@ -255,11 +253,10 @@ class WebhookServer:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # Used on the server's thread only.
-        self._runner: web.AppRunner | None = None
+        self._listener: asyncio.AbstractServer | None = None
+        self._http: http1.Server | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._serving = False
-        # The TLS objects of the connections a review came over (server thread only).
-        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def register(
         self, path: str, handler: AdmissionHandler, *, runs_on: RunsOn = RunsOn.WEBHOOK_THREAD
@@ -429,21 +426,19 @@ class WebhookServer:
             loop.close()
 
     async def _listen(self, sock: Any) -> None:
-        app = web.Application(client_max_size=MAX_REQUEST_SIZE)
+        endpoints: dict[str, http1.Endpoint] = {}
         for path in self._handlers:
-            app.router.add_post(path, self._admission_endpoint(path))
+            endpoints[path] = self._admission_endpoint(path)
         for path in self._conversion_paths:
-            app.router.add_post(path, self._conversion_endpoint(path))
-        runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, shutdown_timeout=self.shutdown_timeout
+            endpoints[path] = self._conversion_endpoint(path)
+        http = http1.Server(
+            endpoints, max_body=MAX_REQUEST_SIZE, on_connection=metrics.WEBHOOK_CONNECTIONS.inc
         )
-        await runner.setup()
-        try:
-            await web.SockSite(runner, sock, ssl_context=self.ssl_context).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
+        loop = asyncio.get_running_loop()
+        self._listener = await loop.create_server(
+            http.protocol, sock=sock, ssl=self.ssl_context, backlog=1024
+        )
+        self._http = http
         self._serving = True
         self._watcher = asyncio.create_task(self._watch_certificates(), name="webhook-certs")
 
@@ -479,11 +474,12 @@ class WebhookServer:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            # cleanup() lets in-flight reviews finish; `deadline` (seconds) bounds the wait.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(runner.cleanup(), max(0.1, deadline))
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            listener.close()
+        if self._http is not None:
+            # In-flight reviews are answered; `deadline` (seconds) bounds the wait.
+            await self._http.shutdown(max(0.1, deadline))
 
     def is_serving(self) -> bool:
         """Ready: listening, with a certificate to present."""
@@ -491,16 +487,15 @@ class WebhookServer:
 
     # -- endpoints
 
-    def _admission_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    def _admission_endpoint(self, path: str) -> http1.Endpoint:
         handler, runs_on = self._handlers[path]
         if runs_on is RunsOn.MANAGER_LOOP:
             handler = self.on_manager_loop(handler)
         instrumented = _Instrumented(path)
 
-        async def endpoint(request: web.Request) -> web.Response:
-            self._count_connection(request)
+        async def endpoint(request: http1.Request) -> http1.Response:
             with instrumented() as record:
-                review, response = await _read_review(request)
+                review, response = _read_review(request)
                 if response is None:
                     try:
                         response = await handler(review["request"])
@@ -513,25 +508,17 @@ class WebhookServer:
                     "kind": "AdmissionReview",
                     "response": response.to_json(uid),
                 }
-                return record(_json_response(body))
+                return record(http1.Response(200, orjson.dumps(body)))
 
         return endpoint
 
-    def _count_connection(self, request: web.Request) -> None:
-        transport = request.transport
-        tls = transport.get_extra_info("ssl_object") if transport is not None else None
-        if tls is not None and tls not in self._connections:
-            self._connections.add(tls)
-            metrics.WEBHOOK_CONNECTIONS.inc()
-
-    def _conversion_endpoint(self, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    def _conversion_endpoint(self, path: str) -> http1.Endpoint:
         instrumented = _Instrumented(path)
 
-        async def endpoint(request: web.Request) -> web.Response:
-            self._count_connection(request)
+        async def endpoint(request: http1.Request) -> http1.Response:
             with instrumented() as record:
                 try:
-                    review = orjson.loads(await request.read())
+                    review = orjson.loads(request.body)
                     req = review["request"]
                     desired = req["desiredAPIVersion"]
                     converted = [{**obj, "apiVersion": desired} for obj in req.get("objects") or []]
@@ -551,26 +538,22 @@ class WebhookServer:
                     "kind": "ConversionReview",
                     "response": response,
                 }
-                return record(_json_response(body))
+                return record(http1.Response(200, orjson.dumps(body)))
 
         return endpoint
 
 
-async def _read_review(request: web.Request) -> tuple[JSON, AdmissionResponse | None]:
+def _read_review(request: http1.Request) -> tuple[JSON, AdmissionResponse | None]:
     """The AdmissionReview, or an error response (answered with HTTP 200, as upstream)."""
     if request.content_type != "application/json":
         return {}, errored(400, f"contentType={request.content_type}, expected application/json")
     try:
-        review = orjson.loads(await request.read())
+        review = orjson.loads(request.body)
     except orjson.JSONDecodeError as exc:
         return {}, errored(400, f"couldn't decode the AdmissionReview: {exc}")
     if not isinstance(review, dict) or not isinstance(review.get("request"), dict):
         return {}, errored(400, "got an empty AdmissionRequest")
     return review, None
-
-
-def _json_response(body: JSON) -> web.Response:
-    return web.Response(body=orjson.dumps(body), content_type="application/json")
 
 
 class _Instrumented:
@@ -603,12 +586,12 @@ class _Request:
         self.instrumented = instrumented
         self.started = 0.0
 
-    def __enter__(self) -> Callable[[web.Response], web.Response]:
+    def __enter__(self) -> Callable[[http1.Response], http1.Response]:
         self.started = time.perf_counter()
         self.instrumented.in_flight.inc()
         return self.record
 
-    def record(self, response: web.Response) -> web.Response:
+    def record(self, response: http1.Response) -> http1.Response:
         self.instrumented.count(response.status)
         return response
 

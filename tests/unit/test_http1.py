@@ -1,0 +1,307 @@
+"""The webhooks' HTTP/1.1 server over plain TCP: framing, keep-alive, errors, timeouts,
+shutdown. TLS and the AdmissionReview layer are covered through WebhookServer."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+
+from leaderworkerset.runtime import http1
+
+MAX_BODY = 1024
+
+
+async def echo(request: http1.Request) -> http1.Response:
+    return http1.Response(
+        200, b"%s|%s|%s" % (request.path.encode(), request.content_type.encode(), request.body)
+    )
+
+
+async def fail(request: http1.Request) -> http1.Response:
+    raise RuntimeError("boom")
+
+
+class Slow:
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, request: http1.Request) -> http1.Response:
+        self.started.set()
+        await self.release.wait()
+        return http1.Response(200, b"slow done")
+
+
+class Running:
+    def __init__(self, server: http1.Server, listener: asyncio.AbstractServer) -> None:
+        self.server = server
+        self.listener = listener
+        self.port = listener.sockets[0].getsockname()[1]
+        self.connections = 0
+
+    async def connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection("127.0.0.1", self.port)
+
+
+async def serve(**options: float) -> AsyncIterator[Running]:
+    slow = Slow()
+    counted: list[int] = []
+    server = http1.Server(
+        {"/echo": echo, "/fail": fail, "/slow": slow},
+        max_body=MAX_BODY,
+        on_connection=lambda: counted.append(1),
+        **options,
+    )
+    listener = await asyncio.get_running_loop().create_server(server.protocol, "127.0.0.1", 0)
+    running = Running(server, listener)
+    running.slow = slow  # type: ignore[attr-defined]
+    running.counted = counted  # type: ignore[attr-defined]
+    try:
+        yield running
+    finally:
+        listener.close()
+        await server.shutdown(1.0)
+        await listener.wait_closed()
+
+
+@pytest.fixture
+async def running() -> AsyncIterator[Running]:
+    async for r in serve():
+        yield r
+
+
+def post(path: str, body: bytes, *extra: str, version: str = "HTTP/1.1") -> bytes:
+    head = [f"POST {path} {version}", "Host: x", "Content-Type: application/json; charset=utf-8"]
+    head.append(f"Content-Length: {len(body)}")
+    head.extend(extra)
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    async with asyncio.timeout(5):
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {}
+        for line in lines[1:]:
+            if line:
+                name, _, value = line.partition(":")
+                headers[name.lower()] = value.strip()
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return status, headers, body
+
+
+async def closed(reader: asyncio.StreamReader) -> bool:
+    async with asyncio.timeout(5):
+        return await reader.read() == b""
+
+
+async def test_keep_alive_serves_requests_in_turn_on_one_connection(running: Running) -> None:
+    reader, writer = await running.connect()
+    for n in range(3):
+        writer.write(post("/echo?timeout=10s", b'{"n": %d}' % n))
+        status, headers, body = await read_response(reader)
+        assert (status, body) == (200, b'/echo|application/json|{"n": %d}' % n)
+        assert headers["content-type"] == "application/json"
+        assert "connection" not in headers
+    assert running.counted == [1]  # type: ignore[attr-defined]
+    writer.close()
+
+
+async def test_pipelined_requests_are_answered_in_order(running: Running) -> None:
+    reader, writer = await running.connect()
+    writer.write(post("/slow", b"") + post("/echo", b"second") + post("/echo", b"third"))
+    await asyncio.wait_for(running.slow.started.wait(), 5)  # type: ignore[attr-defined]
+    running.slow.release.set()  # type: ignore[attr-defined]
+    answers = [await read_response(reader) for _ in range(3)]
+    assert [body for _, _, body in answers] == [
+        b"slow done",
+        b"/echo|application/json|second",
+        b"/echo|application/json|third",
+    ]
+    writer.close()
+
+
+async def test_a_request_split_anywhere_is_read_whole(running: Running) -> None:
+    stream = post("/echo", b"one") + post("/echo", b"two" * 50) + post("/echo", b"")
+    rng = random.Random(7)
+    for _ in range(5):
+        reader, writer = await running.connect()
+        cuts = sorted(rng.sample(range(1, len(stream)), 12))
+        for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+            writer.write(stream[a:b])
+            await writer.drain()
+            await asyncio.sleep(0)
+        bodies = [(await read_response(reader))[2] for _ in range(3)]
+        assert bodies == [
+            b"/echo|application/json|one",
+            b"/echo|application/json|" + b"two" * 50,
+            b"/echo|application/json|",
+        ]
+        writer.close()
+
+
+async def test_chunked_bodies_and_expect_continue(running: Running) -> None:
+    reader, writer = await running.connect()
+    writer.write(
+        b"POST /echo HTTP/1.1\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+        b"4;ext=1\r\nwiki\r\n5\r\npedia\r\n0\r\nTrailer: x\r\n\r\n"
+    )
+    assert (await read_response(reader))[2] == b"/echo|application/json|wikipedia"
+    writer.write(b"POST /echo HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+    status, _, _ = await read_response(reader)
+    assert status == 100
+    writer.write(b"ok")
+    status, _, body = await read_response(reader)
+    assert (status, body) == (200, b"/echo||ok")
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"GARBAGE\r\n\r\n", 400),
+        (b"POST /echo HTTP/2.0\r\n\r\n", 505),
+        (b"POST /echo HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello", 400),
+        (b"POST /echo HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx", 400),
+        (
+            b"POST /echo HTTP/1.1\r\nContent-Length: 3\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            400,
+        ),
+        (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400),
+        (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0x3\r\nabc\r\n0\r\n\r\n", 400),
+        (b"POST /echo HTTP/1.1\r\n Folded: header\r\n\r\n", 400),
+        (b"POST /echo HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY + 1), 413),
+        (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n" % (MAX_BODY + 1), 413),
+        (b"POST /echo HTTP/1.1\r\nX: " + b"y" * (http1.MAX_HEAD + 1), 431),
+    ],
+)
+async def test_malformed_requests_are_refused_and_the_connection_closed(
+    running: Running, raw: bytes, status: int
+) -> None:
+    reader, writer = await running.connect()
+    writer.write(raw)
+    got, headers, _ = await read_response(reader)
+    assert got == status
+    assert headers["connection"] == "close"
+    assert await closed(reader)
+    writer.close()
+
+
+async def test_unknown_paths_methods_and_failing_endpoints_keep_the_connection(
+    running: Running,
+) -> None:
+    reader, writer = await running.connect()
+    writer.write(post("/nowhere", b"{}"))
+    assert (await read_response(reader))[0] == 404
+    writer.write(b"GET /echo HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (await read_response(reader))[0] == 405
+    writer.write(post("/fail", b"{}"))
+    assert (await read_response(reader))[0] == 500
+    writer.write(post("/echo", b"still"))
+    assert (await read_response(reader))[2] == b"/echo|application/json|still"
+    writer.close()
+
+
+@pytest.mark.parametrize(
+    ("extra", "version"), [(("Connection: close",), "HTTP/1.1"), ((), "HTTP/1.0")]
+)
+async def test_close_is_honoured(running: Running, extra: tuple[str, ...], version: str) -> None:
+    reader, writer = await running.connect()
+    writer.write(post("/echo", b"x", *extra, version=version))
+    status, headers, _ = await read_response(reader)
+    assert (status, headers["connection"]) == (200, "close")
+    assert await closed(reader)
+    writer.close()
+
+
+async def test_http10_keep_alive_on_request(running: Running) -> None:
+    reader, writer = await running.connect()
+    for _ in range(2):
+        writer.write(post("/echo", b"x", "Connection: keep-alive", version="HTTP/1.0"))
+        status, headers, _ = await read_response(reader)
+        assert status == 200 and "connection" not in headers
+    writer.close()
+
+
+async def test_idle_and_stalled_connections_are_closed() -> None:
+    async for running in serve(keepalive_timeout=0.3, request_timeout=0.6):
+        reader, writer = await running.connect()
+        writer.write(post("/echo", b"x"))
+        assert (await read_response(reader))[0] == 200
+        assert await closed(reader)  # idle past the keep-alive timeout
+        reader, writer = await running.connect()
+        writer.write(post("/echo", b"x")[:-1])  # one byte short, then silence
+        assert await closed(reader)
+        # A review that takes longer than the request timeout is still answered.
+        reader, writer = await running.connect()
+        writer.write(post("/slow", b""))
+        await asyncio.wait_for(running.slow.started.wait(), 5)  # type: ignore[attr-defined]
+        await asyncio.sleep(1.0)  # past both timeouts while the endpoint runs
+        running.slow.release.set()  # type: ignore[attr-defined]
+        assert (await read_response(reader))[2] == b"slow done"
+
+
+async def test_shutdown_answers_the_request_in_flight_and_closes_idle_ones() -> None:
+    async for running in serve():
+        idle_reader, idle_writer = await running.connect()
+        idle_writer.write(post("/echo", b"x"))
+        assert (await read_response(idle_reader))[0] == 200
+        reader, writer = await running.connect()
+        writer.write(post("/slow", b""))
+        await asyncio.wait_for(running.slow.started.wait(), 5)  # type: ignore[attr-defined]
+        stopping = asyncio.create_task(running.server.shutdown(5.0))
+        assert await closed(idle_reader)
+        assert not stopping.done()
+        running.slow.release.set()  # type: ignore[attr-defined]
+        status, headers, body = await read_response(reader)
+        assert (status, headers["connection"], body) == (200, "close", b"slow done")
+        await asyncio.wait_for(stopping, 5)
+        assert not running.server.connections
+
+
+async def test_shutdown_aborts_what_outlasts_its_deadline() -> None:
+    async for running in serve():
+        reader, writer = await running.connect()
+        writer.write(post("/slow", b""))
+        await asyncio.wait_for(running.slow.started.wait(), 5)  # type: ignore[attr-defined]
+        await asyncio.wait_for(running.server.shutdown(0.2), 5)
+        assert await closed(reader)
+        assert not running.server.connections
+        running.slow.release.set()  # type: ignore[attr-defined]
+
+
+async def test_a_client_that_reads_no_answers_is_paused_then_served_in_full(
+    running: Running,
+) -> None:
+    # A small receive window, so that the answers back up into the server's buffers.
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", running.port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    count = 30000
+    writer.write(b"".join(post("/echo", b"%06d" % n + b"." * 200) for n in range(count)))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not any(c.writing_paused for c in running.server.connections):
+        assert loop.time() < deadline, "the server never applied back-pressure"
+        await asyncio.sleep(0.01)
+    # Paused, the server stops reading too: what it holds stays bounded.
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+        sizes = [
+            (len(c.buffer), c.busy, c.writing_paused, c.reading_paused)
+            for c in running.server.connections
+        ]
+        assert all(n <= http1.MAX_HEAD + 256 * 1024 for n, *_ in sizes), sizes
+    for n in range(count):
+        status, _, body = await read_response(reader)
+        assert (status, body[:29]) == (200, b"/echo|application/json|%06d" % n)
+    writer.close()
