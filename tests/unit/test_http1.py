@@ -25,14 +25,23 @@ async def fail(request: http1.Request) -> http1.Response:
     raise RuntimeError("boom")
 
 
+async def abandoned(request: http1.Request) -> http1.Response:
+    raise asyncio.CancelledError
+
+
 class Slow:
     def __init__(self) -> None:
         self.started = asyncio.Event()
         self.release = asyncio.Event()
+        self.cancelled = False
 
     async def __call__(self, request: http1.Request) -> http1.Response:
         self.started.set()
-        await self.release.wait()
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
         return http1.Response(200, b"slow done")
 
 
@@ -51,7 +60,7 @@ async def serve(**options: float) -> AsyncIterator[Running]:
     slow = Slow()
     counted: list[int] = []
     server = http1.Server(
-        {"/echo": echo, "/fail": fail, "/slow": slow},
+        {"/echo": echo, "/fail": fail, "/slow": slow, "/abandoned": abandoned},
         max_body=MAX_BODY,
         on_connection=lambda: counted.append(1),
         **options,
@@ -177,6 +186,19 @@ async def test_chunked_bodies_and_expect_continue(running: Running) -> None:
         (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400),
         (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0x3\r\nabc\r\n0\r\n\r\n", 400),
         (b"POST /echo HTTP/1.1\r\n Folded: header\r\n\r\n", 400),
+        (b"POST /echo HTTP/1.1\r\nX: a\nContent-Length: 5\r\n\r\nhello", 400),
+        (b"POST /echo HTTP/1.1\r\nX: a\rb\r\n\r\n", 400),
+        (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;" + b"e" * 2000, 400),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + (b"1;" + b"e" * 900 + b"\r\nx\r\n") * 100,
+            413,
+        ),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+            + b"Trailer: flood\r\n" * 5000,
+            431,
+        ),
         (b"POST /echo HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY + 1), 413),
         (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n" % (MAX_BODY + 1), 413),
         (b"POST /echo HTTP/1.1\r\nX: " + b"y" * (http1.MAX_HEAD + 1), 431),
@@ -226,7 +248,7 @@ async def test_http10_keep_alive_on_request(running: Running) -> None:
     for _ in range(2):
         writer.write(post("/echo", b"x", "Connection: keep-alive", version="HTTP/1.0"))
         status, headers, _ = await read_response(reader)
-        assert status == 200 and "connection" not in headers
+        assert (status, headers["connection"]) == (200, "keep-alive")
     writer.close()
 
 
@@ -274,7 +296,7 @@ async def test_shutdown_aborts_what_outlasts_its_deadline() -> None:
         await asyncio.wait_for(running.server.shutdown(0.2), 5)
         assert await closed(reader)
         assert not running.server.connections
-        running.slow.release.set()  # type: ignore[attr-defined]
+        assert running.slow.cancelled  # type: ignore[attr-defined]
 
 
 async def test_a_client_that_reads_no_answers_is_paused_then_served_in_full(
@@ -305,3 +327,48 @@ async def test_a_client_that_reads_no_answers_is_paused_then_served_in_full(
         status, _, body = await read_response(reader)
         assert (status, body[:29]) == (200, b"/echo|application/json|%06d" % n)
     writer.close()
+
+
+async def test_head_and_other_methods_get_405_and_the_framing_holds(running: Running) -> None:
+    reader, writer = await running.connect()
+    writer.write(b"HEAD /echo HTTP/1.1\r\nHost: x\r\n\r\n" + post("/echo", b"after"))
+    status, headers, _ = await read_response_head(reader)
+    assert (status, headers["allow"]) == (405, "POST")
+    # No body followed the HEAD answer: the next bytes are the next answer.
+    assert (await read_response(reader))[2] == b"/echo|application/json|after"
+    writer.close()
+
+
+async def test_expect_continue_is_refused_before_the_body_for_a_wrong_path(
+    running: Running,
+) -> None:
+    reader, writer = await running.connect()
+    writer.write(b"POST /nowhere HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+    status, headers, _ = await read_response(reader)
+    assert (status, headers["connection"]) == (404, "close")
+    assert await closed(reader)
+    writer.close()
+
+
+async def test_an_abandoned_review_closes_its_connection(running: Running) -> None:
+    reader, writer = await running.connect()
+    writer.write(post("/abandoned", b"{}"))
+    assert await closed(reader)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while running.server.connections:
+        assert loop.time() < deadline
+        await asyncio.sleep(0.01)
+    writer.close()
+
+
+async def read_response_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    async with asyncio.timeout(5):
+        head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.lower()] = value.strip()
+    return int(lines[0].split(" ")[1]), headers, b""

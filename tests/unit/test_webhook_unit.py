@@ -443,3 +443,26 @@ def test_register_rules(tmp_path: Path) -> None:
         srv.register("b", handler)
     srv.register_conversion()
     assert srv.paths == ["/a", "/convert"]
+
+
+async def test_a_client_closing_its_tls_connection_leaves_nothing_behind(
+    server: tuple[WebhookServer, KeyPairs], caplog: pytest.LogCaptureFixture
+) -> None:
+    srv, pairs = server
+    body = json.dumps(review({"data": {}})).encode()
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", srv.port, ssl=client_context(pairs), server_hostname="127.0.0.1"
+    )
+    writer.write(
+        b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    async with asyncio.timeout(5):
+        assert (await reader.readuntil(b"\r\n")).startswith(b"HTTP/1.1 200")
+    writer.close()  # a TLS close_notify, then the socket's FIN
+    await writer.wait_closed()
+    deadline = time.monotonic() + 5
+    while srv._http is not None and srv._http.connections:
+        assert time.monotonic() < deadline, "the server kept the closed connection"
+        await asyncio.sleep(0.01)
+    assert not [r for r in caplog.records if "eof_received" in r.getMessage()]

@@ -9,9 +9,10 @@ reads only what a review needs: the method, the path, the body's length and type
 whether the client keeps the connection open. Everything else in the head is skipped.
 
 Supported: keep-alive (HTTP/1.1's default, HTTP/1.0's on request), `Content-Length`
-and chunked bodies, `Expect: 100-continue`, pipelined requests (answered in order).
+and chunked bodies (`http1_framing`), `Expect: 100-continue`, pipelined requests
+(answered in order, with back-pressure on a client that does not read its answers).
 Errors answer as the HTTP status they are: 400 malformed, 404 unknown path, 405 not a
-POST, 411/413 for bodies, 431 for a head over 64 KiB, 505 for another HTTP version.
+POST, 413 a body over the limit, 431 a head over 64 KiB, 505 another HTTP version.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import cast
 
+from leaderworkerset.runtime.http1_framing import MAX_HEAD, Body, HTTPError, RequestHead, parse_head
+
 log = logging.getLogger("webhook")
 
-MAX_HEAD = 64 * 1024
 KEEPALIVE_TIMEOUT = 75.0  # aiohttp's default, under the 90 s idle timeout of Go clients
 # A started request must arrive whole within this: a client that stops sending
 # mid-request would otherwise hold a connection (and its buffer) for ever.
 REQUEST_TIMEOUT = 60.0
+# How long a shutdown waits for reviews it cancelled at its deadline to unwind.
+CANCEL_WAIT = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +49,10 @@ class Response:
     status: int
     body: bytes
     content_type: str = "application/json"
+    headers: bytes = b""  # further header lines, each ending in CRLF
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-
-_HEX_DIGITS = b"0123456789abcdefABCDEF"
 
 _REASONS = {
     100: "Continue",
@@ -57,21 +60,15 @@ _REASONS = {
     400: "Bad Request",
     404: "Not Found",
     405: "Method Not Allowed",
-    411: "Length Required",
     413: "Request Entity Too Large",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
-    503: "Service Unavailable",
     505: "HTTP Version Not Supported",
 }
 
-
-class HTTPError(Exception):
-    """A request answered with `status` and the connection closed."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+_NOT_FOUND = Response(404, b"404: Not Found", "text/plain")
+_NOT_ALLOWED = Response(405, b"405: Method Not Allowed", "text/plain", b"Allow: POST\r\n")
+_FAILED = Response(500, b"500: Internal Server Error", "text/plain")
 
 
 class Server:
@@ -99,7 +96,7 @@ class Server:
 
     async def shutdown(self, deadline: float) -> None:
         """Close idle connections now and the others after their answer in flight;
-        after `deadline` seconds, abort what is left."""
+        after `deadline` seconds, abort what is left and cancel its reviews."""
         self.closing = True
         for conn in list(self.connections):
             conn.close_when_idle()
@@ -111,20 +108,30 @@ class Server:
                     asyncio.gather(*waits, return_exceptions=True),
                     max(0.0, ends - time.monotonic()),
                 )
+        tasks = [conn.task for conn in self.connections if conn.task is not None]
         for conn in list(self.connections):
             conn.abort()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=CANCEL_WAIT)
 
 
 def _status_line(status: int) -> bytes:
     return f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n".encode("latin-1")
 
 
-def _head(status: int, content_type: str, length: int, keep_alive: bool) -> bytes:
-    connection = b"" if keep_alive else b"Connection: close\r\n"
-    return b"%sContent-Type: %s\r\nContent-Length: %d\r\n%s\r\n" % (
-        _status_line(status),
-        content_type.encode("latin-1"),
-        length,
+def _head(response: Response, keep_alive: bool, http10: bool) -> bytes:
+    if not keep_alive:
+        connection = b"Connection: close\r\n"
+    else:
+        # HTTP/1.0 closes unless told otherwise, in the answer as in the request.
+        connection = b"Connection: keep-alive\r\n" if http10 else b""
+    return b"%sContent-Type: %s\r\nContent-Length: %d\r\n%s%s\r\n" % (
+        _status_line(response.status),
+        response.content_type.encode("latin-1"),
+        len(response.body),
+        response.headers,
         connection,
     )
 
@@ -135,7 +142,11 @@ class Connection(asyncio.Protocol):
     def __init__(self, server: Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
+        self.tls = False
         self.buffer = bytearray()
+        # The request being read: its head once whole, and its body's reader.
+        self.head: RequestHead | None = None
+        self.body: Body | None = None
         self.busy = False  # a request's endpoint is running
         self.task: asyncio.Task[None] | None = None  # held: the loop keeps weak ones
         self.closing = False
@@ -154,6 +165,7 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TLS transport is not a subclass of asyncio.Transport, only alike.
         self.transport = cast(asyncio.Transport, transport)
+        self.tls = transport.get_extra_info("ssl_object") is not None
         self.server.connections.add(self)
         if self.server.on_connection is not None:
             self.server.on_connection()
@@ -173,12 +185,13 @@ class Connection(asyncio.Protocol):
             self._serve_buffered()
 
     def eof_received(self) -> bool | None:
+        # The client sends no more: an answer in flight is still written, then the
+        # connection closes. TLS transports close on EOF whatever is returned (and
+        # warn when True is).
+        self.closing = True
         if not self.busy:
             self._close()
-        # While a request is served, its answer is still written, then the
-        # connection closes (the client sent all it will).
-        self.closing = True
-        return True
+        return None if self.tls else True
 
     def pause_writing(self) -> None:
         self.writing_paused = True
@@ -210,6 +223,13 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
+    def _expire(self) -> None:
+        """A timeout: close, or abort when answers wait for a client that reads none."""
+        if self.transport is not None and self.transport.get_write_buffer_size():
+            self.abort()
+        else:
+            self._close()
+
     def _arm_timer(self, delay: float) -> None:
         self.timer = self.loop.call_later(delay, self._on_timer)
 
@@ -222,12 +242,12 @@ class Connection(asyncio.Protocol):
             return
         if self.request_started is not None:
             if now - self.request_started >= self.server.request_timeout:
-                self._close()
+                self._expire()
                 return
             self._arm_timer(self.request_started + self.server.request_timeout - now)
             return
         if now - self.last_activity >= self.server.keepalive_timeout:
-            self._close()
+            self._expire()
             return
         self._arm_timer(self.last_activity + self.server.keepalive_timeout - now)
 
@@ -238,31 +258,58 @@ class Connection(asyncio.Protocol):
         (or the client must read first); then read more only if that keeps the buffer
         bounded."""
         while self.buffer and not self.busy and not self.writing_paused:
-            transport = self.transport
-            if transport is None or transport.is_closing():
+            if self.transport is None or self.transport.is_closing():
                 return
             try:
-                parsed = _parse_request(self.buffer, self.server.max_body, self._continue)
+                request = self._read_request()
             except HTTPError as err:
-                self.buffer.clear()
-                self._write(Response(err.status, str(err).encode(), "text/plain"), False)
+                self._refuse(Response(err.status, str(err).encode(), "text/plain"))
                 return
-            if parsed is None:
+            if request is None:
                 break
-            consumed, method, path, content_type, keep_alive, body = parsed
-            del self.buffer[:consumed]
-            self.request_started = self.loop.time() if self.buffer else None
-            keep_alive = keep_alive and not self.closing and not self.server.closing
-            endpoint = self.server.endpoints.get(path)
+            head, body = request
+            keep_alive = head.keep_alive and not self.closing and not self.server.closing
+            endpoint, refusal = self._route(head)
             if endpoint is None:
-                self._write(Response(404, b"404: Not Found", "text/plain"), keep_alive)
-            elif method != "POST":
-                self._write(Response(405, b"405: Method Not Allowed", "text/plain"), keep_alive)
-            else:
-                self.busy = True
-                request = Request(path, content_type, body)
-                self.task = self.loop.create_task(self._run(endpoint, request, keep_alive))
+                self._write(refusal, keep_alive, head)
+                continue
+            self.busy = True
+            req = Request(head.path, head.content_type, body)
+            self.task = self.loop.create_task(self._run(endpoint, req, keep_alive, head))
         self._pace_reading()
+
+    def _read_request(self) -> tuple[RequestHead, bytes] | None:
+        """The next whole request, taken off the buffer; None while incomplete."""
+        if self.head is None:
+            head = parse_head(self.buffer)
+            if head is None:
+                return None
+            self.head, self.body = head, Body(head, self.server.max_body)
+            if head.expect_continue and len(self.buffer) == head.size:
+                endpoint, refusal = self._route(head)
+                if endpoint is None:
+                    # Refused before its body is sent: whether the client sends it
+                    # anyway is unknown, so the connection cannot carry on.
+                    self._refuse(refusal)
+                    return None
+                self._send(b"HTTP/1.1 100 Continue\r\n\r\n")
+        assert self.body is not None
+        read = self.body.read(self.buffer)
+        if read is None:
+            return None
+        body, consumed = read
+        head, self.head, self.body = self.head, None, None
+        del self.buffer[:consumed]
+        self.request_started = self.loop.time() if self.buffer else None
+        return head, body
+
+    def _route(self, head: RequestHead) -> tuple[Endpoint | None, Response]:
+        endpoint = self.server.endpoints.get(head.path)
+        if endpoint is None:
+            return None, _NOT_FOUND
+        if head.method != "POST":
+            return None, _NOT_ALLOWED
+        return endpoint, _NOT_FOUND
 
     def _pace_reading(self) -> None:
         """Read on while a request is incomplete (the parser bounds it) or the buffer
@@ -279,152 +326,47 @@ class Connection(asyncio.Protocol):
             self.reading_paused = False
             transport.resume_reading()
 
-    def _continue(self) -> None:
-        if self.transport is not None:
-            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-
-    async def _run(self, endpoint: Endpoint, request: Request, keep_alive: bool) -> None:
+    async def _run(
+        self, endpoint: Endpoint, request: Request, keep_alive: bool, head: RequestHead
+    ) -> None:
         try:
             response = await endpoint(request)
+        except asyncio.CancelledError:
+            # Abandoned (a shutdown, or its call on the manager's loop was
+            # cancelled): no answer, and a closed connection tells the client so.
+            self.busy, self.task = False, None
+            self._close()
+            raise
         except Exception:
             log.exception("webhook endpoint failed", extra={"path": request.path})
-            response = Response(500, b"500: Internal Server Error", "text/plain")
+            response = _FAILED
         self.busy, self.task = False, None
-        if self._write(response, keep_alive and not self.closing and not self.server.closing):
+        keep_alive = keep_alive and not self.closing and not self.server.closing
+        if self._write(response, keep_alive, head):
             self._serve_buffered()
 
-    def _write(self, response: Response, keep_alive: bool) -> bool:
+    def _send(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def _write(self, response: Response, keep_alive: bool, head: RequestHead) -> bool:
         """Send the answer; True when the connection stays open for more."""
         transport = self.transport
         if transport is None or transport.is_closing():
             return False
-        head = _head(response.status, response.content_type, len(response.body), keep_alive)
-        transport.write(head + response.body)
+        data = _head(response, keep_alive, head.http10)
+        transport.write(data if head.method == "HEAD" else data + response.body)
+        # The keep-alive clock runs from the answer, not from the request's last byte.
+        self.last_activity = self.loop.time()
         if not keep_alive:
             self.closing = True
             self.buffer.clear()
             transport.close()
         return keep_alive
 
-
-def _parse_request(
-    buffer: bytearray, max_body: int, send_continue: Callable[[], None]
-) -> tuple[int, str, str, str, bool, bytes] | None:
-    """(bytes consumed, method, path, content type, keep-alive, body) of the whole
-    request at the buffer's start, or None while it is incomplete."""
-    end = buffer.find(b"\r\n\r\n")
-    if end < 0:
-        if len(buffer) > MAX_HEAD:
-            raise HTTPError(431, "request head too large")
-        return None
-    if end > MAX_HEAD:
-        raise HTTPError(431, "request head too large")
-    lines = bytes(buffer[:end]).split(b"\r\n")
-    try:
-        method_b, target_b, version_b = lines[0].split(b" ")
-    except ValueError:
-        raise HTTPError(400, "malformed request line") from None
-    if version_b == b"HTTP/1.1":
-        keep_alive = True
-    elif version_b == b"HTTP/1.0":
-        keep_alive = False
-    elif version_b.startswith(b"HTTP/"):
-        raise HTTPError(505, "only HTTP/1.1 is served")
-    else:
-        raise HTTPError(400, "malformed request line")
-    length: int | None = None
-    chunked = False
-    content_type = ""
-    expect_continue = False
-    for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep or not name or name != name.strip():
-            raise HTTPError(400, "malformed header line")
-        key = name.lower()
-        if key == b"content-length":
-            digits = value.strip()
-            if not digits.isdigit() or len(digits) > 18:
-                raise HTTPError(400, "invalid Content-Length")
-            n = int(digits)
-            if length is not None and n != length:
-                raise HTTPError(400, "invalid Content-Length")
-            length = n
-        elif key == b"transfer-encoding":
-            codings = [c.strip().lower() for c in value.split(b",")]
-            if codings != [b"chunked"]:
-                raise HTTPError(400, "unsupported Transfer-Encoding")
-            chunked = True
-        elif key == b"content-type":
-            content_type = value.split(b";", 1)[0].strip().lower().decode("latin-1")
-        elif key == b"connection":
-            tokens = {t.strip().lower() for t in value.split(b",")}
-            if b"close" in tokens:
-                keep_alive = False
-            elif b"keep-alive" in tokens:
-                keep_alive = True
-        elif key == b"expect" and value.strip().lower() == b"100-continue":
-            expect_continue = True
-    if chunked and length is not None:
-        # RFC 9112 6.3: both at once is how request smuggling starts.
-        raise HTTPError(400, "both Content-Length and Transfer-Encoding")
-    body_start = end + 4
-    if chunked:
-        parsed = _dechunk(buffer, body_start, max_body)
-        if parsed is None:
-            if expect_continue and len(buffer) == body_start:
-                send_continue()
-            return None
-        body, consumed = parsed
-    else:
-        n = length or 0
-        if n > max_body:
-            raise HTTPError(413, f"request body over {max_body} bytes")
-        if len(buffer) < body_start + n:
-            if expect_continue and len(buffer) == body_start:
-                send_continue()
-            return None
-        body, consumed = bytes(buffer[body_start : body_start + n]), body_start + n
-    path = target_b.split(b"?", 1)[0].decode("latin-1")
-    return consumed, method_b.decode("latin-1"), path, content_type, keep_alive, body
-
-
-def _dechunk(buffer: bytearray, start: int, max_body: int) -> tuple[bytes, int] | None:
-    """A chunked body from `start`: (body, end offset), or None while incomplete."""
-    parts: list[bytearray] = []
-    size_total = 0
-    pos = start
-    while True:
-        eol = buffer.find(b"\r\n", pos)
-        if eol < 0:
-            if len(buffer) - pos > 1024:
-                raise HTTPError(400, "malformed chunk size")
-            return None
-        size_field = bytes(buffer[pos:eol]).split(b";", 1)[0].strip()
-        # int() would also take "0x", "+" and "_": only hex digits are a size.
-        if not size_field or size_field.strip(_HEX_DIGITS) or len(size_field) > 16:
-            raise HTTPError(400, "malformed chunk size")
-        size = int(size_field, 16)
-        pos = eol + 2
-        if size == 0:
-            break
-        size_total += size
-        if size_total > max_body:
-            raise HTTPError(413, f"request body over {max_body} bytes")
-        if len(buffer) < pos + size + 2:
-            return None
-        if buffer[pos + size : pos + size + 2] != b"\r\n":
-            raise HTTPError(400, "malformed chunk")
-        parts.append(buffer[pos : pos + size])
-        pos += size + 2
-    # Trailer fields, if any, end with an empty line; they are not read.
-    while True:
-        eol = buffer.find(b"\r\n", pos)
-        if eol < 0:
-            if len(buffer) - pos > MAX_HEAD:
-                raise HTTPError(431, "trailer too large")
-            return None
-        line_empty = eol == pos
-        pos = eol + 2
-        if line_empty:
-            break
-    return b"".join(parts), pos
+    def _refuse(self, response: Response) -> None:
+        self.buffer.clear()
+        self.head = self.body = None
+        self._send(_head(response, False, False) + response.body)
+        self.closing = True
+        self._close()

@@ -15,7 +15,8 @@ thousand groups), a full loop iteration to start and another after its body arri
 A handler is registered as running on that thread (the default: it may read caches,
 which are plain dicts, but nothing that belongs to the manager's loop) or on the
 manager's loop; `on_manager_loop` wraps an async function (an API call) so that a
-webhook-thread handler can await it.
+webhook-thread handler can await it. HTTP is `http1`'s: reviews come in bursts and
+are answered one after another, so the request path is kept to what a review needs.
 """
 
 from __future__ import annotations
