@@ -44,6 +44,7 @@ class PodWatch:
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
+            events = 0
             try:
                 if resource_version is None:
                     items, resource_version = await list_all(
@@ -65,6 +66,7 @@ class PodWatch:
                     if kind == "ERROR":
                         raise ApiError(int(obj.get("code") or 500), obj, "WATCH", "pods")
                     resource_version = meta_of(obj).get("resourceVersion", resource_version)
+                    events += 1
                     if kind != "BOOKMARK":
                         self._on_event(kind, obj)
             except ApiError as err:
@@ -77,11 +79,15 @@ class PodWatch:
                 failure = err
             else:
                 failure = None
-            if loop.time() - started > 5:
+            # A watch that brought events, or lasted, was healthy, however it ended: the
+            # API server closes the watch of a consumer that falls behind in a burst
+            # without an error, and resuming at once from the last version loses
+            # nothing. Backing off there left pods unready for up to MAX_BACKOFF.
+            if events or loop.time() - started >= 1.0:
                 backoff = 0.5
                 if failure is None:
-                    continue  # the server ended a healthy watch; resume at once
-            # Failing fast, or a watch that keeps ending early: back off either way.
+                    continue
+            # Failing, or ending at once with nothing: back off.
             log.warning("pod watch interrupted, retrying in %.1fs: %s", backoff, failure)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF)

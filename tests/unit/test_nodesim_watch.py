@@ -1,0 +1,61 @@
+"""The node simulator's pod watch resumes at once after a watch the API server ended
+early but that brought events (how its cache drops a consumer that falls behind)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from leaderworkerset.localcluster.nodesim.watch import PodWatch
+
+
+class ShortWatches:
+    """An API whose every watch brings one event and ends, as a dropped slow watcher's."""
+
+    def __init__(self, events_per_watch: int) -> None:
+        self.events_per_watch = events_per_watch
+        self.watches: list[str | None] = []
+        self.version = 10
+
+    async def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {"items": [], "metadata": {"resourceVersion": str(self.version)}}
+
+    async def watch(
+        self, *args: Any, resource_version: str | None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.watches.append(resource_version)
+        await asyncio.sleep(0)  # a connection's round trip: the loop runs others
+        for _ in range(self.events_per_watch):
+            self.version += 1
+            pod = {"metadata": {"name": "p", "resourceVersion": str(self.version)}}
+            yield {"type": "MODIFIED", "object": pod}
+
+
+async def watch_until(api: ShortWatches, watches: int, deadline: float) -> list[tuple[str, Any]]:
+    """Run the watch until the API saw `watches` watches or `deadline` seconds passed."""
+    seen: list[tuple[str, Any]] = []
+    watch = PodWatch(api, lambda kind, obj: seen.append((kind, obj)), lambda items: None)  # type: ignore[arg-type]
+    task = asyncio.create_task(watch.run())
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + deadline
+    while len(api.watches) < watches and loop.time() < ends:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return seen
+
+
+async def test_a_watch_that_brought_events_is_resumed_at_once_from_its_last_version() -> None:
+    api = ShortWatches(events_per_watch=1)
+    # Backing off from 0.5 s, doubling, two seconds would hold three watches.
+    seen = await watch_until(api, 50, deadline=2.0)
+    assert len(api.watches) >= 50
+    assert api.watches[:3] == ["10", "11", "12"]
+    assert len(seen) >= len(api.watches) - 1
+
+
+async def test_a_watch_that_ends_at_once_with_nothing_backs_off() -> None:
+    api = ShortWatches(events_per_watch=0)
+    await watch_until(api, 50, deadline=1.0)
+    assert 1 <= len(api.watches) <= 3
