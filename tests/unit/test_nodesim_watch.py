@@ -7,7 +7,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 from leaderworkerset.localcluster.nodesim.watch import PodWatch
+from tests.waiting import eventually
 
 
 class ShortWatches:
@@ -32,30 +35,31 @@ class ShortWatches:
             yield {"type": "MODIFIED", "object": pod}
 
 
-async def watch_until(api: ShortWatches, watches: int, deadline: float) -> list[tuple[str, Any]]:
-    """Run the watch until the API saw `watches` watches or `deadline` seconds passed."""
-    seen: list[tuple[str, Any]] = []
-    watch = PodWatch(api, lambda kind, obj: seen.append((kind, obj)), lambda items: None)  # type: ignore[arg-type]
-    task = asyncio.create_task(watch.run())
-    loop = asyncio.get_running_loop()
-    ends = loop.time() + deadline
-    while len(api.watches) < watches and loop.time() < ends:
-        await asyncio.sleep(0.01)
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    return seen
+class Watching:
+    def __init__(self, api: ShortWatches) -> None:
+        self.seen: list[tuple[str, Any]] = []
+        watch = PodWatch(api, lambda k, o: self.seen.append((k, o)), lambda items: None)  # type: ignore[arg-type]
+        self.task = asyncio.create_task(watch.run())
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
 
 
 async def test_a_watch_that_brought_events_is_resumed_at_once_from_its_last_version() -> None:
     api = ShortWatches(events_per_watch=1)
+    watching = Watching(api)
     # Backing off from 0.5 s, doubling, two seconds would hold three watches.
-    seen = await watch_until(api, 50, deadline=2.0)
-    assert len(api.watches) >= 50
+    await eventually(lambda: len(api.watches) >= 50, "50 watches", within=2.0)
+    await watching.stop()
     assert api.watches[:3] == ["10", "11", "12"]
-    assert len(seen) >= len(api.watches) - 1
+    assert len(watching.seen) >= len(api.watches) - 1
 
 
 async def test_a_watch_that_ends_at_once_with_nothing_backs_off() -> None:
     api = ShortWatches(events_per_watch=0)
-    await watch_until(api, 50, deadline=1.0)
+    watching = Watching(api)
+    with pytest.raises(AssertionError):
+        await eventually(lambda: len(api.watches) >= 4, "4 watches", within=1.0)
+    await watching.stop()
     assert 1 <= len(api.watches) <= 3
