@@ -23,7 +23,7 @@ from typing import Any
 
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime import metrics
-from leaderworkerset.runtime.client import LEASES, ApiClient, ApiError
+from leaderworkerset.runtime.client import LEASES, TRANSPORT_ERRORS, ApiClient, ApiError
 from leaderworkerset.runtime.events import NORMAL, EventRecorder, micro_time
 from leaderworkerset.runtime.logging import v
 
@@ -261,7 +261,7 @@ class LeaderElector:
         try:
             async with asyncio.timeout(self.config.renew_deadline):
                 self._observe(await self.client.replace(LEASES, lease))
-        except (TimeoutError, ApiError, OSError) as exc:
+        except (ApiError, *TRANSPORT_ERRORS) as exc:
             log.error("failed to release lease: %s", exc)
             return False
         log.info("released leader lease", extra={"lease": self._describe()})
