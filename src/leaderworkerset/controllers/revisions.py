@@ -26,8 +26,9 @@ from leaderworkerset.api.objects import JSON, labels_of, meta_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.semantic_json import normalized
 from leaderworkerset.group.names import revision_name
-from leaderworkerset.group.ownership import controller_of, lws_reference
+from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.runtime.events import object_reference
+from leaderworkerset.runtime.indexes import controller_ref
 
 KEY_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 FNV32_OFFSET: Final = 2166136261
@@ -150,7 +151,7 @@ def owned_revisions(lws: JSON, revisions: Iterable[JSON], key: str | None = None
             continue
         if key is not None and labels.get(c.LABEL_TEMPLATE_REVISION_HASH) != key:
             continue
-        owner = controller_of(rev)
+        owner = controller_ref(rev)
         if owner is None or owner.get("uid") == uid:
             out.append(rev)
     return out

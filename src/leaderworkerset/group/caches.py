@@ -16,7 +16,6 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.group.ownership import controller_of
 from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
@@ -27,7 +26,7 @@ from leaderworkerset.runtime.client import (
     SERVICES,
     STATEFULSETS,
 )
-from leaderworkerset.runtime.indexes import OWNER_UID_INDEX, label_index_name
+from leaderworkerset.runtime.indexes import OWNER_UID_INDEX, controller_ref, label_index_name
 
 BY_LWS = label_index_name(c.LABEL_SET_NAME)
 
@@ -196,7 +195,7 @@ _WORKER_STATEFULSET_SPEC_DROPPED = ("template", "volumeClaimTemplates")
 
 def statefulset_fields_read(sts: JSON) -> JSON:
     strip_managed_fields(sts)
-    owner = controller_of(sts)
+    owner = controller_ref(sts)
     spec = sts.get("spec")
     if owner is not None and owner.get("kind") == "Pod" and isinstance(spec, dict):
         sts["spec"] = {k: v for k, v in spec.items() if k not in _WORKER_STATEFULSET_SPEC_DROPPED}

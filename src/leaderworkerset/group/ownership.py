@@ -26,11 +26,3 @@ def lws_reference(lws: JSON) -> JSON:
 
 def pod_reference(pod: JSON) -> JSON:
     return controller_reference(pod, "v1", "Pod")
-
-
-def controller_of(obj: JSON) -> JSON | None:
-    """The owner reference marked controller, if any."""
-    for ref in meta_of(obj).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None

@@ -37,10 +37,11 @@ def resource_version(obj: JSON) -> str:
 
 
 def controller_ref(obj: JSON) -> JSON | None:
-    """The ownerReference with ``controller: true``; an object has at most one."""
+    """The ownerReference with ``controller: true`` (the object's own, not a copy);
+    an object has at most one."""
     for ref in meta_of(obj).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return dict(ref)
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
     return None
 
 

@@ -33,7 +33,6 @@ from leaderworkerset.controllers.lws.status import (
 from leaderworkerset.controllers.replacement.held import HeldBoard
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
-from leaderworkerset.group.ownership import controller_of
 from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import (
@@ -48,6 +47,7 @@ from leaderworkerset.runtime.client import (
 )
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
+from leaderworkerset.runtime.indexes import controller_ref
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ class LeaderWorkerSetReconciler:
         obj: JSON | None = informer.get(view.namespace, view.name)
         if obj is None:
             return None
-        owner = controller_of(obj)
+        owner = controller_ref(obj)
         if owner is not None and owner.get("uid") != view.uid:
             raise RuntimeError(
                 f"{obj.get('kind', 'object')} {view.namespace}/{view.name} exists and is "

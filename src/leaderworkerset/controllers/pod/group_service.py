@@ -6,9 +6,10 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of, name_of, uid_of
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group import names as naming
-from leaderworkerset.group.ownership import controller_of, pod_reference
+from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.roles import group_index, group_key
 from leaderworkerset.group.view import view_of
+from leaderworkerset.runtime.indexes import controller_ref
 
 
 def group_service_name(lws: JSON, leader_pod: JSON) -> str:
@@ -39,7 +40,7 @@ def owned_by_leader(service: JSON, leader_pod: JSON) -> bool:
     """Only the leader's own Service is the group's: in Hash mode two live groups can
     share a hostname prefix, and so a Service name, and anyone may have created a
     Service of that name before the group existed."""
-    owner = controller_of(service)
+    owner = controller_ref(service)
     return owner is not None and owner.get("uid") == uid_of(leader_pod)
 
 
@@ -49,7 +50,7 @@ def on_its_way_out(service: JSON, leader_pod: JSON) -> bool:
     collector removes the old leader's Service once that pod is gone)."""
     if meta_of(service).get("deletionTimestamp"):
         return True
-    owner = controller_of(service)
+    owner = controller_ref(service)
     return bool(
         owner is not None
         and owner.get("kind") == "Pod"
@@ -59,7 +60,7 @@ def on_its_way_out(service: JSON, leader_pod: JSON) -> bool:
 
 
 def owner_description(service: JSON) -> str:
-    owner = controller_of(service)
+    owner = controller_ref(service)
     if owner is None:
         return "no controller"
     return f"{owner.get('kind', 'object')} {owner.get('name', '')}"

@@ -19,12 +19,12 @@ from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.names import parse_ordinal
-from leaderworkerset.group.ownership import controller_of
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
 from leaderworkerset.group.roles import is_leader
 from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
+from leaderworkerset.runtime.indexes import controller_ref
 
 # How long a leader deletion is remembered (client-go's ExpectationsTimeout): far longer
 # than the pod cache takes to show the deletionTimestamp it caused.
@@ -104,7 +104,7 @@ class GroupRestarter:
     def belongs_to(self, pod: JSON, leader: JSON) -> bool:
         """The worker was made by the worker StatefulSet of this very leader, not by a
         stale one of its predecessor still being garbage collected."""
-        owner = controller_of(pod)
+        owner = controller_ref(pod)
         leader_meta = meta_of(leader)
         if owner is None:
             return False
@@ -118,7 +118,7 @@ class GroupRestarter:
         sts = self.caches.statefulsets.get(meta_of(pod).get("namespace"), str(owner.get("name")))
         if sts is None or meta_of(sts).get("uid") != owner.get("uid"):
             return False
-        sts_owner = controller_of(sts)
+        sts_owner = controller_ref(sts)
         return bool(
             sts_owner is not None
             and sts_owner.get("kind") == "Pod"
