@@ -65,12 +65,25 @@ def parse_head(buffer: bytearray) -> RequestHead | None:
         raise HTTPError(505, "only HTTP/1.1 is served")
     else:
         raise HTTPError(400, "malformed request line")
-    keep_alive = not http10
+    head = RequestHead(
+        method=method.decode("latin-1"),
+        path=target.split(b"?", 1)[0].decode("latin-1"),
+        content_type="",
+        keep_alive=not http10,
+        http10=http10,
+        expect_continue=False,
+        length=0,
+        chunked=False,
+        size=end + 4,
+    )
+    _read_fields(head, lines[1:])
+    return head
+
+
+def _read_fields(head: RequestHead, lines: list[bytes]) -> None:
+    """The header fields a review needs, into `head`; the others are skipped."""
     length: int | None = None
-    chunked = False
-    content_type = ""
-    expect_continue = False
-    for line in lines[1:]:
+    for line in lines:
         name, sep, value = line.partition(b":")
         if not sep or not name or name != name.strip():
             raise HTTPError(400, "malformed header line")
@@ -85,30 +98,20 @@ def parse_head(buffer: bytearray) -> RequestHead | None:
         elif key == b"transfer-encoding":
             if [c.strip().lower() for c in value.split(b",")] != [b"chunked"]:
                 raise HTTPError(400, "unsupported Transfer-Encoding")
-            chunked = True
+            head.chunked = True
         elif key == b"content-type":
-            content_type = value.split(b";", 1)[0].strip().lower().decode("latin-1")
+            head.content_type = value.split(b";", 1)[0].strip().lower().decode("latin-1")
         elif key == b"connection":
             tokens = {t.strip().lower() for t in value.split(b",")}
             if b"close" in tokens:
-                keep_alive = False
+                head.keep_alive = False
             elif b"keep-alive" in tokens:
-                keep_alive = True
+                head.keep_alive = True
         elif key == b"expect" and value.strip().lower() == b"100-continue":
-            expect_continue = True
-    if chunked and length is not None:
+            head.expect_continue = True
+    if head.chunked and length is not None:
         raise HTTPError(400, "both Content-Length and Transfer-Encoding")
-    return RequestHead(
-        method=method.decode("latin-1"),
-        path=target.split(b"?", 1)[0].decode("latin-1"),
-        content_type=content_type,
-        keep_alive=keep_alive,
-        http10=http10,
-        expect_continue=expect_continue,
-        length=length or 0,
-        chunked=chunked,
-        size=end + 4,
-    )
+    head.length = length or 0
 
 
 class Body:
