@@ -91,17 +91,22 @@ def post(path: str, body: bytes, *extra: str, version: str = "HTTP/1.1") -> byte
 
 
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    status, headers, _ = await read_response_head(reader)
     async with asyncio.timeout(5):
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        status = int(lines[0].split(" ")[1])
-        headers = {}
-        for line in lines[1:]:
-            if line:
-                name, _, value = line.partition(":")
-                headers[name.lower()] = value.strip()
         body = await reader.readexactly(int(headers.get("content-length", "0")))
     return status, headers, body
+
+
+async def answered_then_closed(running: Running, raw: bytes) -> int:
+    """Send `raw` on a new connection: the answer's status, once it came with
+    `Connection: close` and the server closed the connection after it."""
+    reader, writer = await running.connect()
+    writer.write(raw)
+    status, headers, _ = await read_response(reader)
+    assert headers["connection"] == "close"
+    assert await closed(reader)
+    writer.close()
+    return status
 
 
 async def closed(reader: asyncio.StreamReader) -> bool:
@@ -207,13 +212,7 @@ async def test_chunked_bodies_and_expect_continue(running: Running) -> None:
 async def test_malformed_requests_are_refused_and_the_connection_closed(
     running: Running, raw: bytes, status: int
 ) -> None:
-    reader, writer = await running.connect()
-    writer.write(raw)
-    got, headers, _ = await read_response(reader)
-    assert got == status
-    assert headers["connection"] == "close"
-    assert await closed(reader)
-    writer.close()
+    assert await answered_then_closed(running, raw) == status
 
 
 async def test_unknown_paths_methods_and_failing_endpoints_keep_the_connection(
@@ -235,12 +234,7 @@ async def test_unknown_paths_methods_and_failing_endpoints_keep_the_connection(
     ("extra", "version"), [(("Connection: close",), "HTTP/1.1"), ((), "HTTP/1.0")]
 )
 async def test_close_is_honoured(running: Running, extra: tuple[str, ...], version: str) -> None:
-    reader, writer = await running.connect()
-    writer.write(post("/echo", b"x", *extra, version=version))
-    status, headers, _ = await read_response(reader)
-    assert (status, headers["connection"]) == (200, "close")
-    assert await closed(reader)
-    writer.close()
+    assert await answered_then_closed(running, post("/echo", b"x", *extra, version=version)) == 200
 
 
 async def test_http10_keep_alive_on_request(running: Running) -> None:
@@ -342,12 +336,8 @@ async def test_head_and_other_methods_get_405_and_the_framing_holds(running: Run
 async def test_expect_continue_is_refused_before_the_body_for_a_wrong_path(
     running: Running,
 ) -> None:
-    reader, writer = await running.connect()
-    writer.write(b"POST /nowhere HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
-    status, headers, _ = await read_response(reader)
-    assert (status, headers["connection"]) == (404, "close")
-    assert await closed(reader)
-    writer.close()
+    raw = b"POST /nowhere HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
+    assert await answered_then_closed(running, raw) == 404
 
 
 async def test_an_abandoned_review_closes_its_connection(running: Running) -> None:
@@ -363,6 +353,7 @@ async def test_an_abandoned_review_closes_its_connection(running: Running) -> No
 
 
 async def read_response_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    """The status and header fields of the next answer, its body left unread."""
     async with asyncio.timeout(5):
         head = await reader.readuntil(b"\r\n\r\n")
     lines = head.decode().split("\r\n")
