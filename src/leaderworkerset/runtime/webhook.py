@@ -234,14 +234,12 @@ class WebhookServer:
         key_name: str = TLS_KEY,
         tls: TLSOptions | None = None,
         reload_interval: float = 1.0,
-        shutdown_timeout: float = 30.0,
     ) -> None:
         self.cert_path = Path(cert_dir, cert_name)
         self.key_path = Path(cert_dir, key_name)
         self.host = host
         self.port = port
         self.reload_interval = reload_interval
-        self.shutdown_timeout = shutdown_timeout
         self.ssl_context = _server_ssl_context(tls)
         self._handlers: dict[str, tuple[AdmissionHandler, RunsOn]] = {}
         self._conversion_paths: set[str] = set()
