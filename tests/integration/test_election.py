@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from leaderworkerset.runtime import metrics
-from leaderworkerset.runtime.client import EVENTS, LEASES, ApiClient
+from leaderworkerset.runtime.client import EVENTS, LEASES, ApiClient, ApiError
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
 
@@ -22,6 +22,9 @@ pytestmark = pytest.mark.cluster
 LEASE = 3.0
 RENEW = 2.0
 RETRY = 0.5
+# Timings for tests that must not lose the lease to a slow renewal on a loaded
+# machine: renewals every RETRY, yet 10 s of API latency before stepping down.
+PATIENT = (15.0, 10.0, 0.5)
 
 
 async def eventually(probe: Callable[[], Any], within: float, what: str) -> Any:
@@ -52,14 +55,16 @@ def elector(
     release: bool = True,
     recorder: EventRecorder | None = None,
     name: str = "test-lease",
+    timings: tuple[float, float, float] = (LEASE, RENEW, RETRY),
 ) -> LeaderElector:
+    lease, renew, retry = timings
     config = LeaderElectionConfig(
         namespace=namespace,
         name=name,
         identity=identity,
-        lease_duration=LEASE,
-        renew_deadline=RENEW,
-        retry_period=RETRY,
+        lease_duration=lease,
+        renew_deadline=renew,
+        retry_period=retry,
         release_on_cancel=release,
     )
     return LeaderElector(api, config, recorder=recorder)
@@ -77,7 +82,8 @@ async def lease_spec(api: ApiClient, namespace: str, name: str = "test-lease") -
 
 
 async def test_exactly_one_leader_at_any_time(api: ApiClient, namespace: str) -> None:
-    a, b = elector(api, namespace, "a"), elector(api, namespace, "b")
+    a = elector(api, namespace, "a", timings=PATIENT)
+    b = elector(api, namespace, "b", timings=PATIENT)
     tasks = [asyncio.create_task(a.run()), asyncio.create_task(b.run())]
     try:
         leader = await eventually(
@@ -85,9 +91,9 @@ async def test_exactly_one_leader_at_any_time(api: ApiClient, namespace: str) ->
         )
         spec = await lease_spec(api, namespace)
         assert spec["holderIdentity"] == leader.identity
-        assert spec["leaseDurationSeconds"] == 3
+        assert spec["leaseDurationSeconds"] == 15
         # Sample across several renewals: never two leaders, and the leader holds on.
-        end = time.monotonic() + 3 * LEASE
+        end = time.monotonic() + 12 * PATIENT[2]
         while time.monotonic() < end:
             assert [a.is_leader(), b.is_leader()].count(True) == 1
             assert leader.is_leader()
@@ -102,21 +108,24 @@ async def test_exactly_one_leader_at_any_time(api: ApiClient, namespace: str) ->
 
 
 async def test_takeover_after_a_crash_waits_for_expiry(api: ApiClient, namespace: str) -> None:
-    a = elector(api, namespace, "a", release=False)
+    # A lease long enough that waiting it out stands clear of a prompt takeover, and
+    # of a late last renewal by a (which shortens b's wait) on a loaded machine.
+    lease, _, retry = timings = (6.0, 4.0, RETRY)
+    a = elector(api, namespace, "a", release=False, timings=timings)
     task_a = asyncio.create_task(a.run())
     await eventually(a.is_leader, 10, "a to lead")
-    b = elector(api, namespace, "b")
+    b = elector(api, namespace, "b", timings=timings)
     task_b = asyncio.create_task(b.run())
     try:
         before = await lease_spec(api, namespace)
         # A crash: the campaign ends without releasing the lease.
         await stop(task_a)
         crashed = time.monotonic()
-        await eventually(b.is_leader, LEASE + 5, "b to take over")
+        await eventually(b.is_leader, lease + 10, "b to take over")
         waited = time.monotonic() - crashed
-        # b last saw the record change at most one jittered retry before the crash (or
+        # b last saw the record change about one jittered retry before the crash (or
         # one after), so it waits out nearly a full lease, then up to one more retry.
-        assert LEASE - 2.2 * RETRY - 0.5 < waited < LEASE + 2 * 2.2 * RETRY + 1.5, waited
+        assert lease - 2.2 * retry - 1.5 < waited < lease + 2 * 2.2 * retry + 5, waited
         after = await lease_spec(api, namespace)
         assert after["holderIdentity"] == "b"
         assert after["leaseTransitions"] == before.get("leaseTransitions", 0) + 1
@@ -126,21 +135,24 @@ async def test_takeover_after_a_crash_waits_for_expiry(api: ApiClient, namespace
 
 
 async def test_release_on_cancel_hands_over_at_once(api: ApiClient, namespace: str) -> None:
-    a = elector(api, namespace, "a", release=True)
+    # A long lease: a handover well inside it can only be the release's doing.
+    a = elector(api, namespace, "a", release=True, timings=PATIENT)
     task_a = asyncio.create_task(a.run())
     await eventually(a.is_leader, 10, "a to lead")
-    b = elector(api, namespace, "b")
+    b = elector(api, namespace, "b", timings=PATIENT)
     task_b = asyncio.create_task(b.run())
     try:
         await eventually(lambda: b.observed_holder == "a", 5, "b to see a leading")
         await stop(task_a)
-        released = await lease_spec(api, namespace)
+        stopped = time.monotonic()
+        # What the API server stored for the release (b may take the lease before a GET
+        # here could read it).
+        released = a._lease["spec"] if a._lease else {}
         assert released["holderIdentity"] == ""
         assert released["leaseDurationSeconds"] == 1
-        stopped = time.monotonic()
-        await eventually(b.is_leader, LEASE, "b to take over")
-        # Well inside the ~LEASE a crash costs: the next retry finds the lease free.
-        assert time.monotonic() - stopped < LEASE - 0.5
+        await eventually(b.is_leader, PATIENT[0], "b to take over")
+        # Well inside the lease a crash would cost: the next retry finds the lease free.
+        assert time.monotonic() - stopped < PATIENT[0] / 2
         after = await lease_spec(api, namespace)
         assert after["holderIdentity"] == "b"
         assert after["leaseTransitions"] == released.get("leaseTransitions", 0) + 1
@@ -157,13 +169,19 @@ async def test_leader_that_cannot_renew_steps_down(api: ApiClient, namespace: st
         assert gauge._value.get() == 1
         # Someone else now holds a valid lease (a partition healed the wrong way round):
         # every renewal fails, and a must stop leading within renewDeadline.
-        lease = await api.get(LEASES, "steal-me", namespace)
-        lease["spec"]["holderIdentity"] = "usurper"
-        lease["spec"]["leaseDurationSeconds"] = 60
-        await api.replace(LEASES, lease)
+        while True:  # a's renewals race this update: try again on a conflict
+            lease = await api.get(LEASES, "steal-me", namespace)
+            lease["spec"]["holderIdentity"] = "usurper"
+            lease["spec"]["leaseDurationSeconds"] = 60
+            try:
+                await api.replace(LEASES, lease)
+                break
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
         stolen = time.monotonic()
-        await asyncio.wait_for(asyncio.shield(task), RENEW + RETRY + 3)
-        assert time.monotonic() - stolen < RENEW + RETRY + 2
+        await asyncio.wait_for(asyncio.shield(task), RENEW + RETRY + 6)
+        assert time.monotonic() - stolen < RENEW + RETRY + 5
         assert not a.is_leader()
         assert gauge._value.get() == 0
         # Losing does not give the lease away to nobody: the usurper keeps it.

@@ -35,6 +35,7 @@ from tests.waiting import eventually
 
 from .lws_helpers import live_pods, lws_manifest, wait_ready
 from .manager_process import (
+    FAST_ELECTION,
     LEASE,
     ManagerProcess,
     Managers,
@@ -129,7 +130,7 @@ async def test_controller_process_serves_reconciles_and_reports(
 async def test_leader_failover_between_two_processes(
     namespace: str, managers: Managers, nodesim_api: ApiClient
 ) -> None:
-    a, b = managers.new("replica-a"), managers.new("replica-b")
+    a, b = managers.new("replica-a", FAST_ELECTION), managers.new("replica-b", FAST_ELECTION)
     await install(nodesim_api, a.webhook_port)
     a.start()
     b.start()

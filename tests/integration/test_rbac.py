@@ -61,7 +61,7 @@ from .installed import (
     token_kubeconfig,
 )
 from .lws_helpers import labels, live_pods, lws_manifest, name_of, wait_ready
-from .manager_process import FAST_ELECTION, ManagerProcess
+from .manager_process import STEADY_ELECTION, ManagerProcess
 from .test_hash_mode import hash_lws, key_of, leaders
 from .test_manager_process import assert_pods_mutated
 from .test_ordinal_rollout import revisions
@@ -141,7 +141,7 @@ async def manager(
             workdir,
             sa_kubeconfig,
             operator_namespace=OPERATOR_NAMESPACE,
-            election=dict(FAST_ELECTION),
+            election=dict(STEADY_ELECTION),
             secure_metrics=True,
             webhook_port=port,
         )

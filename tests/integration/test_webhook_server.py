@@ -351,8 +351,9 @@ async def test_manager_serves_elects_and_shuts_down(
                 namespace=namespace,
                 name="manager-lease",
                 identity="manager-under-test",
-                lease_duration=3,
-                renew_deadline=2,
+                # Patient: a slow renewal on a loaded machine must not end the manager.
+                lease_duration=15,
+                renew_deadline=10,
                 retry_period=0.5,
             ),
             metrics_bind_address=f"127.0.0.1:{metrics_port}",
@@ -462,8 +463,9 @@ async def test_manager_stops_on_sigterm(kubeconfig: Path, namespace: str, tmp_pa
         leader_election=LeaderElectionConfig(
             namespace=namespace,
             name="sigterm-lease",
-            lease_duration=3,
-            renew_deadline=2,
+            # Patient: a slow renewal on a loaded machine must not end the manager.
+            lease_duration=15,
+            renew_deadline=10,
             retry_period=0.5,
         ),
         health_probe_bind_address=f"127.0.0.1:{health_port}",
