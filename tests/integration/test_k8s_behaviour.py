@@ -185,7 +185,7 @@ async def test_high_priority_pod_preempts_on_full_node(
             requests=fill,
             priorityClassName=low,
             # Slow termination so the preemption is observable on the victim.
-            annotations={TERMINATION_DELAY_ANNOTATION: "3"},
+            annotations={TERMINATION_DELAY_ANNOTATION: "10"},
             **isolated_pod_spec(node),
         )
         await nodesim_api.create(PODS, victim, namespace)

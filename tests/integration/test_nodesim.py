@@ -129,7 +129,7 @@ async def test_termination_delay_is_capped_by_grace_period(
     deleted_at = loop.time()
     await wait_pod_gone(nodesim_api, namespace, "graceful", within=20)
     elapsed = loop.time() - deleted_at
-    assert 1.9 <= elapsed < 10, elapsed
+    assert 1.9 <= elapsed < 20, elapsed  # capped by the 2 s grace period, not 120 s
 
 
 async def test_stalled_termination_waits_for_release(

@@ -170,7 +170,7 @@ async def test_worker_deleted_recreates_group(
         # be there (terminating) when the controller looks, as it is with a real
         # kubelet. With policy OnPodRestart the simulator's instant delete is kept, so
         # a pod seen only as gone is covered too.
-        await node_simulator.set_termination_delay(namespace, worker, 3.0)
+        await node_simulator.set_termination_delay(namespace, worker, 10.0)
 
     await api.delete(PODS, worker, namespace)
 

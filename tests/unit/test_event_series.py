@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.runtime import events as events_module
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
 
 
@@ -40,10 +39,8 @@ POD = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace":
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
-    monkeypatch.setattr(events_module.time, "monotonic", clock)
-    return clock
+def clock() -> Clock:
+    return Clock()
 
 
 async def record(recorder: EventRecorder, reason: str) -> None:
@@ -53,7 +50,7 @@ async def record(recorder: EventRecorder, reason: str) -> None:
 
 async def test_series_quiet_past_the_window_are_forgotten_oldest_first(clock: Clock) -> None:
     writes = Writes()
-    recorder = EventRecorder(writes, "test", finish_window=60.0)  # type: ignore[arg-type]
+    recorder = EventRecorder(writes, "test", finish_window=60.0, clock=clock)  # type: ignore[arg-type]
     await recorder.start()
     try:
         await record(recorder, "A")

@@ -498,7 +498,7 @@ def test_controller_stop_lets_in_flight_finish_then_cancels_at_deadline() -> Non
         ctrl.enqueue("ns/slow")
         await eventually(lambda: len(started) == 2, "both reconciles to start")
         ctrl.enqueue("ns/never")
-        stopping = asyncio.create_task(ctrl.stop(deadline=0.2))
+        stopping = asyncio.create_task(ctrl.stop(deadline=1.0))
         await eventually(lambda: ctrl.queue.shutting_down, "the queue to shut down")
         release.set()
         await asyncio.wait_for(stopping, 5)

@@ -15,6 +15,7 @@ import datetime
 import logging
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +92,10 @@ class EventRecorder:
         reporting_instance: str | None = None,
         *,
         finish_window: float = FINISH_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
+        self._clock = clock
         self.reporting_controller = reporting_controller[:MAX_NAME_LENGTH]
         instance = reporting_instance or f"{reporting_controller}-{socket.gethostname()}"
         self.reporting_instance = instance[:MAX_NAME_LENGTH]
@@ -222,7 +225,7 @@ class EventRecorder:
                 self._queue.task_done()
 
     async def _record(self, key: tuple[Any, ...], body: JSON) -> None:
-        now = time.monotonic()
+        now = self._clock()
         self._forget_finished(now)
         series = self._series.get(key)
         if series is not None:
