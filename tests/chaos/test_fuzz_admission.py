@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from leaderworkerset.runtime.client import (
+    CORE_EVENTS,
     LEADERWORKERSETS,
     STATEFULSETS,
     TRANSPORT_ERRORS,
@@ -163,6 +164,17 @@ async def fuzz(api: ApiClient, namespace: str, count: int) -> Tally:
     return tally
 
 
+async def warnings_about(api: ApiClient, namespace: str, name: str) -> list[str]:
+    """Warning events about the LeaderWorkerSet or what it owns (named after it)."""
+    items = (await api.list(CORE_EVENTS, namespace)).get("items") or []
+    return [
+        f"{e.get('involvedObject', {}).get('name')}: {e.get('reason')}: {e.get('message')}"[:500]
+        for e in items
+        if e.get("type") == "Warning"
+        and str((e.get("involvedObject") or {}).get("name", "")).startswith(name)
+    ]
+
+
 def controller_errors(logs: dict[str, str], namespace: str) -> list[str]:
     return [
         line
@@ -230,6 +242,12 @@ async def test_fuzzed_admission(
             for name, verdict in zip(names, verdicts, strict=True)
             for v in verdict.violations
         ]
+        bodies = dict(zip(names, sample, strict=True))
+        for name, verdict in zip(names, verdicts, strict=True):
+            if verdict.violations:  # what a reader needs to reproduce it
+                warnings = await warnings_about(api, namespace, name)
+                detail = f"{name}: {json.dumps(bodies[name])[:3000]}; warnings: {warnings[:5]}"
+                violations.append(Violation("reproduce", detail))
         logs = read_logs(log_paths(procs))
         errors = controller_errors(logs, namespace)
         violations += [Violation("controller-error", line[:400]) for line in errors[:10]]

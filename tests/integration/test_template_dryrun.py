@@ -1,6 +1,7 @@
 """Templates the workload APIs refuse are refused when the LeaderWorkerSet is created or
 updated, with the LWS field named, and nothing is left behind: the validating webhook
-dry-runs what the controller would build, through the real API server."""
+dry-runs what the controller would build, through the real API server. So is an
+exclusive-placement topology the pods' affinity could not carry."""
 
 from __future__ import annotations
 
@@ -88,7 +89,16 @@ def hash_restart_never(body: JSON) -> None:
     body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["restartPolicy"] = "Never"
 
 
+def topology_not_a_key(body: JSON) -> None:
+    body["metadata"]["annotations"] = {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "Not A Key"}
+
+
 CASES: list[tuple[str, Callable[[JSON], None], str]] = [
+    (
+        "exclusive-topology-not-a-key",
+        topology_not_a_key,
+        f"metadata.annotations.{c.ANNOTATION_EXCLUSIVE_TOPOLOGY}",
+    ),
     ("no-containers", no_containers, f"{WORKER}.spec.containers"),
     ("bad-name", bad_container_name, f"{WORKER}.spec.containers[0].name"),
     ("empty-image", empty_image, f"{WORKER}.spec.containers[0].image"),

@@ -71,9 +71,30 @@ def hash_with_claims(d: dict[str, Any]) -> None:
 
 
 SUBGROUP_ANNOTATION = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
+EXCLUSIVE_ANNOTATION = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+NOT_A_KEY = "name part must consist of alphanumeric characters"
 
 REJECTED: list[tuple[str, Mutation, str, str]] = [
     # (id, mutation, field path, fragment of the message)
+    # A topology that is not a label key: every pod would be refused its affinity.
+    (
+        "exclusive-topology-not-a-key",
+        annotate(EXCLUSIVE_ANNOTATION, "Not A Key"),
+        f"metadata.annotations.{EXCLUSIVE_ANNOTATION}",
+        NOT_A_KEY,
+    ),
+    (
+        "exclusive-topology-empty",
+        annotate(EXCLUSIVE_ANNOTATION, ""),
+        f"metadata.annotations.{EXCLUSIVE_ANNOTATION}",
+        "name part must be non-empty",
+    ),
+    (
+        "subgroup-exclusive-topology-not-a-key",
+        combine(subgroups(4, 2), annotate(SUBGROUP_ANNOTATION, "zone/")),
+        f"metadata.annotations.{SUBGROUP_ANNOTATION}",
+        "name part must be non-empty",
+    ),
     ("name-not-dns1035", set_name("2cube"), "metadata.name", "DNS-1035 label"),
     ("name-too-long", set_name("a" * 64), "metadata.name", "no more than 63"),
     ("replicas-negative", set_spec(replicas=-1), "spec.replicas", "equal or greater than 0"),
@@ -376,6 +397,13 @@ def update_errors(old: dict[str, Any], new: dict[str, Any]) -> list[FieldError]:
 
 
 UPDATE_REJECTED: list[tuple[str, Mutation, Mutation, str, str]] = [
+    (
+        "exclusive-topology-changed-to-not-a-key",
+        annotate(EXCLUSIVE_ANNOTATION, "topology.kubernetes.io/zone"),
+        annotate(EXCLUSIVE_ANNOTATION, "Not A Key"),
+        f"metadata.annotations.{EXCLUSIVE_ANNOTATION}",
+        NOT_A_KEY,
+    ),
     ("subgroup-size-changed", subgroups(4, 2), subgroups(4, 4), SGS, "field is immutable"),
     ("subgroup-enabled", lambda d: None, subgroups(4, 2), SGS, "cannot enable subGroupSize"),
     ("subgroup-removed", subgroups(4, 2), lambda d: None, SGS, "cannot remove subGroupSize"),
@@ -410,6 +438,12 @@ UPDATE_REJECTED: list[tuple[str, Mutation, Mutation, str, str]] = [
 ]
 
 UPDATE_ACCEPTED: list[tuple[str, Mutation, Mutation]] = [
+    # Ratcheting: an object upstream admitted can still be scaled.
+    (
+        "exclusive-topology-left-as-it-was",
+        annotate(EXCLUSIVE_ANNOTATION, "Not A Key"),
+        combine(annotate(EXCLUSIVE_ANNOTATION, "Not A Key"), set_spec(replicas=5)),
+    ),
     ("size-changed", set_template(size=2), set_template(size=3)),
     (
         "template-changed",

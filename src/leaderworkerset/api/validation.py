@@ -22,7 +22,7 @@ from leaderworkerset.api.errors import (
 )
 from leaderworkerset.api.fields import Kind, api_fields
 from leaderworkerset.api.intstr import IntOrString, is_percent, scaled_value
-from leaderworkerset.api.metavalidation import validate_object_meta
+from leaderworkerset.api.metavalidation import qualified_name_errors, validate_object_meta
 from leaderworkerset.api.objects import meta_of
 from leaderworkerset.api.types import (
     LeaderWorkerSet,
@@ -45,6 +45,11 @@ SUBDOMAIN_POLICY = "spec.networkConfig.subdomainPolicy"
 GROUP_IDENTITY = "spec.groupIdentity"
 GROUP_REPLACEMENT_POLICY = "spec.groupReplacementPolicy"
 SUBGROUP_EXCLUSIVE_ANNOTATION = f"metadata.annotations.{c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY}"
+# Annotations whose value the pod webhook writes into pods as an affinity topologyKey.
+TOPOLOGY_KEY_ANNOTATIONS = (
+    c.ANNOTATION_EXCLUSIVE_TOPOLOGY,
+    c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY,
+)
 
 PERCENT_FORMAT_MSG = (
     "a valid percent string must be a numeric string followed by an ending '%' "
@@ -62,12 +67,33 @@ _DEPLOYMENT_POD_SUFFIX = 1 + 10 + 1 + 5
 def validate_create(lws: LeaderWorkerSet) -> list[FieldError]:
     errs = validate_object_meta(lws.metadata)
     errs.extend(_validate_spec(lws))
+    errs.extend(_topology_key_errors(lws, None))
     return errs
 
 
 def validate_update(new: LeaderWorkerSet, old: LeaderWorkerSet) -> list[FieldError]:
-    errs = validate_create(new)
+    errs = validate_object_meta(new.metadata)
+    errs.extend(_validate_spec(new))
+    errs.extend(_topology_key_errors(new, old))
     errs.extend(_validate_transition(new, old))
+    return errs
+
+
+def _topology_key_errors(new: LeaderWorkerSet, old: LeaderWorkerSet | None) -> list[FieldError]:
+    """An exclusive-placement annotation must name a label key: its value becomes the
+    pods' affinity topologyKey, and the API server refuses every pod otherwise, so the
+    groups would never exist. Upstream admits it; an update that leaves such a value as
+    it was is still admitted (ratcheting), so an object created under upstream can be
+    scaled or edited without fixing it first."""
+    annotations = (new.metadata or {}).get("annotations") or {}
+    before = ((old.metadata or {}).get("annotations") or {}) if old is not None else {}
+    errs: list[FieldError] = []
+    for key in TOPOLOGY_KEY_ANNOTATIONS:
+        value = annotations.get(key)
+        if not isinstance(value, str) or (old is not None and before.get(key) == value):
+            continue
+        path = f"metadata.annotations.{key}"
+        errs.extend(invalid(path, value, msg) for msg in qualified_name_errors(value))
     return errs
 
 
