@@ -33,8 +33,8 @@ from typing import Any
 
 import yaml
 
+from leaderworkerset.localcluster import controlplane_pki as pkilib
 from leaderworkerset.localcluster.binaries import ensure_binaries
-from leaderworkerset.runtime import pki as pkilib
 
 ETCD = "etcd"
 APISERVER = "kube-apiserver"

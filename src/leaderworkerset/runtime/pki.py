@@ -2,7 +2,7 @@
 
 The one place that builds X.509 material: the webhook certificate rotator keeps a
 `KeyPairs` in a Secret, the metrics server serves a throwaway self-signed certificate,
-and the local control plane gets a CA with serving and client certificates.
+and `localcluster.controlplane_pki` issues the local control plane's credentials.
 """
 
 from __future__ import annotations
@@ -55,21 +55,10 @@ def private_key_pem(key: PrivateKey) -> bytes:
     )
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes) -> None:
     path.touch(mode=0o600, exist_ok=True)
     path.chmod(0o600)
     path.write_bytes(data)
-
-
-def write_rsa_key_pair(private_path: Path, public_path: Path) -> None:
-    """Write the service-account signing key pair (RSA, as every consumer accepts it)."""
-    key = new_private_key("rsa")
-    _write_private(private_path, private_key_pem(key))
-    public_path.write_bytes(
-        key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
 
 
 # --- Certificates -------------------------------------------------------------------
@@ -92,7 +81,7 @@ class CertKey:
         """Write ``<stem>.crt`` and ``<stem>.key`` (0600) and return their paths."""
         crt, key = directory / f"{stem}.crt", directory / f"{stem}.key"
         crt.write_bytes(self.cert_pem)
-        _write_private(key, self.key_pem)
+        write_private(key, self.key_pem)
         return crt, key
 
 
@@ -329,81 +318,3 @@ def check_key_pairs(
     if missing:
         return f"the serving certificate lacks the names {', '.join(missing)}"
     return None
-
-
-# --- The local control plane's credentials -------------------------------------------
-
-# The in-cluster names the API server answers to; 10.0.0.1 is the first IP of
-# --service-cluster-ip-range, which the `kubernetes` Service gets.
-APISERVER_DNS_NAMES = (
-    "localhost",
-    "kubernetes",
-    "kubernetes.default",
-    "kubernetes.default.svc",
-    "kubernetes.default.svc.cluster.local",
-)
-APISERVER_IPS = ("127.0.0.1", "10.0.0.1")
-
-
-@dataclass(frozen=True)
-class ControlPlanePKI:
-    """Paths of every credential the control-plane components are given."""
-
-    directory: Path
-
-    @property
-    def ca_crt(self) -> Path:
-        return self.crt("ca")
-
-    @property
-    def ca_key(self) -> Path:
-        return self.key("ca")
-
-    def crt(self, stem: str) -> Path:
-        return self.directory / f"{stem}.crt"
-
-    def key(self, stem: str) -> Path:
-        return self.directory / f"{stem}.key"
-
-    @property
-    def sa_key(self) -> Path:
-        return self.directory / "sa.key"
-
-    @property
-    def sa_pub(self) -> Path:
-        return self.directory / "sa.pub"
-
-
-# Client identities: the CNs and groups are the ones the API server's RBAC
-# bootstrap policy grants to each component.
-CLIENTS = {
-    "admin": ("lws-admin", ("system:masters",)),
-    "controller-manager": ("system:kube-controller-manager", ()),
-    "scheduler": ("system:kube-scheduler", ()),
-}
-
-
-def create_control_plane_pki(directory: Path) -> ControlPlanePKI:
-    """Create a fresh CA, serving and client certificates, and the SA key pair."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ca = make_ca("lws-local-ca")
-    ca.write(directory, "ca")
-    issue_cert(
-        ca,
-        "kube-apiserver",
-        dns_names=APISERVER_DNS_NAMES,
-        ip_addresses=APISERVER_IPS,
-        server=True,
-    ).write(directory, "apiserver")
-    for stem, (cn, groups) in CLIENTS.items():
-        issue_cert(ca, cn, organizations=groups, client=True).write(directory, stem)
-    # The aggregation layer authenticates to extension API servers with a
-    # certificate from a separate CA, which they trust for request headers.
-    front_proxy_ca = make_ca("lws-front-proxy-ca")
-    front_proxy_ca.write(directory, "front-proxy-ca")
-    issue_cert(front_proxy_ca, "front-proxy-client", client=True).write(
-        directory, "front-proxy-client"
-    )
-    pki = ControlPlanePKI(directory)
-    write_rsa_key_pair(pki.sa_key, pki.sa_pub)
-    return pki
