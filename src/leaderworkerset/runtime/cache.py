@@ -79,6 +79,14 @@ class DeletedFinalStateUnknown(dict[str, Any]):
     """
 
 
+def watch_was_healthy(events: int, seconds: float) -> bool:
+    """A watch that brought events, or lasted a second, was healthy however it ended:
+    the API server closes a slow consumer's watch in a burst without an error, and
+    resuming at once from the last version loses nothing. Only a watch that fails
+    or ends at once with nothing calls for backing off."""
+    return events > 0 or seconds >= 1.0
+
+
 class Backoff:
     """Exponential delays with jitter, so many clients do not retry in lockstep."""
 
@@ -303,8 +311,7 @@ class Informer:
             except Exception as exc:
                 failure = exc
             just_listed = False
-            healthy = self._stream_events > 0 or loop.time() - started >= 1.0
-            if healthy:
+            if watch_was_healthy(self._stream_events, loop.time() - started):
                 self._backoff.reset()
                 if failure is None:
                     continue

@@ -11,6 +11,7 @@ import orjson
 
 from leaderworkerset.api.objects import meta_of
 from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all
+from leaderworkerset.runtime.cache import Backoff, watch_was_healthy
 from leaderworkerset.runtime.client import PODS, TRANSPORT_ERRORS, ApiClient, ApiError
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class PodWatch:
 
     async def run(self) -> None:
         resource_version: str | None = None
-        backoff = 0.5
+        backoff = Backoff(initial=0.5, cap=MAX_BACKOFF)
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
@@ -79,15 +80,12 @@ class PodWatch:
                 failure = err
             else:
                 failure = None
-            # A watch that brought events, or lasted, was healthy, however it ended: the
-            # API server closes the watch of a consumer that falls behind in a burst
-            # without an error, and resuming at once from the last version loses
-            # nothing. Backing off there left pods unready for up to MAX_BACKOFF.
-            if events or loop.time() - started >= 1.0:
-                backoff = 0.5
+            # As the manager's caches do; backing off after a burst left pods unready
+            # for up to MAX_BACKOFF.
+            if watch_was_healthy(events, loop.time() - started):
+                backoff.reset()
                 if failure is None:
                     continue
-            # Failing, or ending at once with nothing: back off.
-            log.warning("pod watch interrupted, retrying in %.1fs: %s", backoff, failure)
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, MAX_BACKOFF)
+            delay = backoff.next()
+            log.warning("pod watch interrupted, retrying in %.1fs: %s", delay, failure)
+            await asyncio.sleep(delay)
