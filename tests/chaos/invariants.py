@@ -203,9 +203,17 @@ def check_worker_statefulsets(snapshot: Snapshot) -> list[Violation]:
     if size_of(snapshot.lws) > 1:
         have = {_name(s) for s in worker_statefulsets(snapshot)}
         for leader in leaders(snapshot):
-            if not gated(leader) and _name(leader) not in have:
-                out.append(Violation("missing-worker-sts", f"leader {_name(leader)}"))
+            if gated(leader) or _name(leader) in have or placement_pending(snapshot.lws, leader):
+                continue
+            out.append(Violation("missing-worker-sts", f"leader {_name(leader)}"))
     return out
+
+
+def placement_pending(lws: JSON, leader: JSON) -> bool:
+    """With exclusive placement the workers follow the leader's topology domain, so
+    their StatefulSet waits until the leader is scheduled (as upstream's does)."""
+    exclusive = c.ANNOTATION_EXCLUSIVE_TOPOLOGY in (_meta(lws).get("annotations") or {})
+    return exclusive and not (leader.get("spec") or {}).get("nodeName")
 
 
 def check_orphans(snapshot: Snapshot) -> list[Violation]:
@@ -269,17 +277,24 @@ def expected_status(snapshot: Snapshot) -> JSON:
     for pod in snapshot.pods:
         if live(pod) and not is_leader(pod):
             members.setdefault(group_id(pod), []).append(pod)
+    worker_sets = {_name(s): s for s in worker_statefulsets(snapshot)}
     ready = updated = 0
     groups = leaders(snapshot)
     for leader in groups:
+        # A group of more than one counts only once its worker StatefulSet exists.
+        worker_set = worker_sets.get(_name(leader))
+        if size > 1 and worker_set is None:
+            continue
         workers = members.get(group_id(leader), [])
         whole = len(workers) == size - 1
         group_ready = (
             whole and running_and_ready(leader) and all(running_and_ready(w) for w in workers)
         )
         ready += group_ready
-        updated += revision_of(leader) == current and all(
-            revision_of(w) == current for w in workers
+        updated += (
+            revision_of(leader) == current
+            and (worker_set is None or revision_of(worker_set) == current)
+            and all(revision_of(w) == current for w in workers)
         )
     want = replicas_of(snapshot.lws)
     settled = len(groups) == want and ready == want and updated == want
