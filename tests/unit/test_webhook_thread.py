@@ -36,6 +36,7 @@ from tests.unit.test_webhook_unit import (
     review,
     write_pairs,
 )
+from tests.waiting import eventually
 
 
 def blocking_connection(srv: WebhookServer, pairs: KeyPairs) -> http.client.HTTPSConnection:
@@ -217,6 +218,64 @@ async def test_a_reload_asked_from_the_starting_loop_runs_on_the_server_thread(
     assert srv.certificate() == new.cert
     assert (await presented_certificate(srv.port))[0] == new.cert
     assert threads and set(threads) == {"webhook-server"}
+
+
+async def hold_the_server_thread(srv: WebhookServer) -> threading.Event:
+    """Stop the server's own watch of the files (only a queued reload may load them
+    now) and keep its thread busy until the returned event is set."""
+    busy, free = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        assert srv._watcher is not None
+        srv._watcher.cancel()
+        busy.set()
+        free.wait(10)
+
+    assert srv._loop is not None
+    srv._loop.call_soon_threadsafe(hold)
+    assert await asyncio.to_thread(busy.wait, 5)
+    return free
+
+
+async def test_an_awaited_reload_leaves_the_callers_loop_running(
+    started: tuple[WebhookServer, KeyPairs, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The manager awaits the reload: while the server's thread is busy, the manager's
+    loop (lease renewals, reconciles) keeps running, and the reload lands once the
+    thread is free."""
+    srv, _, _ = started
+    free = await hold_the_server_thread(srv)
+    new = new_pairs()
+    write_pairs(tmp_path, new)
+    reload = asyncio.create_task(srv.reload_certificates_async())
+    ticks = 0
+    while ticks < 10:  # the caller's loop runs other work meanwhile
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert not reload.done()
+    free.set()
+    assert await asyncio.wait_for(reload, 5) is True
+    assert srv.certificate() == new.cert
+
+
+async def test_an_awaited_reload_that_times_out_still_lands(
+    started: tuple[WebhookServer, KeyPairs, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Giving up the wait does not change the live context from the wrong thread, nor
+    withdraw the reload queued on the server's thread."""
+    srv, old, _ = started
+    monkeypatch.setattr(webhook, "RELOAD_WAIT", 0.2)
+    free = await hold_the_server_thread(srv)
+    new = new_pairs()
+    write_pairs(tmp_path, new)
+    try:
+        assert await srv.reload_certificates_async() is False
+        assert srv.certificate() == old.cert  # not loaded from this thread
+    finally:
+        free.set()
+    await eventually(lambda: srv.certificate() == new.cert, "the queued reload to land")
 
 
 class RecordingClient:

@@ -17,6 +17,7 @@ import base64
 import contextlib
 import datetime
 import errno
+import inspect
 import logging
 import os
 import ssl
@@ -156,6 +157,7 @@ class CertRotator:
         self,
         client: ApiClient,
         options: CertRotatorOptions,
+        # Called (and awaited, when it returns an awaitable) once new files are written.
         on_written: Callable[[], object] | None = None,
     ) -> None:
         self.client = client
@@ -315,7 +317,9 @@ class CertRotator:
                     extra={"certDir": str(directory)},
                 )
         if self.on_written is not None and self.files_current():
-            self.on_written()
+            reloaded = self.on_written()
+            if inspect.isawaitable(reloaded):
+                await reloaded
 
     async def _inject(self, bundle: str) -> None:
         opts = self.options

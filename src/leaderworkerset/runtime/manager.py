@@ -137,7 +137,7 @@ class Manager:
             self.cert_rotator = CertRotator(
                 self.client,
                 options.cert_rotator,
-                on_written=self.webhook_server.reload_certificates,
+                on_written=self.webhook_server.reload_certificates_async,
             )
         self.recorder: EventRecorder | None = None
         if options.event_reporting_controller:
@@ -310,7 +310,7 @@ class Manager:
             await self.cert_rotator.wait_ready()
             # The rotator reloads the server when it writes the files; a Secret volume
             # is synced by the kubelet, so reload here too before declaring ready.
-            self.webhook_server.reload_certificates()
+            await self.webhook_server.reload_certificates_async()
             current = self.cert_rotator.current
             if current is None or self.webhook_server.certificate() != current.cert:
                 raise CertsNotReadyError("the webhook server could not load the certificate")

@@ -311,13 +311,40 @@ class WebhookServer:
         Callable from any thread: while the server runs, the live SSLContext is changed
         on the server's thread only (OpenSSL does not allow changing a context while
         another thread makes connections from it); the caller waits for the answer.
+        An event loop should await `reload_certificates_async` instead.
         """
+        answer = self._submit_reload()
+        if answer is None:
+            return self._reload()
+        try:
+            return answer.result(RELOAD_WAIT)
+        except TimeoutError:
+            return self._reload_after_timeout()
+
+    async def reload_certificates_async(self) -> bool:
+        """`reload_certificates` for a caller on an event loop (the manager's): it waits
+        for the server's thread without blocking its own loop, whose lease renewals and
+        reconciles go on meanwhile."""
+        answer = self._submit_reload()
+        if answer is None:
+            return self._reload()
+        try:
+            # Shielded: giving up waiting must not withdraw the queued reload.
+            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(answer)), RELOAD_WAIT)
+        except TimeoutError:
+            return self._reload_after_timeout()
+
+    def _submit_reload(self) -> concurrent.futures.Future[bool] | None:
+        """The reload queued on the server's thread; None when the caller may load the
+        files itself (no server thread, the server's own thread, or a closed loop)."""
         loop = self._loop
         if loop is None or self._thread is threading.current_thread():
-            return self._reload()
+            return None
         answer: concurrent.futures.Future[bool] = concurrent.futures.Future()
 
         def reload() -> None:
+            if not answer.set_running_or_notify_cancel():
+                return  # the waiter gave up (and said so) before this ran
             try:
                 answer.set_result(self._reload())
             except BaseException as exc:
@@ -326,17 +353,16 @@ class WebhookServer:
         try:
             loop.call_soon_threadsafe(reload)
         except RuntimeError:
-            # The loop has closed: nothing serves from the context any more.
-            return self._reload()
-        try:
-            return answer.result(RELOAD_WAIT)
-        except TimeoutError:
-            if self._thread is not None and self._thread.is_alive():
-                # A slow server thread still serves from the context, so it is not
-                # changed from here; the queued reload, or the thread's own watch of
-                # the files, loads them.
-                return False
-            return self._reload()
+            return None  # the loop has closed: nothing serves from the context any more
+        return answer
+
+    def _reload_after_timeout(self) -> bool:
+        if self._thread is not None and self._thread.is_alive():
+            # A slow server thread still serves from the context, so it is not changed
+            # from here; the queued reload, or the thread's own watch of the files,
+            # loads them.
+            return False
+        return self._reload()
 
     def _reload(self) -> bool:
         with self._reload_lock:
