@@ -280,10 +280,14 @@ def expected_status(snapshot: Snapshot) -> JSON:
     worker_sets = {_name(s): s for s in worker_statefulsets(snapshot)}
     ready = updated = 0
     groups = leaders(snapshot)
+    # Ordinal (upstream's rule): a group of more than one counts only once its worker
+    # StatefulSet exists, and is updated only with that set at the current revision.
+    # Hash counts every live leader by its own revision (a Hash leader is Ready only
+    # with its whole group, through the group-ready gate).
+    ordinal = not is_hash(snapshot.lws)
     for leader in groups:
-        # A group of more than one counts only once its worker StatefulSet exists.
-        worker_set = worker_sets.get(_name(leader))
-        if size > 1 and worker_set is None:
+        worker_set = worker_sets.get(_name(leader)) if ordinal else None
+        if ordinal and size > 1 and worker_set is None:
             continue
         workers = members.get(group_id(leader), [])
         whole = len(workers) == size - 1

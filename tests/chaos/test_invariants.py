@@ -145,16 +145,22 @@ def test_missing_worker_statefulset() -> None:
     assert "missing-worker-sts" in rules(snap)
 
 
-def test_exclusive_placement_waits_for_the_leader_to_be_scheduled() -> None:
-    """An unscheduled leader of an exclusive LWS has no worker StatefulSet yet, and its
-    group counts as neither ready nor updated (upstream's status does the same)."""
+@pytest.mark.parametrize(("hash_mode", "updated"), [(False, 1), (True, 2)], ids=["ordinal", "hash"])
+def test_exclusive_placement_waits_for_the_leader_to_be_scheduled(
+    hash_mode: bool, updated: int
+) -> None:
+    """An unscheduled leader of an exclusive LWS has no worker StatefulSet yet. In
+    Ordinal mode its group counts as neither ready nor updated (upstream's status rule);
+    in Hash mode a leader at the current revision is an updated group all the same."""
     snap = settled()
+    if not hash_mode:
+        del snap.lws["spec"]["groupIdentity"]
     snap.lws["metadata"]["annotations"] = {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "zone"}
     del snap.statefulsets[1]
     snap.pods = [p for p in snap.pods if p["metadata"]["name"] != "w-1-1"]
     snap.pods[2]["status"] = {"phase": "Pending"}
     want = expected_status(snap)
-    assert (want["replicas"], want["readyReplicas"], want["updatedReplicas"]) == (2, 1, 1)
+    assert (want["replicas"], want["readyReplicas"], want["updatedReplicas"]) == (2, 1, updated)
     assert "missing-worker-sts" not in rules(snap)
     snap.pods[2]["spec"]["nodeName"] = "node-1"  # scheduled: now the set must exist
     assert "missing-worker-sts" in rules(snap)

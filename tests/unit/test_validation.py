@@ -53,6 +53,14 @@ def annotate(key: str, value: str) -> Mutation:
     return lambda d: d["metadata"].setdefault("annotations", {}).update({key: value})
 
 
+def pod_template_annotation(field: str, key: str, value: str) -> Mutation:
+    def mutate(d: dict[str, Any]) -> None:
+        meta = template(d)[field].setdefault("metadata", {})
+        meta.setdefault("annotations", {})[key] = value
+
+    return mutate
+
+
 def combine(*mutations: Mutation) -> Mutation:
     def apply(d: dict[str, Any]) -> None:
         for m in mutations:
@@ -93,6 +101,29 @@ REJECTED: list[tuple[str, Mutation, str, str]] = [
         "subgroup-exclusive-topology-not-a-key",
         combine(subgroups(4, 2), annotate(SUBGROUP_ANNOTATION, "zone/")),
         f"metadata.annotations.{SUBGROUP_ANNOTATION}",
+        "name part must be non-empty",
+    ),
+    (
+        # Go's `$` does not match before a trailing newline (a YAML `|` block), Python's does.
+        "exclusive-topology-trailing-newline",
+        annotate(EXCLUSIVE_ANNOTATION, "topology.kubernetes.io/zone\n"),
+        f"metadata.annotations.{EXCLUSIVE_ANNOTATION}",
+        NOT_A_KEY,
+    ),
+    (
+        "exclusive-topology-on-the-worker-template",
+        pod_template_annotation("workerTemplate", EXCLUSIVE_ANNOTATION, "Not A Key"),
+        f"spec.leaderWorkerTemplate.workerTemplate.metadata.annotations.{EXCLUSIVE_ANNOTATION}",
+        NOT_A_KEY,
+    ),
+    (
+        # Copied to the pods as it is: an empty topologyKey is refused too.
+        "subgroup-topology-empty-on-the-leader-template",
+        combine(
+            set_template(leaderTemplate={"spec": {"containers": [{"name": "l"}]}}),
+            pod_template_annotation("leaderTemplate", SUBGROUP_ANNOTATION, ""),
+        ),
+        f"spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations.{SUBGROUP_ANNOTATION}",
         "name part must be non-empty",
     ),
     ("name-not-dns1035", set_name("2cube"), "metadata.name", "DNS-1035 label"),
@@ -297,6 +328,17 @@ ACCEPTED: list[tuple[str, Mutation]] = [
         "subgroup-topology-with-policy",
         combine(subgroups(4, 2), annotate(SUBGROUP_ANNOTATION, "zone")),
     ),
+    # Never copied to the pods: harmless, as upstream.
+    (
+        "subgroup-topology-empty-with-policy",
+        combine(subgroups(4, 2), annotate(SUBGROUP_ANNOTATION, "")),
+    ),
+    (
+        "exclusive-topology-on-a-template",
+        pod_template_annotation(
+            "workerTemplate", EXCLUSIVE_ANNOTATION, "cloud.google.com/gke-nodepool"
+        ),
+    ),
     ("restart-policy-deprecated-default", set_template(restartPolicy="Default")),
     ("startup-leader-ready", set_spec(startupPolicy="LeaderReady")),
     ("unique-per-replica", set_spec(networkConfig={"subdomainPolicy": "UniquePerReplica"})),
@@ -366,6 +408,14 @@ def test_schema_bound_reported_once_in_webhook_wording() -> None:
     errors = [e for e in errors_of(data) if e.field == "spec.replicas"]
     assert len(errors) == 1
     assert "replicas must be equal or greater than 0" in errors[0].detail
+
+
+def test_an_empty_subgroup_topology_without_policy_is_one_error() -> None:
+    data = lws_json()
+    annotate(SUBGROUP_ANNOTATION, "")(data)
+    errors = errors_of(data)
+    assert [e.field for e in errors] == [f"metadata.annotations.{SUBGROUP_ANNOTATION}"], errors
+    assert "without subGroupSize" in str(errors[0])
 
 
 def test_size_zero_subgroup_does_not_crash() -> None:

@@ -14,7 +14,7 @@ PERCENT_PATTERN = re.compile(r"^[0-9]+%$")
 
 
 def is_percent(value: IntOrString) -> bool:
-    return isinstance(value, str) and PERCENT_PATTERN.match(value) is not None
+    return isinstance(value, str) and PERCENT_PATTERN.fullmatch(value) is not None
 
 
 def scaled_value(value: IntOrString, total: int, round_up: bool) -> int:

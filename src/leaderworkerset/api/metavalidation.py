@@ -59,7 +59,7 @@ def dns1035_label_errors(value: str) -> list[str]:
     msgs: list[str] = []
     if len(value) > DNS1035_LABEL_MAX:
         msgs.append(f"must be no more than {DNS1035_LABEL_MAX} characters")
-    if not _DNS1035_LABEL.match(value):
+    if not _DNS1035_LABEL.fullmatch(value):
         msgs.append(DNS1035_LABEL_MSG)
     return msgs
 
@@ -68,8 +68,17 @@ def dns1123_label_errors(value: str) -> list[str]:
     msgs: list[str] = []
     if len(value) > DNS1123_LABEL_MAX:
         msgs.append(f"must be no more than {DNS1123_LABEL_MAX} characters")
-    if not _DNS1123_LABEL.match(value):
+    if not _DNS1123_LABEL.fullmatch(value):
         msgs.append(DNS1123_LABEL_MSG)
+    return msgs
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    msgs: list[str] = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        msgs.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
+    if not _DNS1123_SUBDOMAIN.fullmatch(value):
+        msgs.append(DNS1123_SUBDOMAIN_MSG)
     return msgs
 
 
@@ -86,7 +95,7 @@ def qualified_name_errors(value: str) -> list[str]:
         else:
             if len(prefix) > DNS1123_SUBDOMAIN_MAX:
                 msgs.append(f"prefix part must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
-            if not _DNS1123_SUBDOMAIN.match(prefix):
+            if not _DNS1123_SUBDOMAIN.fullmatch(prefix):
                 msgs.append("prefix part " + DNS1123_SUBDOMAIN_MSG)
     else:
         return [
@@ -100,7 +109,7 @@ def qualified_name_errors(value: str) -> list[str]:
         msgs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
         msgs.append(f"name part must be no more than {QUALIFIED_NAME_MAX} characters")
-    if name and not _QUALIFIED_NAME.match(name):
+    if name and not _QUALIFIED_NAME.fullmatch(name):
         msgs.append(QUALIFIED_NAME_MSG)
     return msgs
 
@@ -109,7 +118,7 @@ def label_value_errors(value: str) -> list[str]:
     msgs: list[str] = []
     if len(value) > LABEL_VALUE_MAX:
         msgs.append(f"must be no more than {LABEL_VALUE_MAX} characters")
-    if not _LABEL_VALUE.match(value):
+    if not _LABEL_VALUE.fullmatch(value):
         msgs.append(LABEL_VALUE_MSG)
     return msgs
 

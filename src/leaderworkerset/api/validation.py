@@ -80,21 +80,49 @@ def validate_update(new: LeaderWorkerSet, old: LeaderWorkerSet) -> list[FieldErr
 
 
 def _topology_key_errors(new: LeaderWorkerSet, old: LeaderWorkerSet | None) -> list[FieldError]:
-    """An exclusive-placement annotation must name a label key: its value becomes the
-    pods' affinity topologyKey, and the API server refuses every pod otherwise, so the
-    groups would never exist. Upstream admits it; an update that leaves such a value as
-    it was is still admitted (ratcheting), so an object created under upstream can be
-    scaled or edited without fixing it first."""
-    annotations = (new.metadata or {}).get("annotations") or {}
-    before = ((old.metadata or {}).get("annotations") or {}) if old is not None else {}
+    """An exclusive-placement topology must be a label key. The pod webhook writes it into
+    the pods' affinity as `topologyKey`, which the API server refuses otherwise (every
+    pod refused), and the pod reconciler looks it up as a node label. Upstream admits
+    any value; an update that leaves a value as it was is still admitted (ratcheting),
+    so an object created under upstream can be scaled or edited without fixing it."""
     errs: list[FieldError] = []
-    for key in TOPOLOGY_KEY_ANNOTATIONS:
-        value = annotations.get(key)
-        if not isinstance(value, str) or (old is not None and before.get(key) == value):
+    before = dict(_topology_values(old)) if old is not None else {}
+    for path, value in _topology_values(new):
+        if old is not None and before.get(path) == value:
             continue
-        path = f"metadata.annotations.{key}"
         errs.extend(invalid(path, value, msg) for msg in qualified_name_errors(value))
     return errs
+
+
+def _topology_values(lws: LeaderWorkerSet) -> list[tuple[str, str]]:
+    """(field path, value) of each topology the pods will be placed by: the object's
+    annotations, and the same annotations set directly on a pod template."""
+    out: list[tuple[str, str]] = []
+    annotations = (lws.metadata or {}).get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = {}
+    exclusive = annotations.get(c.ANNOTATION_EXCLUSIVE_TOPOLOGY)
+    if isinstance(exclusive, str):
+        # Even empty: the pod reconciler then looks up a node label "" and fails.
+        out.append((f"metadata.annotations.{c.ANNOTATION_EXCLUSIVE_TOPOLOGY}", exclusive))
+    subgroup = annotations.get(c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY)
+    template = lws.spec.leader_worker_template if lws.spec else None
+    # An empty one is never copied to the pods; without subGroupPolicy it is refused
+    # by its own rule.
+    if isinstance(subgroup, str) and subgroup and template and template.subgroup_policy:
+        out.append((SUBGROUP_EXCLUSIVE_ANNOTATION, subgroup))
+    for field, pod_template in (
+        ("leaderTemplate", template.leader_template if template else None),
+        ("workerTemplate", template.worker_template if template else None),
+    ):
+        if not isinstance(pod_template, dict):
+            continue
+        on_pods = meta_of(pod_template).get("annotations") or {}
+        for key in TOPOLOGY_KEY_ANNOTATIONS:
+            value = on_pods.get(key) if isinstance(on_pods, dict) else None
+            if isinstance(value, str):  # copied to the pods as it is, even empty
+                out.append((f"{TEMPLATE}.{field}.metadata.annotations.{key}", value))
+    return out
 
 
 def _validate_spec(lws: LeaderWorkerSet) -> list[FieldError]:

@@ -250,17 +250,21 @@ class LeaderElector:
         if lease is None or spec.get("holderIdentity") != self.config.identity:
             return True
         now = micro_time()
-        lease["spec"] = {
-            **spec,
-            "holderIdentity": "",
-            "leaseDurationSeconds": 1,
-            "acquireTime": now,
-            "renewTime": now,
-            "leaseTransitions": spec.get("leaseTransitions") or 0,
+        # A copy: what was observed stays what the server holds if the release fails.
+        released = {
+            **lease,
+            "spec": {
+                **spec,
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": spec.get("leaseTransitions") or 0,
+            },
         }
         try:
             async with asyncio.timeout(self.config.renew_deadline):
-                self._observe(await self.client.replace(LEASES, lease))
+                self._observe(await self.client.replace(LEASES, released))
         except (ApiError, *TRANSPORT_ERRORS) as exc:
             log.error("failed to release lease: %s", exc)
             return False

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from leaderworkerset.api.config.tls import CIPHER_SUITES, TLS_VERSIONS
 from leaderworkerset.api.config.types import (
     TLS,
@@ -14,14 +12,11 @@ from leaderworkerset.api.config.types import (
 )
 from leaderworkerset.api.errors import FieldError, invalid, not_supported, required
 from leaderworkerset.api.godurations import format_duration
-from leaderworkerset.api.metavalidation import DNS1123_SUBDOMAIN_MSG, dns1035_label_errors
+from leaderworkerset.api.metavalidation import dns1035_label_errors, dns1123_subdomain_errors
 
 SUPPORTED_RESOURCE_LOCKS = ("leases",)
 SUPPORTED_GANG_SCHEDULERS = ("volcano",)
 SECURE_TLS_VERSIONS = ("VersionTLS12", "VersionTLS13")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 
 
 def validate(cfg: Configuration) -> list[FieldError]:
@@ -79,18 +74,8 @@ def _validate_cert_management(icm: InternalCertManagement) -> list[FieldError]:
             )
     name = icm.webhook_secret_name
     if name is not None:
-        if len(name) > 253:
-            errs.append(
-                invalid(
-                    "internalCertManagement.webhookSecretName",
-                    name,
-                    "must be no more than 253 characters",
-                )
-            )
-        if not _DNS1123_SUBDOMAIN.match(name):
-            errs.append(
-                invalid("internalCertManagement.webhookSecretName", name, DNS1123_SUBDOMAIN_MSG)
-            )
+        for msg in dns1123_subdomain_errors(name):
+            errs.append(invalid("internalCertManagement.webhookSecretName", name, msg))
     return errs
 
 
