@@ -55,31 +55,25 @@ LABEL_VALUE_MSG = (
 )
 
 
-def dns1035_label_errors(value: str) -> list[str]:
+def _name_errors(value: str, limit: int, pattern: re.Pattern[str], msg: str) -> list[str]:
     msgs: list[str] = []
-    if len(value) > DNS1035_LABEL_MAX:
-        msgs.append(f"must be no more than {DNS1035_LABEL_MAX} characters")
-    if not _DNS1035_LABEL.fullmatch(value):
-        msgs.append(DNS1035_LABEL_MSG)
+    if len(value) > limit:
+        msgs.append(f"must be no more than {limit} characters")
+    if not pattern.fullmatch(value):  # whole, as Go's ^...$ (Python's $ allows a "\n")
+        msgs.append(msg)
     return msgs
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    return _name_errors(value, DNS1035_LABEL_MAX, _DNS1035_LABEL, DNS1035_LABEL_MSG)
 
 
 def dns1123_label_errors(value: str) -> list[str]:
-    msgs: list[str] = []
-    if len(value) > DNS1123_LABEL_MAX:
-        msgs.append(f"must be no more than {DNS1123_LABEL_MAX} characters")
-    if not _DNS1123_LABEL.fullmatch(value):
-        msgs.append(DNS1123_LABEL_MSG)
-    return msgs
+    return _name_errors(value, DNS1123_LABEL_MAX, _DNS1123_LABEL, DNS1123_LABEL_MSG)
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
-    msgs: list[str] = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        msgs.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters")
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        msgs.append(DNS1123_SUBDOMAIN_MSG)
-    return msgs
+    return _name_errors(value, DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MSG)
 
 
 def qualified_name_errors(value: str) -> list[str]:
