@@ -65,17 +65,20 @@ _DEPLOYMENT_POD_SUFFIX = 1 + 10 + 1 + 5
 
 
 def validate_create(lws: LeaderWorkerSet) -> list[FieldError]:
-    errs = validate_object_meta(lws.metadata)
-    errs.extend(_validate_spec(lws))
-    errs.extend(_topology_key_errors(lws, None))
-    return errs
+    return _validate_object(lws, None)
 
 
 def validate_update(new: LeaderWorkerSet, old: LeaderWorkerSet) -> list[FieldError]:
-    errs = validate_object_meta(new.metadata)
-    errs.extend(_validate_spec(new))
-    errs.extend(_topology_key_errors(new, old))
+    errs = _validate_object(new, old)
     errs.extend(_validate_transition(new, old))
+    return errs
+
+
+def _validate_object(lws: LeaderWorkerSet, old: LeaderWorkerSet | None) -> list[FieldError]:
+    """The rules every object meets, on create and update alike; `old` only ratchets."""
+    errs = validate_object_meta(lws.metadata)
+    errs.extend(_validate_spec(lws))
+    errs.extend(_topology_key_errors(lws, old))
     return errs
 
 
