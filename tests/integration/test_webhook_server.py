@@ -216,7 +216,7 @@ async def test_round_trip_rotation_and_reinjection(
             validating_webhook_configurations=(configs.validating,),
             extra_ip_addresses=("127.0.0.1",),
         )
-        rotator = CertRotator(api, options, on_written=server.reload_certificates)
+        rotator = CertRotator(api, options, on_written=server.reload_certificates_async)
         await rotator.start()
         try:
             await rotator.wait_ready(first=0.2, factor=1.5, steps=12)

@@ -284,7 +284,11 @@ def bundles(api: FakeApi) -> list[str]:
 
 async def test_rotator_creates_writes_and_injects(api: FakeApi, tmp_path: Path) -> None:
     loaded: list[bool] = []
-    rotator = CertRotator(api, rotator_options(tmp_path), on_written=lambda: loaded.append(True))  # type: ignore[arg-type]
+
+    async def written() -> None:
+        loaded.append(True)
+
+    rotator = CertRotator(api, rotator_options(tmp_path), on_written=written)  # type: ignore[arg-type]
     assert not rotator.is_ready()
     await rotator.sync()
     secret = api.objects[("secrets", "ns", "certs")]

@@ -17,12 +17,11 @@ import base64
 import contextlib
 import datetime
 import errno
-import inspect
 import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,8 +156,8 @@ class CertRotator:
         self,
         client: ApiClient,
         options: CertRotatorOptions,
-        # Called (and awaited, when it returns an awaitable) once new files are written.
-        on_written: Callable[[], object] | None = None,
+        # Awaited once new files are written (the server's reload).
+        on_written: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.client = client
         self.options = options
@@ -317,9 +316,7 @@ class CertRotator:
                     extra={"certDir": str(directory)},
                 )
         if self.on_written is not None and self.files_current():
-            reloaded = self.on_written()
-            if inspect.isawaitable(reloaded):
-                await reloaded
+            await self.on_written()
 
     async def _inject(self, bundle: str) -> None:
         opts = self.options

@@ -343,8 +343,6 @@ class WebhookServer:
         answer: concurrent.futures.Future[bool] = concurrent.futures.Future()
 
         def reload() -> None:
-            if not answer.set_running_or_notify_cancel():
-                return  # the waiter gave up (and said so) before this ran
             try:
                 answer.set_result(self._reload())
             except BaseException as exc:
