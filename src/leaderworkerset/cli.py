@@ -21,6 +21,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.crd import CRD_FILE, render_crd_yaml
 from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError
+from leaderworkerset.api.schema_check import check_against_schema
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
 from leaderworkerset.controller_command import controller
@@ -93,7 +94,15 @@ main.add_command(controller)
     help="The object as currently stored: validate MANIFEST as an update of it.",
 )
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml")
-def validate(manifest: Any, old_manifest: Any, output: str) -> None:
+@click.option(
+    "--field-validation",
+    type=click.Choice(["Strict", "Warn", "Ignore"], case_sensitive=False),
+    default="Strict",
+    show_default=True,
+    help="Members the schema does not declare: refused, warned about or dropped, as the "
+    "API server's fieldValidation (kubectl's --validate=strict|warn|ignore).",
+)
+def validate(manifest: Any, old_manifest: Any, output: str, field_validation: str) -> None:
     """Default and validate the LeaderWorkerSets in MANIFEST ('-' for stdin).
 
     Prints each defaulted object, or every error with its field path; exits 1
@@ -108,7 +117,7 @@ def validate(manifest: Any, old_manifest: Any, output: str) -> None:
     found = 0
     for doc in _leaderworkersets(manifest):
         found += 1
-        failed |= not _check_and_print(doc, output, old_by_name)
+        failed |= not _check_and_print(doc, output, old_by_name, field_validation.lower())
     if found == 0:
         raise click.ClickException(f"no {c.KIND} ({c.API_VERSION}) found in the manifest")
     if failed:
@@ -164,20 +173,35 @@ def crd_generate(output: Path | None, check: bool) -> None:
     click.echo(f"wrote {output}")
 
 
-def _check_and_print(doc: dict[str, Any], output: str, stored: dict[str, LeaderWorkerSet]) -> bool:
+def _check_and_print(
+    doc: dict[str, Any],
+    output: str,
+    stored: dict[str, LeaderWorkerSet],
+    field_validation: str = "strict",
+) -> bool:
     """Default and validate one object (as an update when it is in `stored`); print
     the defaulted object or its errors. True when valid."""
-    lws, errs = LeaderWorkerSet.from_json(doc)
+    findings = check_against_schema(doc)
+    if findings.unknown and field_validation == "strict":
+        # The API server stops at decoding: nothing else is checked.
+        click.echo(f"Error: {findings.strict_error()}", err=True)
+        return False
+    if field_validation == "warn":
+        for warning in findings.warnings():
+            click.echo(f"Warning: {warning}", err=True)
+    lws, decoded = LeaderWorkerSet.from_json(doc)
     defaulted = default_leaderworkerset(lws)
     previous = stored.get(lws.name)
-    if previous is None:
-        errs += validate_create(defaulted)
-    else:
-        errs += validate_update(defaulted, previous)
+    rules = validate_create(defaulted) if previous is None else validate_update(defaulted, previous)
+    # The API server's order: the mutating webhook refuses what it cannot decode, the
+    # schema refuses next, and only then do the validating webhook's rules run. The
+    # first that refuses is what `kubectl apply` shows; the rest are printed after it,
+    # so that one run lists everything to fix.
+    stages = [errs for errs in (decoded, findings.errors, rules) if errs]
     for warning in warnings_for(defaulted):
         click.echo(f"Warning: {warning}", err=True)
-    if errs:
-        _print_errors(lws.name, errs)
+    if stages:
+        _print_errors(lws.name, stages[0], _not_in(stages[0], stages[1:]))
         return False
     click.echo(_render(defaulted.to_json(), output), nl=False)
     return True
@@ -199,10 +223,19 @@ def _group_of(doc: dict[str, Any]) -> str:
     return str(doc.get("apiVersion", "")).partition("/")[0]
 
 
-def _print_errors(name: str, errors: list[FieldError]) -> None:
+def _not_in(shown: list[FieldError], stages: list[list[FieldError]]) -> list[FieldError]:
+    fields = {error.field for error in shown}
+    return [error for stage in stages for error in stage if error.field not in fields]
+
+
+def _print_errors(name: str, errors: list[FieldError], then: list[FieldError]) -> None:
     click.echo(f"{c.KIND}.{c.GROUP} {json.dumps(name)} is invalid:", err=True)
     for error in errors:
         click.echo(f"  * {error}", err=True)
+    if then:
+        click.echo("and, once those are fixed:", err=True)
+        for error in then:
+            click.echo(f"  - {error}", err=True)
 
 
 def _render(obj: dict[str, Any], output: str) -> str:

@@ -433,9 +433,33 @@ def test_decoding_type_errors_have_paths() -> None:
 
     _, errors = LeaderWorkerSet.from_json(data)
     rendered = sorted(str(e) for e in errors)
+    # The API server's schema validation words these the same way.
     assert rendered == [
-        'spec.leaderWorkerTemplate.size: Invalid type: "four": must be an integer',
-        f"{RU}: Invalid type: []: must be an object",
+        'spec.leaderWorkerTemplate.size: Invalid value: "string": '
+        'spec.leaderWorkerTemplate.size in body must be of type integer: "string"',
+        f'{RU}: Invalid value: "array": {RU} in body must be of type object: "array"',
+    ]
+
+
+def test_a_whole_number_written_as_a_float_is_an_integer() -> None:
+    from leaderworkerset.api.types import LeaderWorkerSet
+
+    data = lws_json()
+    template(data)["size"] = 3.0
+    lws, errors = LeaderWorkerSet.from_json(data)
+    assert errors == []
+    assert lws.spec.leader_worker_template.size == 3
+
+
+@pytest.mark.parametrize("size", [2**31, -(2**31) - 1, 2**40])
+def test_an_integer_out_of_its_format_is_refused_with_the_field(size: int) -> None:
+    from leaderworkerset.api.types import LeaderWorkerSet
+
+    data = lws_json()
+    template(data)["size"] = size
+    _, errors = LeaderWorkerSet.from_json(data)
+    assert [str(e) for e in errors] == [
+        f"{SIZE}: Invalid value: {size}: {SIZE} in body must be of type integer with format int32"
     ]
 
 

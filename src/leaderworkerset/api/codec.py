@@ -12,7 +12,7 @@ import copy
 import dataclasses
 from typing import Any, TypeVar
 
-from leaderworkerset.api.errors import FieldError, type_error
+from leaderworkerset.api.errors import FieldError, out_of_range, type_error
 from leaderworkerset.api.fields import FieldSpec, Kind, api_fields
 
 T = TypeVar("T")
@@ -30,7 +30,7 @@ def child_path(path: str, member: str) -> str:
 def decode(cls: type[T], data: Any, path: str, errors: list[FieldError]) -> T:
     """Build `cls` from JSON, appending a FieldError for every member of the wrong type."""
     if not isinstance(data, dict):
-        errors.append(type_error(path or "<root>", data, "an object"))
+        errors.append(type_error(path or "<root>", data, "object"))
         return cls()
     kwargs: dict[str, Any] = {}
     known: set[str] = set()
@@ -70,22 +70,25 @@ def _has_extra(cls: type) -> bool:
 def _decode_value(spec: FieldSpec, value: Any, path: str, errors: list[FieldError]) -> Any:
     kind = spec.kind
     if kind in _INT_RANGES:
+        # The API server takes a whole number written as 2.0 for an integer (and stores 2).
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            errors.append(type_error(path, value, "an integer"))
+            errors.append(type_error(path, value, "integer"))
             return None
         low, high = _INT_RANGES[kind]
         if not low <= value <= high:
-            errors.append(type_error(path, value, f"an integer in [{low}, {high}]"))
+            errors.append(out_of_range(path, value, kind.value))
             return None
         return value
     if kind is Kind.STRING:
         if not isinstance(value, str):
-            errors.append(type_error(path, value, "a string"))
+            errors.append(type_error(path, value, "string"))
             return None
         return value
     if kind is Kind.INT_OR_STRING:
         if isinstance(value, bool) or not isinstance(value, int | str):
-            errors.append(type_error(path, value, "an integer or a string"))
+            errors.append(type_error(path, value, "integer or string"))
             return None
         return value
     if kind is Kind.MODEL:
@@ -93,11 +96,11 @@ def _decode_value(spec: FieldSpec, value: Any, path: str, errors: list[FieldErro
         return decode(spec.model, value, path, errors)
     if kind is Kind.K8S:
         if not isinstance(value, dict):
-            errors.append(type_error(path, value, "an object"))
+            errors.append(type_error(path, value, "object"))
             return None
         return copy.deepcopy(value)
     if not isinstance(value, list):
-        errors.append(type_error(path, value, "a list"))
+        errors.append(type_error(path, value, "array"))
         return None
     if kind is Kind.MODEL_LIST:
         assert spec.model is not None
@@ -107,7 +110,7 @@ def _decode_value(spec: FieldSpec, value: Any, path: str, errors: list[FieldErro
         if isinstance(item, dict):
             items.append(copy.deepcopy(item))
         else:
-            errors.append(type_error(f"{path}[{i}]", item, "an object"))
+            errors.append(type_error(f"{path}[{i}]", item, "object"))
     return items
 
 

@@ -240,6 +240,12 @@ def _embedded_object_meta() -> dict[str, Any]:
     }
 
 
+def object_meta_schema() -> dict[str, Any]:
+    """The whole of ObjectMeta, structural: what the API server decodes an object's own
+    metadata as."""
+    return _structural(kubernetes_schemas()[_OBJECT_META_REF])
+
+
 def _kubernetes_schema(ref: str) -> dict[str, Any]:
     """A structural copy of one Kubernetes schema, with every reference inlined."""
     if ref in _INT_OR_STRING_REFS:

@@ -22,7 +22,9 @@ class ErrorType(Enum):
     FORBIDDEN = "Forbidden"
     DUPLICATE = "Duplicate value"
     TOO_LONG = "Too long"
-    TYPE = "Invalid type"
+    # apimachinery renders a type mismatch as "Invalid value" too; only the reason
+    # (FieldValueTypeInvalid) tells it apart.
+    TYPE = "Invalid value"
 
     @property
     def reason(self) -> str:
@@ -91,8 +93,38 @@ def forbidden(field: str, detail: str, value: Any = _OMITTED) -> FieldError:
     return FieldError(ErrorType.FORBIDDEN, field, value, detail)
 
 
+def json_type_name(value: Any) -> str:
+    """The JSON type of a decoded value, as OpenAPI names it."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
 def type_error(field: str, value: Any, expected: str) -> FieldError:
-    return FieldError(ErrorType.TYPE, field, value, f"must be {expected}")
+    """A value of the wrong JSON type, worded as the API server's schema validation
+    words it: `spec.replicas: Invalid value: "string": spec.replicas in body must be of
+    type integer: "string"`. `expected` is an OpenAPI type (integer, string, ...)."""
+    actual = json_type_name(value)
+    return FieldError(
+        ErrorType.TYPE, field, actual, f'{field} in body must be of type {expected}: "{actual}"'
+    )
+
+
+def out_of_range(field: str, value: Any, fmt: str) -> FieldError:
+    """An integer that does not fit its format (int32, int64): the API server refuses it
+    ("Checked value must be of type integer with format int32") without naming the field,
+    so this names it."""
+    return invalid(field, value, f"{field} in body must be of type integer with format {fmt}")
 
 
 def too_long(field: str, value: Any, limit: int) -> FieldError:

@@ -122,7 +122,7 @@ def validate_object_meta(meta: Any, path: str = "metadata") -> list[FieldError]:
     if meta is None:
         return [required(f"{path}.name", "name or generateName is required")]
     if not isinstance(meta, dict):
-        return [type_error(path, meta, "an object")]
+        return [type_error(path, meta, "object")]
     errs: list[FieldError] = []
     name = meta.get("name")
     generate_name = meta.get("generateName")
@@ -131,7 +131,7 @@ def validate_object_meta(meta: Any, path: str = "metadata") -> list[FieldError]:
     if isinstance(name, str) and name:
         errs.extend(invalid(f"{path}.name", name, m) for m in dns1035_label_errors(name))
     elif name is not None and not isinstance(name, str):
-        errs.append(type_error(f"{path}.name", name, "a string"))
+        errs.append(type_error(f"{path}.name", name, "string"))
     if isinstance(generate_name, str) and generate_name:
         # The server appends 5 random characters, so the prefix may end in '-'.
         prefix = generate_name.rstrip("-") or generate_name
@@ -152,12 +152,12 @@ def _validate_labels(labels: Any, path: str) -> list[FieldError]:
     if labels is None:
         return []
     if not isinstance(labels, dict):
-        return [type_error(path, labels, "an object of strings")]
+        return [type_error(path, labels, "object")]
     errs: list[FieldError] = []
     for key, value in labels.items():
         errs.extend(invalid(path, key, m) for m in qualified_name_errors(key))
         if not isinstance(value, str):
-            errs.append(type_error(f"{path}[{key}]", value, "a string"))
+            errs.append(type_error(f"{path}[{key}]", value, "string"))
             continue
         errs.extend(invalid(path, value, m) for m in label_value_errors(value))
     return errs
@@ -167,13 +167,13 @@ def _validate_annotations(annotations: Any, path: str) -> list[FieldError]:
     if annotations is None:
         return []
     if not isinstance(annotations, dict):
-        return [type_error(path, annotations, "an object of strings")]
+        return [type_error(path, annotations, "object")]
     errs: list[FieldError] = []
     total = 0
     for key, value in annotations.items():
         errs.extend(invalid(path, key, m) for m in qualified_name_errors(key.lower()))
         if not isinstance(value, str):
-            errs.append(type_error(f"{path}[{key}]", value, "a string"))
+            errs.append(type_error(f"{path}[{key}]", value, "string"))
             continue
         total += len(key) + len(value)
     if total > TOTAL_ANNOTATION_SIZE_MAX:

@@ -40,7 +40,9 @@ from leaderworkerset.webhooks.leaderworkerset import (
     MUTATING_PATH,
     VALIDATING_PATH,
     TemplateCheck,
+    Verdict,
     default_object,
+    undecodable,
     validate_with_workloads,
 )
 from leaderworkerset.webhooks.pods import (
@@ -60,7 +62,28 @@ async def mutate_leaderworkerset(request: JSON) -> AdmissionResponse:
     obj = request.get("object")
     if not isinstance(obj, dict):
         return errored(400, "the admission request carries no object")
+    refused = undecodable(obj)
+    if refused is not None:
+        return deny_status(invalid_status(obj, refused), refused.warnings)
     return patched(obj, default_object(obj))
+
+
+def invalid_status(obj: JSON, verdict: Verdict) -> JSON:
+    """A 422 Invalid with field causes, as the API server reports its own validation."""
+    return {
+        "code": 422,
+        "reason": "Invalid",
+        "message": verdict.message,
+        "details": {
+            "name": name_of(obj),
+            "group": c.GROUP,
+            "kind": c.KIND,
+            "causes": [
+                {"reason": cause.reason, "message": cause.message, "field": cause.field}
+                for cause in verdict.causes
+            ],
+        },
+    }
 
 
 def leaderworkerset_validator(check: TemplateCheck | None = None) -> AdmissionHandler:
@@ -83,22 +106,7 @@ def leaderworkerset_validator(check: TemplateCheck | None = None) -> AdmissionHa
         )
         if verdict.allowed:
             return allow(warnings=verdict.warnings)
-        # A 422 Invalid with field causes, as the API server reports its own validation.
-        status = {
-            "code": 422,
-            "reason": "Invalid",
-            "message": verdict.message,
-            "details": {
-                "name": name_of(obj),
-                "group": c.GROUP,
-                "kind": c.KIND,
-                "causes": [
-                    {"reason": cause.reason, "message": cause.message, "field": cause.field}
-                    for cause in verdict.causes
-                ],
-            },
-        }
-        return deny_status(status, verdict.warnings)
+        return deny_status(invalid_status(obj, verdict), verdict.warnings)
 
     return validate
 

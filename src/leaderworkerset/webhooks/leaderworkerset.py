@@ -19,7 +19,7 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.defaults import default_leaderworkerset
-from leaderworkerset.api.errors import ErrorType, FieldError, InvalidObjectError
+from leaderworkerset.api.errors import FieldError, InvalidObjectError
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
 
@@ -38,9 +38,7 @@ class Cause:
 
     @classmethod
     def of(cls, error: FieldError) -> Cause:
-        text = str(error)
-        message = text.split(": ", 1)[1] if error.type != ErrorType.TYPE else text
-        return cls(error.field, error.type.reason, message)
+        return cls(error.field, error.type.reason, str(error).split(": ", 1)[1])
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}"
@@ -74,6 +72,21 @@ def default_object(obj: dict[str, Any]) -> dict[str, Any]:
     return default_leaderworkerset(lws).to_json()
 
 
+def undecodable(obj: dict[str, Any]) -> Verdict | None:
+    """The refusal of an object with a member of the wrong type, or None.
+
+    Such an object must not be defaulted: the patch would replace the user's value
+    (`replicas: "three"` stored as 1) before the API server's schema check sees it.
+    Upstream's webhook refuses it too (it cannot decode it)."""
+    lws, errors = LeaderWorkerSet.from_json(obj)
+    return _refused(lws.name, errors, warnings=[]) if errors else None
+
+
+def _refused(name: str, errors: list[FieldError], warnings: list[str]) -> Verdict:
+    message = InvalidObjectError(c.KIND, name, errors).message
+    return Verdict(False, message, warnings, [Cause.of(e) for e in errors])
+
+
 def validate_object(
     operation: str, obj: dict[str, Any], old: dict[str, Any] | None = None
 ) -> Verdict:
@@ -85,8 +98,7 @@ def validate_object(
         errors += validate_create(lws)
     warnings = warnings_for(lws)
     if errors:
-        message = InvalidObjectError(c.KIND, lws.name, errors).message
-        return Verdict(False, message, warnings, [Cause.of(e) for e in errors])
+        return _refused(lws.name, errors, warnings)
     return Verdict(True, "", warnings)
 
 

@@ -1,0 +1,130 @@
+"""What the API server finds in a LeaderWorkerSet on its own, with the CRD's structural
+schema: members the schema does not declare (refused under `fieldValidation=Strict`,
+kubectl's default, or warned about under `Warn`), and values of the wrong JSON type,
+below a `minimum`, above a `maximum` or outside an `enum`, anywhere in the object, pod
+templates included.
+
+`lws validate` runs this so that a manifest it accepts is one the API server accepts,
+refused with the server's words; the webhooks never need it (the API server has
+refused unknown members before calling them, and checks the schema after the mutating
+webhooks and before the validating ones).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.crd import build_crd, object_meta_schema
+from leaderworkerset.api.errors import FieldError, invalid, not_supported, type_error
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+_SHOULD_BE = "should be"
+
+
+@dataclass
+class SchemaFindings:
+    unknown: list[str] = field(default_factory=list)
+    errors: list[FieldError] = field(default_factory=list)
+
+    def strict_error(self) -> str:
+        """The API server's answer to a create with unknown members under Strict."""
+        listed = ", ".join(f"unknown field {json.dumps(path)}" for path in sorted(self.unknown))
+        return (
+            f"{c.KIND} in version {json.dumps(c.VERSION)} cannot be handled as a {c.KIND}: "
+            f"strict decoding error: {listed}"
+        )
+
+    def warnings(self) -> list[str]:
+        """The API server's warnings for the same members under Warn."""
+        return [f"unknown field {json.dumps(path)}" for path in sorted(self.unknown)]
+
+
+@cache
+def _lws_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = copy.deepcopy(
+        build_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    )
+    # The CRD leaves the object's own metadata to the API server, which decodes it as
+    # ObjectMeta (and so finds unknown members in it too).
+    schema["properties"]["metadata"] = object_meta_schema()
+    return schema
+
+
+def check_against_schema(obj: dict[str, Any]) -> SchemaFindings:
+    findings = SchemaFindings()
+    _walk(obj, _lws_schema(), "", findings)
+    return findings
+
+
+def _walk(value: Any, schema: dict[str, Any], path: str, findings: SchemaFindings) -> None:
+    if value is None:
+        # The API server drops nulls of members that are not nullable before validating.
+        return
+    if schema.get("x-kubernetes-int-or-string"):
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            findings.errors.append(type_error(path, value, "integer,string"))
+        return
+    expected = schema.get("type")
+    if expected is not None and not _has_type(value, expected):
+        findings.errors.append(type_error(path, value, expected))
+        return
+    findings.errors.extend(_bounds_errors(value, schema, path))
+    if isinstance(value, dict):
+        _walk_members(value, schema, path, findings)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            _walk(item, schema["items"], f"{path}[{i}]", findings)
+
+
+def _walk_members(
+    value: dict[str, Any], schema: dict[str, Any], path: str, findings: SchemaFindings
+) -> None:
+    properties = schema.get("properties") or {}
+    additional = schema.get("additionalProperties")
+    keeps_unknown = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    for key, member in value.items():
+        member_path = f"{path}.{key}" if path else key
+        if key in properties:
+            _walk(member, properties[key], member_path, findings)
+        elif isinstance(additional, dict):
+            _walk(member, additional, member_path, findings)
+        elif not keeps_unknown and additional is not True:
+            findings.unknown.append(member_path)
+
+
+def _bounds_errors(value: Any, schema: dict[str, Any], path: str) -> list[FieldError]:
+    enum = schema.get("enum")
+    if enum is not None and value not in enum:
+        return [not_supported(path, value, tuple(str(v) for v in enum))]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return []
+    minimum, maximum = schema.get("minimum"), schema.get("maximum")
+    if minimum is not None and value < minimum:
+        return [
+            invalid(path, value, f"{path} in body should be greater than or equal to {minimum}")
+        ]
+    if maximum is not None and value > maximum:
+        return [invalid(path, value, f"{path} in body should be less than or equal to {maximum}")]
+    return []
+
+
+def _has_type(value: Any, expected: str) -> bool:
+    if expected in ("integer", "number") and isinstance(value, bool):
+        return False
+    if expected == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(expected, (object,)))
