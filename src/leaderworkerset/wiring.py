@@ -16,6 +16,7 @@ from typing import Any
 from leaderworkerset.admission_dryrun import dry_run_check
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
@@ -25,7 +26,6 @@ from leaderworkerset.controllers.replacement.reconciler import (
     node_events,
     replacement_events,
 )
-from leaderworkerset.group.caches import LwsCaches, build_caches
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.group.readiness import pod_running_and_ready
 from leaderworkerset.group.roles import is_leader, lws_name

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
+from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.applied import AppliedObjects
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
@@ -30,8 +32,6 @@ from leaderworkerset.controllers.lws.status import (
     hash_status,
     ordinal_status,
 )
-from leaderworkerset.controllers.replacement.held import HeldBoard
-from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.cache import Informer

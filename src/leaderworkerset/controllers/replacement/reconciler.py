@@ -22,17 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, namespace_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
-from leaderworkerset.controllers.replacement.held import HeldBoard, held_of
-from leaderworkerset.controllers.replacement.post_termination import (
-    NODE_NOT_READY,
-    Decision,
-    decide,
-)
-from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.controllers.held import HeldBoard, HeldReplacements
+from leaderworkerset.controllers.replacement.post_termination import Decision, decide
 from leaderworkerset.group.gates import remove_scheduling_gate_patch, scheduling_gate_index
-from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+from leaderworkerset.group.options import NODE_NOT_READY, ControllerOptions, ReleaseThresholds
 from leaderworkerset.group.readiness import pod_finished, pod_terminating
 from leaderworkerset.group.roles import is_leader, lws_name
 from leaderworkerset.group.view import view_of
@@ -81,6 +77,14 @@ def node_events() -> Predicate:
     return Predicate(
         create=lambda node: False,
         update=lambda old, new: _ready_status(old) != _ready_status(new),
+    )
+
+
+def held_of(decision: Decision) -> HeldReplacements:
+    """What `decision` holds back, as the LWS reconciler reports it."""
+    return HeldReplacements(
+        leaders=tuple(name_of(p) for p in decision.held),
+        groups=tuple(decision.holding) if decision.held else (),
     )
 
 
