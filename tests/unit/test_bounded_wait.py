@@ -36,9 +36,9 @@ from leaderworkerset.controllers.replacement.post_termination import (
 from leaderworkerset.controllers.replacement.reconciler import (
     RELEASE_SLACK,
     ReplacementReconciler,
-    node_events,
 )
 from leaderworkerset.controllers.replacement.reconciler import held_of as held_in
+from leaderworkerset.controllers.replacement.triggers import node_events
 from leaderworkerset.group.options import (
     NODE_NOT_READY,
     TERMINATION_OVERRUN,
