@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.group.caches import build_caches
+from leaderworkerset.caches import build_caches
 
 JSON = dict[str, Any]
 NAMESPACE = "default"

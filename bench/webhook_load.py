@@ -307,7 +307,7 @@ async def serve(
     switch_interval: float | None = None,
     duty: float = 1.0,
 ) -> None:
-    from leaderworkerset.group.caches import build_caches
+    from leaderworkerset.caches import build_caches
     from leaderworkerset.group.options import ControllerOptions
     from leaderworkerset.runtime.webhook import WebhookServer
     from leaderworkerset.webhooks.admission import register_webhooks

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from leaderworkerset.api.objects import labels_of
-from leaderworkerset.group.caches import LwsCaches, build_caches
+from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.runtime.client import Resource
 
 JSON = dict[str, Any]

@@ -18,19 +18,17 @@ from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, de
 from leaderworkerset.api.config.defaults import set_defaults
 from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.objects import timestamp_of
+from leaderworkerset.caches import build_caches, node_readiness
 from leaderworkerset.controller_command import Settings, load_configuration
 from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.held import HeldBoard, HeldReplacements
 from leaderworkerset.controllers.lws.status import (
     CONDITION_REPLACEMENT_HELD,
     REASON_NO_REPLACEMENT_HELD,
     REASON_WAITING_FOR_TERMINATION,
     hash_status,
 )
-from leaderworkerset.controllers.replacement.held import HeldBoard, HeldReplacements
-from leaderworkerset.controllers.replacement.held import held_of as held_in
 from leaderworkerset.controllers.replacement.post_termination import (
-    NODE_NOT_READY,
-    TERMINATION_OVERRUN,
     decide,
     node_not_ready_since,
     pod_release,
@@ -38,10 +36,15 @@ from leaderworkerset.controllers.replacement.post_termination import (
 from leaderworkerset.controllers.replacement.reconciler import (
     RELEASE_SLACK,
     ReplacementReconciler,
-    node_events,
 )
-from leaderworkerset.group.caches import build_caches, node_readiness
-from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+from leaderworkerset.controllers.replacement.reconciler import held_of as held_in
+from leaderworkerset.controllers.replacement.triggers import node_events
+from leaderworkerset.group.options import (
+    NODE_NOT_READY,
+    TERMINATION_OVERRUN,
+    ControllerOptions,
+    ReleaseThresholds,
+)
 
 from .group_objects import lws_object
 

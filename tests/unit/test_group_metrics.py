@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.group_metrics import (
     Cause,
     GroupMetrics,
@@ -18,7 +19,6 @@ from leaderworkerset.controllers.group_metrics import (
     restart_cause,
     seconds_since,
 )
-from leaderworkerset.group.caches import LwsCaches, build_caches
 from leaderworkerset.runtime.cache import ListerWatcher
 
 JSON = dict[str, Any]

@@ -8,8 +8,8 @@ from typing import Any
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.pod.group_ready import GroupReadyWrites
+from leaderworkerset.controllers.pod.triggers import WORKER_READINESS_CHANGED, hash_leader_of_worker
 from leaderworkerset.group.readiness import worker_pods_ready
-from leaderworkerset.wiring import WORKER_READINESS_CHANGED, hash_leader_of_worker
 from tests.unit.group_objects import NOW, leader_pod, lws_object, worker_sts
 from tests.unit.seeded_caches import seeded_caches
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import PODS, Resource

@@ -9,12 +9,12 @@ import orjson
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, condition_of
-from leaderworkerset.controllers.group_metrics import loss_cause
-from leaderworkerset.group import gates, readiness, tpu
-from leaderworkerset.group.caches import (
+from leaderworkerset.caches import (
     pod_fields_read,
     statefulset_fields_read,
 )
+from leaderworkerset.controllers.group_metrics import loss_cause
+from leaderworkerset.group import gates, readiness, tpu
 from leaderworkerset.group.state import (
     group_ready,
     group_state,

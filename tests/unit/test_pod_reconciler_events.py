@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.wiring import POD_RECONCILER_EVENTS
+from leaderworkerset.controllers.pod.triggers import POD_RECONCILER_EVENTS
 
 
 def pod(worker_index: str, *, restarts: int = 0, deleting: bool = False) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from leaderworkerset.controllers.replacement.post_termination import (
     tearing_down_groups,
     to_admit,
 )
-from leaderworkerset.controllers.replacement.reconciler import replacement_events
+from leaderworkerset.controllers.replacement.triggers import replacement_events
 from leaderworkerset.group.readiness import leader_lost, pod_finished
 
 from .group_objects import NOW, lws_object

@@ -10,8 +10,8 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.pod.restart_policy import DELETED_LEADER_MEMORY, GroupRestarter
-from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiClient, ApiError
 

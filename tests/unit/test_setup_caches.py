@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.wiring import LwsControllers, setup_controllers

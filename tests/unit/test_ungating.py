@@ -9,12 +9,12 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.replacement.reconciler import (
     UNGATE_IN_FLIGHT,
     UNGATED,
     ReplacementReconciler,
 )
-from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.runtime.client import ApiClient, ApiError
 
 KEY = "ns/lws"

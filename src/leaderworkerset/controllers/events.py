@@ -28,7 +28,7 @@ from typing import Final
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.controllers.replacement.post_termination import NODE_NOT_READY
+from leaderworkerset.group.options import NODE_NOT_READY
 from leaderworkerset.runtime.events import EventRecorder
 
 NORMAL: Final = "Normal"
@@ -203,7 +203,7 @@ def replacement_released(
     group: str, reason: str, pods: tuple[str, ...], nodes: tuple[str, ...], threshold: float
 ) -> Event:
     """A tearing-down group stopped holding its replacement back before its pods were
-    gone; `reason` is post_termination's NodeNotReady or TerminationOverrun."""
+    gone; `reason` is NodeNotReady or TerminationOverrun."""
     where = f" on node {', '.join(nodes)}" if nodes else ""
     if reason == NODE_NOT_READY:
         why = f"node not Ready (or gone) for {threshold:g}s"

@@ -33,7 +33,7 @@ from leaderworkerset.api.objects import (
     timestamp_of,
     uid_of,
 )
-from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_index, is_leader, lws_name

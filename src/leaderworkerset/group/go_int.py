@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 _DECIMAL = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -31,6 +32,16 @@ def go_atoi(text: str) -> int:
     if not _INT64_MIN <= value <= _INT64_MAX:
         raise GoIntError(f"strconv.Atoi: parsing {quoted}: value out of range")
     return value
+
+
+def parse_index(value: Any) -> int | None:
+    """A decimal group index as Go's strconv.Atoi reads it; None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    body = value[1:] if value[:1] in "+-" else value
+    if not body.isascii() or not body.isdigit():
+        return None
+    return int(value)
 
 
 def go_div(a: int, b: int) -> int:

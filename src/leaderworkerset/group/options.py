@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 # How long a tearing-down group may hold back its replacement in the two cases where
 # the capacity it holds will not come back by waiting (see docs/hash-mode.md).
@@ -14,6 +15,11 @@ DEFAULT_TERMINATION_OVERRUN_RELEASE = 300.0
 # back-to-back passes during a large scale-up cost CPU quadratic in groups; a second
 # of status lag is what buys that back (docs/scale.md).
 DEFAULT_CHILD_EVENT_PACE = 1.0
+
+# Why a tearing-down group stopped holding back its replacement: one reason per
+# threshold below. The replacement rule decides it, its event and metric name it.
+NODE_NOT_READY: Final = "NodeNotReady"
+TERMINATION_OVERRUN: Final = "TerminationOverrun"
 
 
 @dataclass(frozen=True)

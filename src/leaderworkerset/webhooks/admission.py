@@ -19,8 +19,8 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of, name_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group import names as naming
-from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.roles import group_key, is_leader
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient

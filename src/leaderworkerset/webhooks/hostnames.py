@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, labels_of, meta_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group import names as naming
-from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.readiness import pod_finished
 from leaderworkerset.group.roles import group_key
 from leaderworkerset.runtime.cache import Informer

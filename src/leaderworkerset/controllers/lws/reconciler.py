@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
+from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.applied import AppliedObjects
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
@@ -30,8 +32,6 @@ from leaderworkerset.controllers.lws.status import (
     hash_status,
     ordinal_status,
 )
-from leaderworkerset.controllers.replacement.held import HeldBoard
-from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.cache import Informer
@@ -57,6 +57,17 @@ DELETING_REQUEUE = 5.0
 
 def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class _LeaderRevision:
+    """The leader workload of one pass and the revision it is to run."""
+
+    live: JSON | None  # the StatefulSet or Deployment as cached; None before it exists
+    revision: JSON
+    key: str  # the revision's hash
+    updated: bool  # the spec changed since the revision `live` runs
+    revisions: list[JSON]  # the LWS's revisions as this pass found or made them
 
 
 @dataclass
@@ -95,70 +106,75 @@ class LeaderWorkerSetReconciler:
     async def _reconcile_ordinal(
         self, lws: JSON, view: LwsView, revisions: list[JSON]
     ) -> Result | None:
-        sts = self._owned(self.caches.statefulsets, view)
-        if sts is not None and meta_of(sts).get("deletionTimestamp"):
+        leader = await self._leader_revision(lws, view, self.caches.statefulsets, revisions)
+        if leader is None:
             return Result(requeue_after=DELETING_REQUEUE)
-        revision = await self._current_revision(lws, sts, revisions)
-        key = rev.revision_key(revision)
-        updated = rev.detect_update(lws, sts, revision, revisions)
-        if updated is not None:
-            revision = await self._revision_for_update(lws, updated, revisions)
-            key = rev.revision_key(revision)
-
+        sts, key = leader.live, leader.key
         leader_pods, worker_sets = self._groups(view)
-        plan = rolling_update_parameters(
-            lws, sts, key, updated is not None, leader_pods, worker_sets
-        )
+        plan = rolling_update_parameters(lws, sts, key, leader.updated, leader_pods, worker_sets)
         body = leader_statefulset(lws, key, plan.partition, plan.replicas)
-        first_apply = sts is None and not self._applied_before(STATEFULSETS, body)
-        try:
-            await self._apply(STATEFULSETS, body, sts)
-        except ApiError as exc:
-            failure = ev.leader_create_failed if sts is None else ev.leader_update_failed
-            record(self.recorder, lws, failure(view.name, exc.message))
-            raise
-        if first_apply:
-            record(self.recorder, lws, ev.leader_created(view.name, object_reference(revision)))
+        await self._apply_leader_workload(lws, view, STATEFULSETS, body, leader)
         for event in plan.events:
             record(self.recorder, lws, event)
-
         await self._ensure_shared_service(lws)
-        memo = self._observations.setdefault(f"{view.namespace}/{view.name}", {})
+        memo = self._memo(view)
         update = ordinal_status(lws, key, sts, leader_pods, worker_sets, now_rfc3339(), memo)
-        return await self._finish(lws, view, update, key, [*revisions, revision])
+        return await self._finish(lws, view, update, leader)
 
     # -- Hash: a leader Deployment ------------------------------------------------------
 
     async def _reconcile_hashed(
         self, lws: JSON, view: LwsView, revisions: list[JSON]
     ) -> Result | None:
-        deployment = self._owned(self.caches.deployments, view)
-        if deployment is not None and meta_of(deployment).get("deletionTimestamp"):
+        leader = await self._leader_revision(lws, view, self.caches.deployments, revisions)
+        if leader is None:
             return Result(requeue_after=DELETING_REQUEUE)
-        revision = await self._current_revision(lws, deployment, revisions)
-        updated = rev.detect_update(lws, deployment, revision, revisions)
-        if updated is not None:
-            revision = await self._revision_for_update(lws, updated, revisions)
-        key = rev.revision_key(revision)
-        body = leader_deployment(lws, key)
-        first_apply = deployment is None and not self._applied_before(DEPLOYMENTS, body)
-        try:
-            await self._apply(DEPLOYMENTS, body, deployment)
-        except ApiError as exc:
-            failure = ev.leader_create_failed if deployment is None else ev.leader_update_failed
-            record(self.recorder, lws, failure(view.name, exc.message, hash_mode=True))
-            raise
-        if first_apply:
-            created = ev.leader_created(view.name, object_reference(revision), hash_mode=True)
-            record(self.recorder, lws, created)
+        body = leader_deployment(lws, leader.key)
+        await self._apply_leader_workload(lws, view, DEPLOYMENTS, body, leader)
         await self._ensure_shared_service(lws)
         leader_pods, _ = self._groups(view)
         held = self.held.get(f"{view.namespace}/{view.name}")
-        memo = self._observations.setdefault(f"{view.namespace}/{view.name}", {})
-        update = hash_status(lws, key, leader_pods, now_rfc3339(), held=held, memo=memo)
-        return await self._finish(lws, view, update, key, [*revisions, revision])
+        memo = self._memo(view)
+        update = hash_status(lws, leader.key, leader_pods, now_rfc3339(), held=held, memo=memo)
+        return await self._finish(lws, view, update, leader)
 
     # -- shared steps ------------------------------------------------------------------
+
+    async def _leader_revision(
+        self, lws: JSON, view: LwsView, informer: Informer, revisions: list[JSON]
+    ) -> _LeaderRevision | None:
+        """The leader workload as cached and the revision it is to run (made now if
+        the spec changed); None while that workload is being deleted."""
+        live = self._owned(informer, view)
+        if live is not None and meta_of(live).get("deletionTimestamp"):
+            return None
+        revision = await self._current_revision(lws, live, revisions)
+        updated = rev.detect_update(lws, live, revision, revisions)
+        if updated is not None:
+            revision = await self._revision_for_update(lws, updated, revisions)
+        key = rev.revision_key(revision)
+        return _LeaderRevision(live, revision, key, updated is not None, revisions)
+
+    async def _apply_leader_workload(
+        self, lws: JSON, view: LwsView, resource: Resource, body: JSON, leader: _LeaderRevision
+    ) -> None:
+        """Apply the leader StatefulSet or Deployment; an event when this process
+        creates it, or when the API server refuses it."""
+        created = leader.live is None
+        first_apply = created and not self._applied_before(resource, body)
+        hash_mode = view.hash_mode
+        try:
+            await self._apply(resource, body, leader.live)
+        except ApiError as exc:
+            failure = ev.leader_create_failed if created else ev.leader_update_failed
+            record(self.recorder, lws, failure(view.name, exc.message, hash_mode=hash_mode))
+            raise
+        if first_apply:
+            related = object_reference(leader.revision)
+            record(self.recorder, lws, ev.leader_created(view.name, related, hash_mode=hash_mode))
+
+    def _memo(self, view: LwsView) -> ObservationMemo:
+        return self._observations.setdefault(f"{view.namespace}/{view.name}", {})
 
     def _owned(self, informer: Informer, view: LwsView) -> JSON | None:
         obj: JSON | None = informer.get(view.namespace, view.name)
@@ -269,13 +285,14 @@ class LeaderWorkerSetReconciler:
             raise
 
     async def _finish(
-        self, lws: JSON, view: LwsView, update: StatusUpdate, key: str, revisions: list[JSON]
+        self, lws: JSON, view: LwsView, update: StatusUpdate, leader: _LeaderRevision
     ) -> Result | None:
+        key, revisions = leader.key, [*leader.revisions, leader.revision]
         GROUP_METRICS.refresh(self.caches, view, key)
-        for leader in update.skipped_leaders:
+        for pod in update.skipped_leaders:
             log.warning(
                 "leader pod has no usable group index; left out of status",
-                extra={"lws": f"{view.namespace}/{view.name}", "pod": leader},
+                extra={"lws": f"{view.namespace}/{view.name}", "pod": pod},
             )
         if update.changed:
             body = dict(lws)

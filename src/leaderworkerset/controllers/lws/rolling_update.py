@@ -19,6 +19,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import scaled_value
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events
+from leaderworkerset.group.go_int import parse_index
 from leaderworkerset.group.names import leader_pod_name
 from leaderworkerset.group.readiness import pod_running_and_ready, statefulset_ready
 from leaderworkerset.group.view import LwsView, view_of
@@ -80,16 +81,6 @@ def leader_max_unavailable(lws: JSON | LwsView) -> int:
 
 
 # --- Replica states ---------------------------------------------------------------
-def parse_index(value: Any) -> int | None:
-    """A decimal group index as Go's strconv.Atoi reads it; None when it is not one."""
-    if not isinstance(value, str):
-        return None
-    body = value[1:] if value[:1] in "+-" else value
-    if not body.isascii() or not body.isdigit():
-        return None
-    return int(value)
-
-
 def replica_states(
     lws: JSON | LwsView,
     sts_replicas: int,

@@ -21,8 +21,8 @@ from typing import Any, Final
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, labels_of
 from leaderworkerset.controllers import events
-from leaderworkerset.controllers.lws.rolling_update import parse_index
-from leaderworkerset.controllers.replacement.held import HeldReplacements
+from leaderworkerset.controllers.held import HeldReplacements
+from leaderworkerset.group.go_int import parse_index
 from leaderworkerset.group.names import hpa_pod_selector
 from leaderworkerset.group.readiness import (
     pod_finished,

@@ -21,6 +21,7 @@ from leaderworkerset.api.objects import (
     namespace_of,
     uid_of,
 )
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
@@ -37,7 +38,6 @@ from leaderworkerset.controllers.pod.group_service import (
 )
 from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
-from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.readiness import (

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
-from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
 from leaderworkerset.group.roles import is_leader

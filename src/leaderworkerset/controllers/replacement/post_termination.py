@@ -22,16 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
 
 from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, timestamp_of
 from leaderworkerset.group.gates import is_scheduling_gated
-from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.group.options import NODE_NOT_READY, TERMINATION_OVERRUN, ReleaseThresholds
 from leaderworkerset.group.readiness import leader_lost, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_key, is_leader
-
-NODE_NOT_READY: Final = "NodeNotReady"
-TERMINATION_OVERRUN: Final = "TerminationOverrun"
 
 
 def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:

@@ -21,23 +21,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, namespace_of
+from leaderworkerset.api.objects import JSON, meta_of, name_of, namespace_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
-from leaderworkerset.controllers.replacement.held import HeldBoard, held_of
-from leaderworkerset.controllers.replacement.post_termination import (
-    NODE_NOT_READY,
-    Decision,
-    decide,
-)
-from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.controllers.held import HeldBoard, HeldReplacements
+from leaderworkerset.controllers.replacement.post_termination import Decision, decide
 from leaderworkerset.group.gates import remove_scheduling_gate_patch, scheduling_gate_index
-from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
-from leaderworkerset.group.readiness import pod_finished, pod_terminating
+from leaderworkerset.group.options import NODE_NOT_READY, ControllerOptions, ReleaseThresholds
 from leaderworkerset.group.roles import is_leader, lws_name
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
-from leaderworkerset.runtime.controller import Predicate, Result
+from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.expectations import Expectations
 
@@ -54,33 +49,11 @@ RELEASE_SLACK = 0.05
 UNGATE_IN_FLIGHT = 32
 
 
-def replacement_events() -> Predicate:
-    """Pod events that can change T or G: leader creations, deletions, a leader starting
-    to terminate or finishing, a gate removed. A worker's creation can only add to T,
-    which never admits anyone, so the thousands of them in a scale-up wake nobody."""
-
-    def changed(old: JSON, new: JSON) -> bool:
-        return bool(
-            pod_terminating(old) != pod_terminating(new)
-            or pod_finished(old) != pod_finished(new)
-            or scheduling_gate_index(old) != scheduling_gate_index(new)
-        )
-
-    return Predicate(create=is_leader, update=changed)
-
-
-def _ready_status(node: JSON) -> tuple[str, str]:
-    ready = condition_of(node, "Ready")
-    if ready is None:
-        return "", ""
-    return str(ready.get("status")), str(ready.get("lastTransitionTime"))
-
-
-def node_events() -> Predicate:
-    """Node events that move a release moment: Ready changing, a node removed."""
-    return Predicate(
-        create=lambda node: False,
-        update=lambda old, new: _ready_status(old) != _ready_status(new),
+def held_of(decision: Decision) -> HeldReplacements:
+    """What `decision` holds back, as the LWS reconciler reports it."""
+    return HeldReplacements(
+        leaders=tuple(name_of(p) for p in decision.held),
+        groups=tuple(decision.holding) if decision.held else (),
     )
 
 

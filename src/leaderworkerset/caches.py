@@ -1,4 +1,9 @@
-"""The watch caches the LeaderWorkerSet controllers read from.
+"""The watch caches the LeaderWorkerSet controllers and the pod webhook read from.
+
+Informers, so I/O: they list and watch the API server. That is why they sit
+here, beside `group/` (pure functions, no I/O) and below both `controllers/`
+and `webhooks/`, which read them; neither this module nor `group/` imports the
+other. `wiring.py` builds them (`build_caches`) and hands them to the manager.
 
 Every cache except the LeaderWorkerSets' own is label-selected on the
 `leaderworkerset.sigs.k8s.io/name` label, so the controller holds only the

@@ -1,7 +1,9 @@
 """What the PostTermination rule holds back, per LeaderWorkerSet, as the replacement
 reconciler's last pass decided it.
 
-The LWS reconciler reports it in the `GroupReplacementHeld` condition. Reading the
+The replacement reconciler publishes it and the LWS reconciler reports it in the
+`GroupReplacementHeld` condition; it sits here, below both, so that neither
+imports the other (the wiring hands both the same board). Reading the
 decision made once per replacement pass, instead of deciding again over every pod
 of the LWS on each status pass, is what keeps a Hash-mode status pass cheap at
 thousands of pods; the condition follows the gates by one replacement pass.
@@ -12,9 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from leaderworkerset.api.objects import name_of
-from leaderworkerset.controllers.replacement.post_termination import Decision
-
 
 @dataclass(frozen=True)
 class HeldReplacements:
@@ -24,13 +23,6 @@ class HeldReplacements:
     @property
     def any(self) -> bool:
         return bool(self.leaders)
-
-
-def held_of(decision: Decision) -> HeldReplacements:
-    return HeldReplacements(
-        leaders=tuple(name_of(p) for p in decision.held),
-        groups=tuple(decision.holding) if decision.held else (),
-    )
 
 
 class HeldBoard:
