@@ -40,9 +40,12 @@ def annotations_of(obj: JSON | None) -> dict[str, Any]:
     return annotations
 
 
-def revision_key_of(obj: JSON | None) -> Any:
-    """The template revision an object was built from (its revision-hash label)."""
-    return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)
+def revision_key_of(obj: JSON | None) -> str:
+    """The template revision an object was built from or stands for (its revision-hash
+    label): of a ControllerRevision, a leader StatefulSet or Deployment pod template, a
+    worker StatefulSet, a group pod. "" when there is none: the controller never writes
+    an empty key, so an empty label and no label both mean "no revision"."""
+    return str(labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH) or "")
 
 
 def timestamp_of(text: object) -> float | None:

@@ -26,10 +26,10 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import (
     JSON,
     condition_of,
-    labels_of,
     meta_of,
     name_of,
     namespace_of,
+    revision_key_of,
     timestamp_of,
     uid_of,
 )
@@ -400,7 +400,7 @@ class GroupMetrics:
         namespace, name = namespace_of(lws), str(meta_of(lws).get("name", ""))
         replicas = int((lws.get("spec") or {}).get("replicas", 1) or 0)
         record = self._lws.get((namespace, name))
-        revision = labels_of(leader).get(c.LABEL_TEMPLATE_REVISION_HASH)
+        revision = revision_key_of(leader)
         if mode_of(lws) != c.GROUP_IDENTITY_HASH:
             index = group_index(leader) or ""
             if index.isdigit() and int(index) >= replicas:

@@ -25,7 +25,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of, name_of
+from leaderworkerset.api.objects import (
+    JSON,
+    annotations_of,
+    meta_of,
+    name_of,
+    revision_key_of,
+)
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import (
     leader_lost,
@@ -60,8 +66,7 @@ class Group:
     def revision(self) -> str | None:
         """The template revision the group was built from (its leader's label)."""
         source = self.leader if self.leader is not None else next(iter(self.workers), None)
-        value = labels_of(source).get(c.LABEL_TEMPLATE_REVISION_HASH)
-        return None if value is None else str(value)
+        return revision_key_of(source) or None
 
     @property
     def size(self) -> int | None:
@@ -144,7 +149,7 @@ def _moving(group: Group, current_revision: str | None) -> bool:
     sts = group.worker_statefulset
     if sts is None:
         return False
-    if labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH) != revision:
+    if (revision_key_of(sts) or None) != revision:
         return True
     status = sts.get("status") or {}
     return bool(status.get("currentRevision", "") != status.get("updateRevision", ""))

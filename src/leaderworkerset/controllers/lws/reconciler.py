@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.objects import JSON, meta_of, revision_key_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
@@ -99,11 +99,11 @@ class LeaderWorkerSetReconciler:
         if sts is not None and meta_of(sts).get("deletionTimestamp"):
             return Result(requeue_after=DELETING_REQUEUE)
         revision = await self._current_revision(lws, sts, revisions)
-        key = rev.revision_key(revision)
+        key = revision_key_of(revision)
         updated = rev.detect_update(lws, sts, revision, revisions)
         if updated is not None:
             revision = await self._revision_for_update(lws, updated, revisions)
-            key = rev.revision_key(revision)
+            key = revision_key_of(revision)
 
         leader_pods, worker_sets = self._groups(view)
         plan = rolling_update_parameters(
@@ -139,7 +139,7 @@ class LeaderWorkerSetReconciler:
         updated = rev.detect_update(lws, deployment, revision, revisions)
         if updated is not None:
             revision = await self._revision_for_update(lws, updated, revisions)
-        key = rev.revision_key(revision)
+        key = revision_key_of(revision)
         body = leader_deployment(lws, key)
         first_apply = deployment is None and not self._applied_before(DEPLOYMENTS, body)
         try:
@@ -191,7 +191,7 @@ class LeaderWorkerSetReconciler:
             # Adopting a workload whose revision we do not see writes the live
             # spec under its key. A revision cache that merely lags must not make us do
             # that, so ask the API server first; this path is rare.
-            key = rev.revision_key(choice.revision)
+            key = revision_key_of(choice.revision)
             stored = await self._stored_revision(lws, key)
             if stored is not None:
                 revisions.append(stored)
@@ -212,7 +212,7 @@ class LeaderWorkerSetReconciler:
     async def _revision_for_update(self, lws: JSON, proposed: JSON, revisions: list[JSON]) -> JSON:
         """The revision of a changed spec: one we already made for it (seen through a
         leader workload the cache has not caught up with), else a new one."""
-        key = rev.revision_key(proposed)
+        key = revision_key_of(proposed)
         existing = rev.find_revision(lws, revisions, key)
         if existing is not None and rev.same_content(lws, proposed, existing):
             return existing

@@ -17,7 +17,7 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import scaled_value
-from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of, revision_key_of
 from leaderworkerset.controllers import events
 from leaderworkerset.group.names import leader_pod_name
 from leaderworkerset.group.readiness import pod_running_and_ready, statefulset_ready
@@ -112,7 +112,7 @@ def replica_states(
             continue
         assert pod is not None
         leader_ready = pod_running_and_ready(pod)
-        leader_updated = _key_of(pod) == key
+        leader_updated = revision_key_of(pod) == key
         if no_workers:
             states.append(ReplicaState(ready=leader_ready, updated=leader_updated))
             continue
@@ -120,7 +120,7 @@ def replica_states(
         states.append(
             ReplicaState(
                 ready=leader_ready and statefulset_ready(sts),
-                updated=leader_updated and _key_of(sts) == key,
+                updated=leader_updated and revision_key_of(sts) == key,
             )
         )
     return states
@@ -268,7 +268,3 @@ def _annotations(obj: JSON) -> dict[str, Any]:
 
 def _name(obj: JSON | None) -> str | None:
     return None if obj is None else meta_of(obj).get("name")
-
-
-def _key_of(obj: JSON) -> Any:
-    return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)

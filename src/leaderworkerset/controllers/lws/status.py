@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of
+from leaderworkerset.api.objects import JSON, labels_of, revision_key_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.lws.rolling_update import parse_index
 from leaderworkerset.controllers.replacement.held import HeldReplacements
@@ -128,7 +128,7 @@ def _observe_ordinal(
     if index is None or (not no_workers and workers is None):
         return None
     ready = pod_running_and_ready(pod) and (workers is None or statefulset_ready(workers))
-    updated = _key(pod) == key and (workers is None or _key(workers) == key)
+    updated = revision_key_of(pod) == key and (workers is None or revision_key_of(workers) == key)
     return GroupObservation(
         ready=ready,
         updated=updated,
@@ -164,7 +164,7 @@ def hash_groups(
         elif pod_terminating(pod) or pod_finished(pod):
             ready_updated = None
         else:
-            ready_updated = (pod_running_and_ready(pod), _key(pod) == key)
+            ready_updated = (pod_running_and_ready(pod), revision_key_of(pod) == key)
         fresh[name] = (pod, None, depends, ready_updated)
         if ready_updated is not None:
             observed.append(ready_updated)
@@ -422,7 +422,3 @@ def _name(obj: JSON) -> str:
     # name_of without its str(): cached objects always carry their name as a string.
     name: str = (obj.get("metadata") or {}).get("name") or ""
     return name
-
-
-def _key(obj: JSON) -> Any:
-    return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)

@@ -19,6 +19,7 @@ from leaderworkerset.api.objects import (
     meta_of,
     name_of,
     namespace_of,
+    revision_key_of,
     uid_of,
 )
 from leaderworkerset.controllers import events as ev
@@ -215,7 +216,7 @@ class PodReconciler:
         reach the cache and, under exclusive placement, for the leader's node."""
         meta = meta_of(pod)
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
-        key = str((meta.get("labels") or {}).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
+        key = revision_key_of(pod)
         revision = rev.find_revision(lws, revisions, key) if key else None
         if revision is None:
             delay, misses = self.waits.next(_wait_key(_WAIT_REVISION, pod))

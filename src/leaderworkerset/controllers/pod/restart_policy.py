@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of, revision_key_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.group.caches import LwsCaches
@@ -96,8 +96,7 @@ class GroupRestarter:
         leader = self.caches.pods.get(view.namespace, leader_name) if leader_name else None
         if leader is None:
             return None
-        key = c.LABEL_TEMPLATE_REVISION_HASH
-        if labels_of(leader).get(key) != labels_of(pod).get(key):
+        if revision_key_of(leader) != revision_key_of(pod):
             return None
         return leader if self.belongs_to(pod, leader) else None
 
