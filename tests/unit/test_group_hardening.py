@@ -15,9 +15,10 @@ from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.pod.backoff import MAX_DELAY, RetryBackoff
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
-from leaderworkerset.controllers.pod.restart_policy import GroupRestarter, group_size
+from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.roles import group_size
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
 from leaderworkerset.runtime.controller import Result

@@ -24,10 +24,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import (
     JSON,
-    annotations_of,
     meta_of,
     name_of,
     revision_key_of,
@@ -38,7 +36,7 @@ from leaderworkerset.group.readiness import (
     pod_running_and_ready,
     workers_ready_for_leader,
 )
-from leaderworkerset.group.roles import group_index, is_leader
+from leaderworkerset.group.roles import group_index, group_size, is_leader
 
 
 class GroupState(enum.Enum):
@@ -72,11 +70,7 @@ class Group:
     def size(self) -> int | None:
         """The group's own size (its leader's annotation), which during a size-changing
         rollout may differ from the LeaderWorkerSet's."""
-        value = annotations_of(self.leader).get(c.ANNOTATION_SIZE)
-        try:
-            return int(value) if value is not None else None
-        except ValueError:
-            return None
+        return group_size(self.leader)
 
 
 def groups_of(pods: Iterable[JSON], worker_statefulsets: Iterable[JSON] = ()) -> list[Group]:
