@@ -52,6 +52,25 @@ def statefulset_ready(sts: JSON) -> bool:
     )
 
 
+def ordinal_group_ready(leader_pod: JSON, worker_sts: JSON | None) -> bool:
+    """An Ordinal group as the status counters and the rolling update count it, as
+    upstream does: its leader Running and Ready and its worker StatefulSet ready
+    (`worker_sts` None: a group of size 1, which has none). Its revision is a separate
+    question (`ordinal_group_updated`); the lifecycle state's `group.state.group_ready`,
+    the same for both modes, asks for the workers on the leader's revision too."""
+    return pod_running_and_ready(leader_pod) and (
+        worker_sts is None or statefulset_ready(worker_sts)
+    )
+
+
+def ordinal_group_updated(leader_pod: JSON, worker_sts: JSON | None, key: str) -> bool:
+    """An Ordinal group on revision `key`: its leader and (size > 1) its worker
+    StatefulSet were built from it."""
+    return revision_key_of(leader_pod) == key and (
+        worker_sts is None or revision_key_of(worker_sts) == key
+    )
+
+
 def workers_ready_for_leader(leader_pod: JSON, worker_sts: JSON | None) -> bool:
     """Hash-mode group-ready gate: the group's workers are all ready and were built
     from the leader's revision (a stale worker StatefulSet does not count)."""

@@ -17,10 +17,10 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import scaled_value
-from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of, revision_key_of
+from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events
 from leaderworkerset.group.names import leader_pod_name
-from leaderworkerset.group.readiness import pod_running_and_ready, statefulset_ready
+from leaderworkerset.group.readiness import ordinal_group_ready, ordinal_group_updated
 from leaderworkerset.group.view import LwsView, view_of
 
 
@@ -111,16 +111,11 @@ def replica_states(
             states.append(ReplicaState(ready=False, updated=False))
             continue
         assert pod is not None
-        leader_ready = pod_running_and_ready(pod)
-        leader_updated = revision_key_of(pod) == key
-        if no_workers:
-            states.append(ReplicaState(ready=leader_ready, updated=leader_updated))
-            continue
-        assert sts is not None
+        workers = None if no_workers else sts
         states.append(
             ReplicaState(
-                ready=leader_ready and statefulset_ready(sts),
-                updated=leader_updated and revision_key_of(sts) == key,
+                ready=ordinal_group_ready(pod, workers),
+                updated=ordinal_group_updated(pod, workers, key),
             )
         )
     return states

@@ -25,10 +25,11 @@ from leaderworkerset.controllers.lws.rolling_update import parse_index
 from leaderworkerset.controllers.replacement.held import HeldReplacements
 from leaderworkerset.group.names import hpa_pod_selector
 from leaderworkerset.group.readiness import (
+    ordinal_group_ready,
+    ordinal_group_updated,
     pod_finished,
     pod_running_and_ready,
     pod_terminating,
-    statefulset_ready,
 )
 from leaderworkerset.group.view import LwsView, view_of
 
@@ -127,11 +128,9 @@ def _observe_ordinal(
     index = parse_index(labels_of(pod).get(c.LABEL_GROUP_INDEX))
     if index is None or (not no_workers and workers is None):
         return None
-    ready = pod_running_and_ready(pod) and (workers is None or statefulset_ready(workers))
-    updated = revision_key_of(pod) == key and (workers is None or revision_key_of(workers) == key)
     return GroupObservation(
-        ready=ready,
-        updated=updated,
+        ready=ordinal_group_ready(pod, workers),
+        updated=ordinal_group_updated(pod, workers, key),
         desired=index < view.replicas,
         in_range=view.partition <= index < view.replicas,
     )
