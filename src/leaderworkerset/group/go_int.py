@@ -24,6 +24,8 @@ def go_atoi(text: str) -> int:
     Python's int() accepts spaces and underscores that Go rejects, and users
     compare these messages with the upstream controller's.
     """
+    if isinstance(text, str) and len(text) < 19 and text.isascii() and text.isdigit():
+        return int(text)  # the usual size or index, read without building an error text
     quoted = json.dumps(text, ensure_ascii=False)
     if _DECIMAL.fullmatch(text) is None:
         raise GoIntError(f"strconv.Atoi: parsing {quoted}: invalid syntax")
@@ -31,6 +33,17 @@ def go_atoi(text: str) -> int:
     if not _INT64_MIN <= value <= _INT64_MAX:
         raise GoIntError(f"strconv.Atoi: parsing {quoted}: value out of range")
     return value
+
+
+def go_atoi_or_none(value: object) -> int | None:
+    """`go_atoi` for a value read off an object (a label, an annotation): None when it
+    is not a string Go's strconv.Atoi reads."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return go_atoi(value)
+    except GoIntError:
+        return None
 
 
 def go_div(a: int, b: int) -> int:

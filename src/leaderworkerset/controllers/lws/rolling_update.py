@@ -19,6 +19,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import scaled_value
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events
+from leaderworkerset.group.go_int import go_atoi_or_none
 from leaderworkerset.group.names import leader_pod_name
 from leaderworkerset.group.readiness import ordinal_group_ready, ordinal_group_updated
 from leaderworkerset.group.view import LwsView, view_of
@@ -80,16 +81,6 @@ def leader_max_unavailable(lws: JSON | LwsView) -> int:
 
 
 # --- Replica states ---------------------------------------------------------------
-def parse_index(value: Any) -> int | None:
-    """A decimal group index as Go's strconv.Atoi reads it; None when it is not one."""
-    if not isinstance(value, str):
-        return None
-    body = value[1:] if value[:1] in "+-" else value
-    if not body.isascii() or not body.isdigit():
-        return None
-    return int(value)
-
-
 def replica_states(
     lws: JSON | LwsView,
     sts_replicas: int,
@@ -124,7 +115,7 @@ def replica_states(
 def _by_index(objects: Iterable[JSON], limit: int) -> dict[int, JSON]:
     slots: dict[int, JSON] = {}
     for obj in objects:
-        index = parse_index(labels_of(obj).get(c.LABEL_GROUP_INDEX))
+        index = go_atoi_or_none(labels_of(obj).get(c.LABEL_GROUP_INDEX))
         if index is not None and 0 <= index < limit:
             slots[index] = obj  # a later object for the same slot wins, as upstream
     return slots
@@ -254,7 +245,7 @@ def sts_partition(sts: JSON) -> int:
 
 
 def _recorded_replicas(sts: JSON) -> int | None:
-    return parse_index(_annotations(sts).get(c.ANNOTATION_REPLICAS))
+    return go_atoi_or_none(_annotations(sts).get(c.ANNOTATION_REPLICAS))
 
 
 def _annotations(obj: JSON) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from typing import Any, Final
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, labels_of, revision_key_of
 from leaderworkerset.controllers import events
-from leaderworkerset.controllers.lws.rolling_update import parse_index
 from leaderworkerset.controllers.replacement.held import HeldReplacements
+from leaderworkerset.group.go_int import go_atoi_or_none
 from leaderworkerset.group.names import hpa_pod_selector
 from leaderworkerset.group.readiness import (
     ordinal_group_ready,
@@ -114,7 +114,7 @@ def ordinal_groups(
         fresh[name] = (pod, workers, depends, observed)
         if observed is not None:
             groups.append(observed)
-        elif parse_index(labels_of(pod).get(c.LABEL_GROUP_INDEX)) is None:
+        elif go_atoi_or_none(labels_of(pod).get(c.LABEL_GROUP_INDEX)) is None:
             skipped.append(name)
     if memo is not None:
         memo.clear()
@@ -125,7 +125,7 @@ def ordinal_groups(
 def _observe_ordinal(
     view: LwsView, key: str, pod: JSON, workers: JSON | None, no_workers: bool
 ) -> GroupObservation | None:
-    index = parse_index(labels_of(pod).get(c.LABEL_GROUP_INDEX))
+    index = go_atoi_or_none(labels_of(pod).get(c.LABEL_GROUP_INDEX))
     if index is None or (not no_workers and workers is None):
         return None
     return GroupObservation(
