@@ -62,6 +62,26 @@ def timestamp_of(text: object) -> float | None:
     return moment.timestamp()
 
 
+def format_time(moment: datetime.datetime | float | None = None) -> str:
+    """metav1.Time as the API writes it (condition transitions, status times): RFC 3339
+    in UTC, whole seconds. `moment` is an aware datetime or epoch seconds; None is now."""
+    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(moment: datetime.datetime | float | None = None) -> str:
+    """metav1.MicroTime (Event times, Lease acquire and renew times): as `format_time`,
+    with microseconds."""
+    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _utc(moment: datetime.datetime | float | None) -> datetime.datetime:
+    if moment is None:
+        return datetime.datetime.now(datetime.UTC)
+    if isinstance(moment, datetime.datetime):
+        return moment.astimezone(datetime.UTC)
+    return datetime.datetime.fromtimestamp(moment, datetime.UTC)
+
+
 def condition_of(obj: JSON | None, condition_type: str) -> JSON | None:
     """The status condition of that type (pods, nodes, most objects), if any."""
     for condition in ((obj or {}).get("status") or {}).get("conditions") or []:

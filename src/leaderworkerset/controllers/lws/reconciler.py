@@ -9,12 +9,11 @@ share: a StatefulSet steered by the rolling-update arithmetic (`leader_statefuls
 
 from __future__ import annotations
 
-import datetime
 import logging
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of, revision_key_of
+from leaderworkerset.api.objects import JSON, format_time, meta_of, revision_key_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
@@ -53,10 +52,6 @@ log = logging.getLogger(__name__)
 
 # A leader workload being deleted is waited out, as upstream does.
 DELETING_REQUEUE = 5.0
-
-
-def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -124,7 +119,7 @@ class LeaderWorkerSetReconciler:
 
         await self._ensure_shared_service(lws)
         memo = self._observations.setdefault(f"{view.namespace}/{view.name}", {})
-        update = ordinal_status(lws, key, sts, leader_pods, worker_sets, now_rfc3339(), memo)
+        update = ordinal_status(lws, key, sts, leader_pods, worker_sets, format_time(), memo)
         return await self._finish(lws, view, update, key, [*revisions, revision])
 
     # -- Hash: a leader Deployment ------------------------------------------------------
@@ -155,7 +150,7 @@ class LeaderWorkerSetReconciler:
         leader_pods, _ = self._groups(view)
         held = self.held.get(f"{view.namespace}/{view.name}")
         memo = self._observations.setdefault(f"{view.namespace}/{view.name}", {})
-        update = hash_status(lws, key, leader_pods, now_rfc3339(), held=held, memo=memo)
+        update = hash_status(lws, key, leader_pods, format_time(), held=held, memo=memo)
         return await self._finish(lws, view, update, key, [*revisions, revision])
 
     # -- shared steps ------------------------------------------------------------------

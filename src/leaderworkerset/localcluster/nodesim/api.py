@@ -4,7 +4,6 @@ paginated lists, deletes that tolerate a vanished object, and Kubernetes time fo
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 
 from leaderworkerset.api.objects import JSON, meta_of
@@ -71,17 +70,6 @@ async def delete_if_present(
             return False
         raise
     return True
-
-
-def rfc3339(ts: float | None = None) -> str:
-    """metav1.Time: second precision, UTC."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
-
-
-def micro_time(ts: float | None = None) -> str:
-    """metav1.MicroTime, as Lease.spec.renewTime requires."""
-    now = time.time() if ts is None else ts
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
 def resource_version_newer(candidate: str | None, current: str | None) -> bool:
