@@ -20,6 +20,7 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
     Resource,
+    list_pages,
 )
 
 
@@ -78,19 +79,9 @@ async def _items(
 ) -> list[JSON]:
     """Every page of a LIST."""
     items: list[JSON] = []
-    token: str | None = None
-    while True:
-        page = await client.list(
-            resource,
-            namespace,
-            label_selector=selector,
-            limit=500,
-            continue_token=token,
-        )
+    async for page in list_pages(client, resource, namespace, label_selector=selector):
         items.extend(page.get("items") or [])
-        token = (page.get("metadata") or {}).get("continue") or None
-        if not token:
-            return items
+    return items
 
 
 async def read(

@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 
 from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
+from leaderworkerset.runtime.client import ApiClient, ApiError, Resource, list_pages
 
 JsonObj = JSON
 
@@ -29,21 +29,19 @@ async def list_all(
 ) -> tuple[list[JsonObj], str]:
     """Every item of a collection, page by page, and the list's resourceVersion."""
     items: list[JsonObj] = []
-    token: str | None = None
-    while True:
-        page = await api.list(
-            resource,
-            namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            limit=page_size,
-            continue_token=token,
-        )
+    version = ""
+    pages = list_pages(
+        api,
+        resource,
+        namespace,
+        label_selector=label_selector,
+        field_selector=field_selector,
+        page_size=page_size,
+    )
+    async for page in pages:
         items.extend(page.get("items") or [])
-        meta = meta_of(page)
-        token = meta.get("continue")
-        if not token:
-            return items, str(meta.get("resourceVersion", ""))
+        version = str(meta_of(page).get("resourceVersion", ""))
+    return items, version
 
 
 async def delete_if_present(
