@@ -186,18 +186,6 @@ class EventRecorder:
             self.dropped += 1
             log.error("event queue full, dropping event", extra={"reason": reason})
 
-    def eventf(
-        self,
-        regarding: JSON,
-        type_: str,
-        reason: str,
-        action: str,
-        note: str,
-        *args: Any,
-        related: JSON | None = None,
-    ) -> None:
-        self.event(regarding, type_, reason, action, note % args if args else note, related)
-
     async def flush(self) -> None:
         """Wait until everything recorded so far has reached the API server."""
         await self._queue.join()
