@@ -143,7 +143,7 @@ def test_hash_names_share_the_key_prefix() -> None:
     assert host == KEY[:8]
     assert naming.hash_worker_hostname(KEY, 3) == f"{host}-3"
     assert naming.hash_group_service_name("lws", KEY) == f"lws-{host}"
-    assert naming.hash_subgroup_key(KEY, 1) == naming.subgroup_key(KEY, "1")
+    assert naming.subgroup_key(KEY, 1) == naming.subgroup_key(KEY, "1")
     assert naming.leader_pod_name("lws", "2") == naming.leader_pod_name("lws", 2) == "lws-2"
 
 

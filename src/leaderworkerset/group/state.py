@@ -172,11 +172,3 @@ def leader_node(group: Group) -> str:
 
 def leader_name(group: Group) -> str:
     return name_of(group.leader)
-
-
-def count_by_state(groups: Iterable[Group], current_revision: str | None) -> dict[GroupState, int]:
-    """Every state with its count, zeros included (a gauge series must not vanish)."""
-    counts = dict.fromkeys(GroupState, 0)
-    for group in groups:
-        counts[group_state(group, current_revision)] += 1
-    return counts
