@@ -104,9 +104,6 @@ def leaderworkerset_validator(check: TemplateCheck | None = None) -> AdmissionHa
     return validate
 
 
-validate_leaderworkerset = leaderworkerset_validator()
-
-
 def pod_context(
     lws: JSON | None,
     options: ControllerOptions,

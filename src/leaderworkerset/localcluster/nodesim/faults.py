@@ -48,9 +48,6 @@ class PodFaults:
 
         await self._change_pod(namespace, name, fail)
 
-    async def complete_pod(self, namespace: str, name: str) -> None:
-        await self.fail_pod(namespace, name, exit_code=0, reason="Completed")
-
     async def restart_container(
         self,
         namespace: str,

@@ -21,7 +21,6 @@ STARTUP_DELAY_ANNOTATION = ANNOTATION_PREFIX + "startup-delay-seconds"
 
 # Condition types the kubelet owns; every other type (readiness gates, DisruptionTarget,
 # anything a controller adds) is left exactly as someone else wrote it.
-KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 

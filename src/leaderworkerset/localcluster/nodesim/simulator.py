@@ -430,13 +430,6 @@ class NodeSimulator(PodFaults):
         """The simulator's latest copy of a pod bound to one of its nodes."""
         return self.cache.pods.get((namespace, name))
 
-    def pod_runtime(self, namespace: str, name: str) -> PodRuntime | None:
-        return self.cache.runtime((namespace, name))
-
-    @property
-    def pending_work(self) -> int:
-        return len(self._queue)
-
     async def settle(self) -> None:
         """Return once no pod sync is queued or running (callers bound the wait)."""
         await self._queue.wait_idle()
