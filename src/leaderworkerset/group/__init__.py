@@ -1,0 +1,8 @@
+"""The vocabulary of groups and pods that the reconcilers, the webhooks and
+`kubectl lws` share: roles, names, scheduling and readiness gates, readiness, group
+size and state, the typed view of a LeaderWorkerSet, Go's integer rules.
+
+Pure functions over plain objects, with no I/O. It imports only api and runtime,
+never controllers, webhooks or anything above them, so that "is this pod a leader" or
+"is this group ready" has one answer everywhere.
+"""
