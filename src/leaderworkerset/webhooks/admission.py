@@ -20,6 +20,7 @@ from typing import Any
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.limits import SizeLimits
 from leaderworkerset.api.objects import JSON, meta_of, name_of
+from leaderworkerset.api.types import group_identity_of
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.options import ControllerOptions
@@ -116,9 +117,6 @@ def leaderworkerset_validator(
     return validate
 
 
-validate_leaderworkerset = leaderworkerset_validator()
-
-
 def pod_context(
     lws: JSON | None,
     options: ControllerOptions,
@@ -127,7 +125,7 @@ def pod_context(
 ) -> PodAdmissionContext:
     spec = (lws or {}).get("spec") or {}
     return PodAdmissionContext(
-        group_identity=spec.get("groupIdentity") or c.GROUP_IDENTITY_ORDINAL,
+        group_identity=group_identity_of(spec),
         group_replacement_policy=spec.get("groupReplacementPolicy")
         or c.GROUP_REPLACEMENT_POST_TERMINATION,
         gang_scheduling=options.gang_scheduling,

@@ -203,17 +203,3 @@ def decide(
         released=released,
         next_release_at=min(upcoming, default=None),
     )
-
-
-def to_admit(
-    pods: list[JSON],
-    immediate: bool = False,
-    *,
-    nodes: Mapping[str, JSON] | None = None,
-    now: float = 0.0,
-    thresholds: ReleaseThresholds | None = None,
-) -> list[JSON]:
-    """The gated leaders to release now; all of them under `immediate`. Without
-    thresholds the wait is unbounded (the plain T/G rule)."""
-    bounds = thresholds or ReleaseThresholds(node_not_ready=0, termination_overrun=0)
-    return decide(pods, nodes, now, bounds, immediate=immediate).admit
