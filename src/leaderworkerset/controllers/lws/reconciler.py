@@ -140,9 +140,13 @@ class LeaderWorkerSetReconciler:
     ) -> _LeaderRevision | None:
         """The leader workload as cached and the revision it is to run (made now if
         the spec changed); None while that workload is being deleted."""
-        live = self._owned(informer, view)
-        if live is not None and meta_of(live).get("deletionTimestamp"):
+        cached: JSON | None = informer.get(view.namespace, view.name)
+        if cached is not None and meta_of(cached).get("deletionTimestamp"):
+            # Deletion first, ownership after: a workload still being deleted may be a
+            # predecessor's (an LWS deleted and made again under its name), and that
+            # is a wait for the garbage collector, not an error.
             return None
+        live = self._owned(cached, view)
         revision = await self._current_revision(lws, live, revisions)
         updated = rev.detect_update(lws, live, revision, revisions)
         if updated is not None:
@@ -171,8 +175,7 @@ class LeaderWorkerSetReconciler:
     def _memo(self, view: LwsView) -> ObservationMemo:
         return self._observations.setdefault(f"{view.namespace}/{view.name}", {})
 
-    def _owned(self, informer: Informer, view: LwsView) -> JSON | None:
-        obj: JSON | None = informer.get(view.namespace, view.name)
+    def _owned(self, obj: JSON | None, view: LwsView) -> JSON | None:
         if obj is None:
             return None
         owner = controller_ref(obj)

@@ -302,18 +302,21 @@ REASON_NO_REPLACEMENT_HELD: Final = "NoReplacementHeld"
 _SHOWN = 3
 
 
-def _listed(items: Sequence[str], width: int | None = None) -> str:
-    shown = ", ".join(i[:width] if width else i for i in items[:_SHOWN])
-    more = len(items) - _SHOWN
-    return f"{shown} and {more} more" if more > 0 else shown
+def _waits(held: HeldReplacements) -> str:
+    pairs = [
+        f"{leader} waits for group {group[:8]}"
+        for leader, group in zip(held.leaders[:_SHOWN], held.groups, strict=False)
+    ]
+    more = len(held.leaders) - _SHOWN
+    return "; ".join(pairs) + (f"; and {more} more" if more > 0 else "")
 
 
 def held_condition(held: HeldReplacements, generation: int, now: str) -> JSON:
     if held.any:
         status, reason = "True", REASON_WAITING_FOR_TERMINATION
         message = (
-            f"{len(held.leaders)} replacement leader(s) ({_listed(held.leaders)}) wait for "
-            f"group(s) {_listed(held.groups, 8)} to finish terminating"
+            f"{len(held.leaders)} replacement leader(s) wait for tearing-down groups to "
+            f"finish terminating: {_waits(held)}"
         )
     else:
         status, reason = "False", REASON_NO_REPLACEMENT_HELD
