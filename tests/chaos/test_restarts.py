@@ -24,9 +24,9 @@ from leaderworkerset.runtime.client import (
     ApiError,
 )
 from tests.fixtures.controlplane import ExternalCluster
-from tests.integration.lws_helpers import wait_ready
-from tests.integration.manager_process import Managers
-from tests.waiting import eventually
+from tests.toolkit.cluster import wait_ready
+from tests.toolkit.manager_process import Managers
+from tests.toolkit.waiting import eventually
 
 from .harness import (
     GroupTally,

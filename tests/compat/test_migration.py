@@ -31,7 +31,7 @@ from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
     ApiClient,
 )
-from tests.integration.lws_helpers import (
+from tests.toolkit.cluster import (
     PAUSE,
     labels,
     live_pods,
@@ -40,7 +40,7 @@ from tests.integration.lws_helpers import (
     statefulsets,
     wait_ready,
 )
-from tests.waiting import eventually
+from tests.toolkit.waiting import eventually
 
 from .managers import Managers
 

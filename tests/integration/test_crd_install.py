@@ -17,7 +17,7 @@ from leaderworkerset.api.crd import build_crd
 from leaderworkerset.api.defaults import apply_schema_defaults
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient, ApiError
-from tests.waiting import eventually
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

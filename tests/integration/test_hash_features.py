@@ -30,9 +30,9 @@ from leaderworkerset.runtime.client import (
 )
 from tests.fixtures.nodesim import NodePool, isolated_pod_spec
 from tests.fixtures.pods import condition_is, is_ready
-from tests.waiting import eventually
+from tests.toolkit.cluster import labels, live_pods, lws_pods, name_of, wait_ready
+from tests.toolkit.waiting import eventually
 
-from .lws_helpers import labels, live_pods, lws_pods, name_of, wait_ready
 from .test_hash_mode import env_of, hash_lws, is_leader, key_of, leaders, workers_of
 from .test_hash_replacement import group_pods, stays
 from .test_ordinal_placement import (

@@ -22,9 +22,9 @@ from leaderworkerset.runtime.client import (
     Resource,
 )
 from tests.fixtures.pods import condition_is, is_ready
-from tests.waiting import eventually
+from tests.toolkit.cluster import name_of, wait_ready
+from tests.toolkit.waiting import eventually
 
-from .lws_helpers import name_of, wait_ready
 from .test_hash_mode import gated_pod, hash_lws, key_of, leaders, workers_of
 from .test_hash_replacement import new_leader, stays
 

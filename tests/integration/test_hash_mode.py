@@ -22,9 +22,7 @@ from leaderworkerset.runtime.client import (
     ApiError,
 )
 from tests.fixtures.pods import condition_is, is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
     get_lws,
     labels,
     live_pods,
@@ -33,6 +31,7 @@ from .lws_helpers import (
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -33,9 +33,9 @@ from leaderworkerset.runtime.client import (
 )
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
 from tests.fixtures.pods import condition, is_ready, pod_manifest
-from tests.waiting import eventually
+from tests.toolkit.cluster import get_lws, lws_pods, name_of, wait_ready
+from tests.toolkit.waiting import eventually
 
-from .lws_helpers import get_lws, lws_pods, name_of, wait_ready
 from .test_hash_mode import gated_pod, hash_lws, is_leader, key_of, leaders, terminating
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -31,10 +31,8 @@ from leaderworkerset.runtime.client import (
     ApiClient,
 )
 from leaderworkerset.runtime.pki import CA_CERT
-from tests.waiting import eventually
-
-from .lws_helpers import live_pods, lws_manifest, wait_ready
-from .manager_process import (
+from tests.toolkit.cluster import live_pods, lws_manifest, wait_ready
+from tests.toolkit.manager_process import (
     FAST_ELECTION,
     LEASE,
     ManagerProcess,
@@ -43,6 +41,7 @@ from .manager_process import (
     no_inprocess_controller_fixture,  # noqa: F401
     operator_namespace_fixture,  # noqa: F401
 )
+from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(600)]
 

@@ -8,8 +8,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.group.names import ordinal_group_key
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
     labels,
     live_pods,
     lws_manifest,

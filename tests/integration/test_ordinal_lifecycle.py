@@ -25,9 +25,7 @@ from leaderworkerset.runtime.client import (
     ApiClient,
 )
 from tests.fixtures.pods import is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
     condition,
     get_lws,
     labels,
@@ -38,6 +36,7 @@ from .lws_helpers import (
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -27,9 +27,7 @@ from leaderworkerset.runtime.client import (
 )
 from tests.fixtures.nodesim import NodePool, isolated, isolated_pod_spec, unique_node_name
 from tests.fixtures.pods import is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
     JSON,
     labels,
     live_pods,
@@ -38,6 +36,7 @@ from .lws_helpers import (
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -28,9 +28,7 @@ from leaderworkerset.runtime.client import (
     Resource,
 )
 from tests.fixtures.pods import is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
     JSON,
     PAUSE,
     condition,
@@ -42,6 +40,7 @@ from .lws_helpers import (
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

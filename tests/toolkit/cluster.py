@@ -7,7 +7,7 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
-from tests.waiting import eventually
+from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
 PAUSE = "registry.k8s.io/pause:3.10"

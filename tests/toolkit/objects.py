@@ -137,3 +137,16 @@ def leader_sts(
         },
         "status": {"replicas": replicas},
     }
+
+
+def unadmitted_leader() -> JSON:
+    """A leader of LeaderWorkerSet "lws" (2 pods a group) as its ReplicaSet makes it,
+    before the webhook has admitted it."""
+    return {
+        "metadata": {
+            "generateName": "lws-abc-",
+            "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
+            "annotations": {c.ANNOTATION_SIZE: "2"},
+        },
+        "spec": {"containers": [{"name": "c"}]},
+    }

@@ -22,8 +22,8 @@ from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.wiring import LwsControllers, setup_controllers
-from tests.unit.test_manager_caches import new_manager
-from tests.waiting import eventually
+from tests.toolkit.manager import new_manager
+from tests.toolkit.waiting import eventually
 
 CONTROLLERS = ("leaderworkerset", "pod", "group-replacement")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import copy
 
 from leaderworkerset.api.types import LeaderWorkerSet
-
-from .builders import lws_json, template
+from tests.toolkit.lws import lws_json, template
 
 
 def test_round_trip_keeps_unknown_members_everywhere() -> None:

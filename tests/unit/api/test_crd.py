@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from leaderworkerset.api.crd import CRD_FILE, build_crd, render_crd_yaml
+from tests.toolkit.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 ALLOWED_EXTENSIONS = {
     "x-kubernetes-int-or-string",
     "x-kubernetes-list-type",

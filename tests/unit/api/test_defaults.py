@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from leaderworkerset.api.defaults import apply_schema_defaults, default_leaderworkerset
-
-from .builders import decoded, defaulted, lws_json, template
+from tests.toolkit.lws import decoded, defaulted, lws_json, template
 
 
 def test_absent_fields_get_upstream_defaults() -> None:

@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create
-
-from .strategies import lws_objects
+from tests.toolkit.strategies import lws_objects
 
 
 def _decode(data: dict[str, Any]) -> LeaderWorkerSet:

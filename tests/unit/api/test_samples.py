@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +10,9 @@ import yaml
 from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create
+from tests.toolkit.paths import REPO
 
-SAMPLES = Path(__file__).resolve().parents[2] / "config" / "samples"
+SAMPLES = REPO / "config" / "samples"
 SHAPES = {
     "worker-template-only.yaml": lambda s: "leaderTemplate" not in s["leaderWorkerTemplate"],
     "leader-and-worker.yaml": lambda s: "leaderTemplate" in s["leaderWorkerTemplate"],

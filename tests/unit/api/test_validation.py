@@ -9,8 +9,7 @@ import pytest
 
 from leaderworkerset.api.errors import ErrorType, FieldError
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
-
-from .builders import decoded, defaulted, lws_json, rolling, template
+from tests.toolkit.lws import decoded, defaulted, lws_json, rolling, template
 
 Mutation = Callable[[dict[str, Any]], object]
 

@@ -18,8 +18,7 @@ from leaderworkerset.controllers.pod.group_service import group_service, group_s
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
 from leaderworkerset.controllers.revisions import apply_revision, new_revision
 from leaderworkerset.runtime.events import object_reference
-
-from .group_objects import leader_pod, lws_object
+from tests.toolkit.objects import leader_pod, lws_object
 
 JSON = dict[str, Any]
 NAME = "lws"

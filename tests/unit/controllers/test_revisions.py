@@ -15,9 +15,8 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.controllers import revisions as rv
 from leaderworkerset.controllers.events import NORMAL
 from leaderworkerset.controllers.semantic_json import normalized
-
-from .group_objects import lws_object
-from .strategies import lws_objects
+from tests.toolkit.objects import lws_object
+from tests.toolkit.strategies import lws_objects
 
 JSON = dict[str, Any]
 

@@ -18,8 +18,7 @@ import pytest
 from leaderworkerset.controllers.revisions import snapshot_key
 from leaderworkerset.controllers.semantic_json import normalized
 from leaderworkerset.webhooks.leaderworkerset import default_object
-
-from ..upstream_revision import (
+from tests.toolkit.upstream_revision import (
     CASES,
     JSON,
     LEADER_WORKER_MANIFEST,

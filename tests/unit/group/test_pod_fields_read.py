@@ -274,7 +274,7 @@ def test_worker_statefulsets_lose_their_templates_and_leader_ones_keep_them() ->
 async def test_the_revision_cache_leaves_statefulset_revisions_out() -> None:
     """The StatefulSet controller's revisions carry the template's labels (the LWS
     name among them) and its own hash label; the LWS's never have that one."""
-    from tests.unit.seeded_caches import seeded_caches
+    from tests.toolkit.caches import seeded_caches
 
     def revision(name: str, **labels: str) -> JSON:
         meta = {"name": name, "namespace": "ns", "labels": {c.LABEL_SET_NAME: "lws", **labels}}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from leaderworkerset.api.crd import CRD_FILE, render_crd_yaml
+from tests.toolkit.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 CHART_CRD = f"charts/lws/crds/{Path(CRD_FILE).name}"
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.toolkit.paths import REPO
 
 
 def test_chart_rbac_is_generated_from_config_rbac() -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import leaderworkerset.controllers.group_metrics  # noqa: F401  (registers the lws_ families)
 from leaderworkerset.runtime.metrics import REGISTRY
+from tests.toolkit.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "config/grafana/lws-groups.json"
 CHART_DASHBOARD = REPO / "charts/lws/dashboards/lws-groups.json"
 CHART_TEMPLATE = REPO / "charts/lws/templates/grafana/dashboard.yaml"

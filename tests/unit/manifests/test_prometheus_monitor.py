@@ -9,8 +9,9 @@ from typing import Any
 import yaml
 
 from leaderworkerset.controller_command import load_configuration
+from tests.toolkit.paths import REPO
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
+CONFIG = REPO / "config"
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:

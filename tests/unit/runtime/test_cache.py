@@ -39,7 +39,7 @@ from leaderworkerset.runtime.indexes import (
     label_index_value,
     object_key,
 )
-from tests.waiting import eventually
+from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
 LABEL = "leaderworkerset.sigs.k8s.io/name"

@@ -25,7 +25,7 @@ from leaderworkerset.runtime.client import (
     ApiError,
 )
 from leaderworkerset.runtime.pki import issue_cert, make_ca
-from tests.unit.api_server import Served, api_server, status
+from tests.toolkit.api_server import Served, api_server, status
 
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
 

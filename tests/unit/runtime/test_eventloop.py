@@ -20,9 +20,8 @@ from leaderworkerset.controller_command import Settings, load_configuration, run
 from leaderworkerset.runtime.eventloop import loop_factory, same_kind
 from leaderworkerset.runtime.manager import ManagerOptions
 from leaderworkerset.runtime.webhook import AdmissionResponse, WebhookServer, allow
-from tests.unit.test_config import run_command
-from tests.unit.test_webhook_thread import post_blocking
-from tests.unit.test_webhook_unit import new_pairs, write_pairs
+from tests.toolkit.commands import run_command
+from tests.toolkit.webhook_client import new_pairs, post_blocking, write_pairs
 
 ASYNCIO_LOOP = type(asyncio.new_event_loop())
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.runtime.expectations import EXPECTATIONS_TIMEOUT, Expectations
-from tests.doubles import FakeClock
+from tests.toolkit.clock import FakeClock
 
 LWS = "ns/sample"
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
-from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.controller import Controller, Result
-from leaderworkerset.runtime.manager import Manager, ManagerOptions
-from tests.waiting import eventually
+from tests.toolkit.manager import new_manager
+from tests.toolkit.waiting import eventually
 
 _names = itertools.count()
 
@@ -69,21 +67,6 @@ class Recorder:
 
     async def stop(self, deadline: float) -> None:
         return None
-
-
-def new_manager(tmp_path: Path, **options: Any) -> Manager:
-    """A real manager for unit tests, serving nothing (test_setup_caches uses it too)."""
-    opts = ManagerOptions(
-        namespace="default",
-        webhook_host="127.0.0.1",
-        webhook_port=0,
-        cert_dir=tmp_path,
-        handle_signals=False,
-        graceful_shutdown_timeout=5,
-        **options,
-    )
-    # Without a rotator, an elector or a recorder, the manager never calls the API.
-    return Manager(opts, client=cast(ApiClient, object()))
 
 
 async def test_no_runnable_starts_before_every_cache_synced(tmp_path: Path) -> None:

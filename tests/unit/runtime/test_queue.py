@@ -23,8 +23,8 @@ from leaderworkerset.runtime.queue import (
     MaxOfRateLimiter,
     WorkQueue,
 )
-from tests.doubles import FakeClock
-from tests.waiting import eventually
+from tests.toolkit.clock import FakeClock
+from tests.toolkit.waiting import eventually
 
 KEYS = st.sampled_from(["ns/a", "ns/b", "ns/c", "ns/d"])
 BASE, CAP = 0.01, 1.0

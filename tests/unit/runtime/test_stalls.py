@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -23,8 +22,9 @@ from leaderworkerset.runtime.stalls import (
     classify,
     start_stall_probe,
 )
+from tests.toolkit.paths import REPO
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = REPO / "src"
 
 
 def stalls(cause: str) -> float:

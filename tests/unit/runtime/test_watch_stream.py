@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError, LineSplitter
-from tests.unit.api_server import Handler, api_server
+from tests.toolkit.api_server import Handler, api_server
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "1"}}},

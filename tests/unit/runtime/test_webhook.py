@@ -6,7 +6,6 @@ import asyncio
 import base64
 import copy
 import json
-import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,13 +14,11 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.runtime import metrics
-from leaderworkerset.runtime.pki import KeyPairs, generate_key_pairs
+from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import (
     AdmissionResponse,
     WebhookServer,
@@ -34,6 +31,14 @@ from leaderworkerset.runtime.webhook import (
     json_equal,
     json_patch,
     patched,
+)
+from tests.toolkit.webhook_client import (
+    client_context,
+    new_pairs,
+    post,
+    presented_certificate,
+    review,
+    write_pairs,
 )
 
 # --- json_patch ---------------------------------------------------------------------
@@ -222,48 +227,6 @@ async def test_defaulting_handler_patches_a_copy() -> None:
 # --- the server over TLS -----------------------------------------------------------------
 
 
-def write_pairs(directory: Path, pairs: KeyPairs) -> None:
-    (directory / "tls.crt").write_bytes(pairs.cert)
-    (directory / "tls.key").write_bytes(pairs.key)
-
-
-def new_pairs() -> KeyPairs:
-    return generate_key_pairs(
-        ca_name="test-ca", ca_organization="t", dns_names=["localhost"], ip_addresses=["127.0.0.1"]
-    )
-
-
-def client_context(pairs: KeyPairs) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cadata=pairs.ca_cert.decode())
-    ctx.set_alpn_protocols(["h2", "http/1.1"])
-    return ctx
-
-
-async def presented_certificate(port: int) -> tuple[bytes, str | None]:
-    """The server certificate (PEM) and ALPN protocol of a fresh handshake."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.set_alpn_protocols(["h2", "http/1.1"])
-    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx)
-    try:
-        sslobj = writer.get_extra_info("ssl_object")
-        der = sslobj.getpeercert(binary_form=True)
-        pem = x509.load_der_x509_certificate(der).public_bytes(serialization.Encoding.PEM)
-        return pem, sslobj.selected_alpn_protocol()
-    finally:
-        writer.close()
-        await writer.wait_closed()
-
-
-def review(obj: dict[str, Any], uid: str = "uid-1") -> dict[str, Any]:
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {"uid": uid, "operation": "CREATE", "object": obj},
-    }
-
-
 # The server runs on the session loop, which the tests run on too (pyproject).
 @pytest_asyncio.fixture
 async def server(tmp_path: Path) -> AsyncIterator[tuple[WebhookServer, KeyPairs]]:
@@ -290,25 +253,6 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[WebhookServer, KeyPairs]
         yield srv, pairs
     finally:
         await srv.stop(5)
-
-
-async def post(
-    srv: WebhookServer,
-    pairs: KeyPairs,
-    path: str,
-    body: Any,
-    content_type: str = "application/json",
-) -> tuple[int, dict[str, Any]]:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.post(
-            f"https://127.0.0.1:{srv.port}{path}",
-            data=json.dumps(body),
-            headers={"Content-Type": content_type},
-            ssl=client_context(pairs),
-        ) as response,
-    ):
-        return response.status, await response.json(content_type=None)
 
 
 def webhook_count(path: str, code: str) -> float:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import http.client
 import json
 import socket
 import threading
@@ -26,40 +25,19 @@ from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import AdmissionResponse, RunsOn, WebhookServer, allow
 from leaderworkerset.webhooks.admission import POD_MUTATING_PATH, register_webhooks
 from leaderworkerset.webhooks.leaderworkerset import VALIDATING_PATH, default_object
-from tests.unit.seeded_caches import seeded_caches
-from tests.unit.test_live_hostnames import unadmitted_leader
-from tests.unit.test_webhook_unit import (
-    client_context,
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.objects import unadmitted_leader
+from tests.toolkit.waiting import eventually
+from tests.toolkit.webhook_client import (
+    blocking_connection,
     new_pairs,
     post,
+    post_blocking,
+    post_over,
     presented_certificate,
     review,
     write_pairs,
 )
-from tests.waiting import eventually
-
-
-def blocking_connection(srv: WebhookServer, pairs: KeyPairs) -> http.client.HTTPSConnection:
-    return http.client.HTTPSConnection(
-        "127.0.0.1", srv.port, context=client_context(pairs), timeout=10
-    )
-
-
-def post_over(connection: http.client.HTTPSConnection, path: str) -> dict[str, Any]:
-    """A review posted over `connection`, which stays open for the next."""
-    body = json.dumps(review({"metadata": {"name": "x"}}))
-    connection.request("POST", path, body, {"Content-Type": "application/json"})
-    answer: dict[str, Any] = json.loads(connection.getresponse().read())
-    return answer
-
-
-def post_blocking(srv: WebhookServer, pairs: KeyPairs, path: str) -> dict[str, Any]:
-    """A review posted with a blocking client, for a thread of its own."""
-    connection = blocking_connection(srv, pairs)
-    try:
-        return post_over(connection, path)
-    finally:
-        connection.close()
 
 
 def webhook_threads() -> set[threading.Thread]:

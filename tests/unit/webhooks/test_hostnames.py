@@ -16,8 +16,9 @@ from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import PODS, Resource
 from leaderworkerset.webhooks.admission import pod_mutator
 from leaderworkerset.webhooks.hostnames import IssuedHostnames, LiveHostnames, hostnames_in_use
-from tests.unit.seeded_caches import seeded_caches
-from tests.waiting import eventually
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.objects import unadmitted_leader
+from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
 NS = "ns"
@@ -50,19 +51,6 @@ def member(name: str, key: str, lws: str = "lws", phase: str = "Running", rv: in
             "labels": {c.LABEL_SET_NAME: lws, c.LABEL_GROUP_KEY: key},
         },
         "status": {"phase": phase},
-    }
-
-
-def unadmitted_leader() -> JSON:
-    """A leader of LeaderWorkerSet "lws" (2 pods a group) as its ReplicaSet makes it,
-    before the webhook has admitted it."""
-    return {
-        "metadata": {
-            "generateName": "lws-abc-",
-            "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
-            "annotations": {c.ANNOTATION_SIZE: "2"},
-        },
-        "spec": {"containers": [{"name": "c"}]},
     }
 
 

@@ -19,7 +19,7 @@ from leaderworkerset.webhooks.pods import (
     mutate_pod_in_place,
     snapshot_for_patch,
 )
-from tests.unit.strategies import unknown_members
+from tests.toolkit.strategies import unknown_members
 
 KEY = "0123456789abcdef0123456789abcdef01234567"
 LWS_ENV = (c.ENV_LEADER_ADDRESS, c.ENV_GROUP_SIZE, c.ENV_WORKER_INDEX)

@@ -24,6 +24,7 @@ from leaderworkerset.controller_command import (
     webhooks_enabled,
 )
 from leaderworkerset.runtime import logging as runtime_logging
+from tests.toolkit.commands import run_command
 
 HEADER = "apiVersion: config.lws.x-k8s.io/v1alpha1\nkind: Configuration\n"
 
@@ -332,15 +333,6 @@ def test_user_agent_shape() -> None:
 
 
 # --- flags --------------------------------------------------------------------------
-
-
-def run_command(args: list[str], env: dict[str, str] | None = None) -> tuple[Settings, str]:
-    seen: list[Settings] = []
-    command = controller_command(seen.append, version="v1.2.3", git_commit="abcdef0123")
-    result = CliRunner().invoke(command, args, env=env, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert len(seen) == 1, result.output
-    return seen[0], result.output
 
 
 FILE = """

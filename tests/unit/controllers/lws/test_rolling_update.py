@@ -24,8 +24,7 @@ from leaderworkerset.controllers.lws.rolling_update import (
     rolling_partition,
     rolling_update_parameters,
 )
-
-from .group_objects import leader_pod, leader_sts, lws_object, worker_sts
+from tests.toolkit.objects import leader_pod, leader_sts, lws_object, worker_sts
 
 JSON = dict[str, Any]
 NAME = "lws"

@@ -31,8 +31,7 @@ from leaderworkerset.group.readiness import (
     statefulset_ready,
     workers_ready_for_leader,
 )
-
-from .group_objects import LATER, NOW, leader_pod, leader_sts, lws_object, worker_sts
+from tests.toolkit.objects import LATER, NOW, leader_pod, leader_sts, lws_object, worker_sts
 
 JSON = dict[str, Any]
 NAME = "lws"

@@ -10,8 +10,8 @@ from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.pod.group_ready import GroupReadyWrites
 from leaderworkerset.group.readiness import worker_pods_ready
 from leaderworkerset.wiring import WORKER_READINESS_CHANGED, hash_leader_of_worker
-from tests.unit.group_objects import NOW, leader_pod, lws_object, worker_sts
-from tests.unit.seeded_caches import seeded_caches
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.objects import NOW, leader_pod, lws_object, worker_sts
 
 KEY = "rev1"
 

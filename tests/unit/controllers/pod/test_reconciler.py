@@ -30,9 +30,8 @@ from leaderworkerset.webhooks.pods import (
     PodAdmissionContext,
     mutate_pod,
 )
-
-from .group_objects import lws_object
-from .seeded_caches import seeded_caches
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.objects import lws_object
 
 JSON = dict[str, Any]
 NS = "default"

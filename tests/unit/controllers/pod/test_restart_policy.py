@@ -14,8 +14,7 @@ from leaderworkerset.controllers.pod.restart_policy import DELETED_LEADER_MEMORY
 from leaderworkerset.group.caches import LwsCaches
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiClient, ApiError
-
-from .builders import lws_json
+from tests.toolkit.lws import lws_json
 
 JSON = dict[str, Any]
 

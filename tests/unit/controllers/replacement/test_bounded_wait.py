@@ -42,8 +42,7 @@ from leaderworkerset.controllers.replacement.reconciler import (
 )
 from leaderworkerset.group.caches import build_caches, node_readiness
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
-
-from .group_objects import lws_object
+from tests.toolkit.objects import lws_object
 
 JSON = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"

@@ -17,8 +17,7 @@ from leaderworkerset.controllers.replacement.post_termination import (
 )
 from leaderworkerset.controllers.replacement.reconciler import replacement_events
 from leaderworkerset.group.readiness import leader_lost, pod_finished
-
-from .group_objects import NOW, lws_object
+from tests.toolkit.objects import NOW, lws_object
 
 JSON = dict[str, Any]
 NAME = "lws"

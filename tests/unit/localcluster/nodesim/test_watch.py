@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from leaderworkerset.localcluster.nodesim.watch import PodWatch
-from tests.waiting import eventually
+from tests.toolkit.waiting import eventually
 
 
 class ShortWatches:
