@@ -27,10 +27,10 @@ from leaderworkerset.runtime.client import (
     ApiError,
 )
 from tests.toolkit.manager_process import Managers
-from tests.toolkit.strategies import leaderworkersets
 
 from .harness import WebhookRelay, figures, log_paths, settle, start_controllers
 from .invariants import Verdict, Violation, converged, read_logs, replicas_of, size_of
+from .strategies import leaderworkersets
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 

@@ -15,7 +15,15 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import install
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
-from tests.toolkit.cluster import lws_manifest, lws_pods, name_of, wait_ready
+from tests.toolkit.cluster import (
+    is_leader,
+    key_of,
+    leaders,
+    lws_manifest,
+    lws_pods,
+    name_of,
+    wait_ready,
+)
 from tests.toolkit.manager_process import (
     ManagerProcess,
     Managers,
@@ -25,8 +33,6 @@ from tests.toolkit.manager_process import (
     sample,
 )
 from tests.toolkit.waiting import eventually
-
-from .test_hash_mode import is_leader, key_of, leaders
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 

@@ -23,13 +23,21 @@ from leaderworkerset.runtime.client import (
 )
 from tests.fixtures.pods import condition_is, is_ready
 from tests.toolkit.cluster import (
+    env_of,
+    gated_pod,
     get_lws,
+    hash_lws,
+    is_leader,
+    key_of,
     labels,
+    leaders,
     live_pods,
     lws_manifest,
     name_of,
     statefulsets,
+    terminating,
     wait_ready,
+    workers_of,
 )
 from tests.toolkit.waiting import eventually
 
@@ -37,33 +45,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 JSON = dict[str, Any]
 KEY_RE = re.compile(r"^[0-9a-f]{40}$")
-
-
-def hash_lws(name: str, namespace: str, **kwargs: Any) -> JSON:
-    return lws_manifest(name, namespace, groupIdentity=c.GROUP_IDENTITY_HASH, **kwargs)
-
-
-def env_of(pod: JSON, container: int = 0) -> dict[str, str]:
-    env = pod["spec"]["containers"][container].get("env") or []
-    return {e["name"]: e.get("value", "") for e in env}
-
-
-def is_leader(pod: JSON) -> bool:
-    return labels(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
-
-
-def key_of(pod: JSON) -> str:
-    return labels(pod)[c.LABEL_GROUP_KEY]
-
-
-async def leaders(api: ApiClient, namespace: str, name: str) -> list[JSON]:
-    return [p for p in await live_pods(api, namespace, name) if is_leader(p)]
-
-
-async def workers_of(api: ApiClient, namespace: str, name: str, key: str) -> list[JSON]:
-    return [
-        p for p in await live_pods(api, namespace, name) if not is_leader(p) and key_of(p) == key
-    ]
 
 
 # --- creation -------------------------------------------------------------------------
@@ -347,15 +328,6 @@ class PodLog:
         live = [p for p in self.pods.values() if is_leader(p) and not terminating(p)]
         self.max_groups = max(self.max_groups, len(keys))
         self.max_live_leaders = max(self.max_live_leaders, len(live))
-
-
-def gated_pod(pod: JSON) -> bool:
-    gates = pod["spec"].get("schedulingGates") or []
-    return any(g.get("name") == c.SCHEDULING_GATE_GROUP_REPLACEMENT for g in gates)
-
-
-def terminating(pod: JSON) -> bool:
-    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
 async def test_rolling_update_moves_whole_groups(

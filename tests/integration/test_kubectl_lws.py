@@ -25,11 +25,18 @@ import pytest
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
-from tests.toolkit.cluster import lws_manifest, name_of, wait_ready
+from tests.toolkit.cluster import (
+    group_pods,
+    hash_lws,
+    is_leader,
+    key_of,
+    leaders,
+    lws_manifest,
+    name_of,
+    release_all,
+    wait_ready,
+)
 from tests.toolkit.waiting import eventually
-
-from .test_hash_mode import hash_lws, is_leader, key_of, leaders
-from .test_hash_replacement import group_pods, release_all
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

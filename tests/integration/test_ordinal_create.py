@@ -9,6 +9,7 @@ from leaderworkerset.group.names import ordinal_group_key
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient
 from tests.toolkit.cluster import (
+    env_of,
     labels,
     live_pods,
     lws_manifest,
@@ -18,11 +19,6 @@ from tests.toolkit.cluster import (
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-def env_of(pod: dict, container: int = 0) -> dict[str, str]:
-    env = pod["spec"]["containers"][container].get("env") or []
-    return {e["name"]: e.get("value", "") for e in env}
 
 
 async def test_create_three_groups_of_four(

@@ -27,6 +27,7 @@ from leaderworkerset.runtime.client import (
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     condition,
+    env_of,
     get_lws,
     labels,
     live_pods,
@@ -47,11 +48,6 @@ HOLD_GATE = "lws.test/hold"
 # --- helpers -------------------------------------------------------------------------
 def uid_of(obj: JSON) -> str:
     return str(obj["metadata"]["uid"])
-
-
-def env_of(pod: JSON, container: int = 0) -> dict[str, str]:
-    env = pod["spec"]["containers"][container].get("env") or []
-    return {e["name"]: e.get("value", "") for e in env}
 
 
 def annotations_of(obj: JSON) -> dict[str, str]:

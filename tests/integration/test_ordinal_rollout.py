@@ -20,7 +20,6 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import (
-    CONTROLLER_REVISIONS,
     LEADERWORKERSETS,
     PODS,
     STATEFULSETS,
@@ -37,6 +36,7 @@ from tests.toolkit.cluster import (
     live_pods,
     lws_manifest,
     name_of,
+    revisions,
     statefulsets,
     wait_ready,
 )
@@ -325,23 +325,6 @@ async def wait_new_key(api: ApiClient, namespace: str, name: str, old: str) -> s
         return key if key and key != old else None
 
     return await eventually(probe, within=60, what=f"{name}: a revision other than {old}")
-
-
-async def revisions(api: ApiClient, namespace: str, name: str) -> list[JSON]:
-    """The LWS's own ControllerRevisions. The StatefulSet controller makes revisions of
-    its own that copy the StatefulSet's labels (so match the selector): those are
-    controlled by a StatefulSet and left out."""
-    answer = await api.list(
-        CONTROLLER_REVISIONS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}"
-    )
-    return [
-        r
-        for r in answer.get("items", [])
-        if any(
-            o.get("controller") and o.get("kind") == c.KIND
-            for o in (r.get("metadata") or {}).get("ownerReferences") or []
-        )
-    ]
 
 
 async def revision_keys(api: ApiClient, namespace: str, name: str) -> list[str]:

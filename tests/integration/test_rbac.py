@@ -47,7 +47,18 @@ from leaderworkerset.runtime.client import (
 )
 from tests.fixtures.lws import paused_lws_controller
 from tests.fixtures.pods import is_ready
-from tests.toolkit.cluster import labels, live_pods, lws_manifest, name_of, wait_ready
+from tests.toolkit.cluster import (
+    assert_pods_mutated,
+    hash_lws,
+    key_of,
+    labels,
+    leaders,
+    live_pods,
+    lws_manifest,
+    name_of,
+    revisions,
+    wait_ready,
+)
 from tests.toolkit.manager_process import STEADY_ELECTION, ManagerProcess
 from tests.toolkit.waiting import eventually
 
@@ -62,9 +73,6 @@ from .installed import (
     service_account_token,
     token_kubeconfig,
 )
-from .test_hash_mode import hash_lws, key_of, leaders
-from .test_manager_process import assert_pods_mutated
-from .test_ordinal_rollout import revisions
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 
