@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
+from tests.toolkit.fake_client import FakeApiClient
 
 
 def new_manager(tmp_path: Path, **options: Any) -> Manager:
-    """A real manager for unit tests, serving nothing (test_setup_caches uses it too)."""
+    """A real manager for unit tests, serving nothing."""
     opts = ManagerOptions(
         namespace="default",
         webhook_host="127.0.0.1",
@@ -21,4 +21,4 @@ def new_manager(tmp_path: Path, **options: Any) -> Manager:
         **options,
     )
     # Without a rotator, an elector or a recorder, the manager never calls the API.
-    return Manager(opts, client=cast(ApiClient, object()))
+    return Manager(opts, client=FakeApiClient())

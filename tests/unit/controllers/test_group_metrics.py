@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -19,7 +19,7 @@ from leaderworkerset.controllers.group_metrics import (
     seconds_since,
 )
 from leaderworkerset.group.caches import LwsCaches, build_caches
-from leaderworkerset.runtime.cache import ListerWatcher
+from tests.toolkit.fake_client import FakeApiClient
 
 JSON = dict[str, Any]
 CREATED = "2026-01-01T00:00:00Z"
@@ -108,7 +108,7 @@ class Cluster:
     """Caches that never list: the test delivers the watch events itself."""
 
     def __init__(self, metrics: GroupMetrics, ours: set[str] | None = None) -> None:
-        self.caches: LwsCaches = build_caches(cast(ListerWatcher, None))
+        self.caches: LwsCaches = build_caches(FakeApiClient())
         self.ours = ours if ours is not None else set()
         metrics.watch(self.caches, self.ours.__contains__)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import asyncio.sslproto
 import base64
-import copy
 import dataclasses
 import datetime
 import hashlib
@@ -34,7 +33,6 @@ from leaderworkerset.runtime.client import (
     SECRETS,
     VALIDATING_WEBHOOKS,
     ApiError,
-    Resource,
 )
 from leaderworkerset.runtime.pki import (
     KeyPairs,
@@ -42,6 +40,7 @@ from leaderworkerset.runtime.pki import (
     generate_key_pairs,
     self_signed_cert,
 )
+from tests.toolkit.fake_client import Call, FakeApiClient
 
 DNS = ("svc.ns.svc", "svc.ns.svc.cluster.local")
 NOW = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
@@ -188,55 +187,15 @@ def test_self_signed_cert_loads() -> None:
 # --- the rotator against an in-memory API --------------------------------------------
 
 
-class FakeApi:
-    """Just enough of ApiClient for the rotator: get, create, replace with RV checks."""
+def conflict_on_next_replace(api: FakeApiClient) -> None:
+    """The next replace, of any object, meets a conflict (as if written in between)."""
 
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str | None, str], dict[str, Any]] = {}
-        self.rv = 0
-        self.writes: list[tuple[str, str]] = []
-        self.conflict_next_replace = False
-
-    def _key(
-        self, resource: Resource, name: str, namespace: str | None
-    ) -> tuple[str, str | None, str]:
-        return (resource.plural, namespace if resource.namespaced else None, name)
-
-    def put(self, resource: Resource, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        self.rv += 1
-        meta["resourceVersion"] = str(self.rv)
-        self.objects[self._key(resource, meta["name"], meta.get("namespace"))] = copy.deepcopy(obj)
-
-    async def get_or_none(
-        self, resource: Resource, name: str, namespace: str | None = None
-    ) -> dict[str, Any] | None:
-        obj = self.objects.get(self._key(resource, name, namespace))
-        return copy.deepcopy(obj) if obj else None
-
-    async def create(
-        self, resource: Resource, obj: dict[str, Any], namespace: str | None = None
-    ) -> dict[str, Any]:
-        key = self._key(resource, obj["metadata"]["name"], namespace)
-        if key in self.objects:
-            raise ApiError(409, {"reason": "AlreadyExists"})
-        self.put(resource, obj)
-        self.writes.append(("create", resource.plural))
-        return copy.deepcopy(self.objects[key])
-
-    async def replace(self, resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
-        meta = obj["metadata"]
-        key = self._key(resource, meta["name"], meta.get("namespace"))
-        current = self.objects[key]
-        if (
-            self.conflict_next_replace
-            or meta.get("resourceVersion") != current["metadata"]["resourceVersion"]
-        ):
-            self.conflict_next_replace = False
+    async def once(call: Call) -> None:
+        if call.verb == "replace":
+            api.on_call = None
             raise ApiError(409, {"reason": "Conflict"})
-        self.put(resource, obj)
-        self.writes.append(("replace", resource.plural))
-        return copy.deepcopy(self.objects[key])
+
+    api.on_call = once
 
 
 def webhook_configuration(kind: str, name: str, hooks: int) -> dict[str, Any]:
@@ -252,8 +211,8 @@ def webhook_configuration(kind: str, name: str, hooks: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def api() -> FakeApi:
-    fake = FakeApi()
+def api() -> FakeApiClient:
+    fake = FakeApiClient()
     fake.put(MUTATING_WEBHOOKS, webhook_configuration("MutatingWebhookConfiguration", "m", 2))
     fake.put(VALIDATING_WEBHOOKS, webhook_configuration("ValidatingWebhookConfiguration", "v", 1))
     return fake
@@ -274,7 +233,7 @@ def rotator_options(cert_dir: Path, **changes: Any) -> CertRotatorOptions:
     )
 
 
-def bundles(api: FakeApi) -> list[str]:
+def bundles(api: FakeApiClient) -> list[str]:
     out = []
     for (plural, _, _), obj in sorted(api.objects.items()):
         if plural.endswith("webhookconfigurations"):
@@ -282,13 +241,13 @@ def bundles(api: FakeApi) -> list[str]:
     return out
 
 
-async def test_rotator_creates_writes_and_injects(api: FakeApi, tmp_path: Path) -> None:
+async def test_rotator_creates_writes_and_injects(api: FakeApiClient, tmp_path: Path) -> None:
     loaded: list[bool] = []
 
     async def written() -> None:
         loaded.append(True)
 
-    rotator = CertRotator(api, rotator_options(tmp_path), on_written=written)  # type: ignore[arg-type]
+    rotator = CertRotator(api, rotator_options(tmp_path), on_written=written)
     assert not rotator.is_ready()
     await rotator.sync()
     secret = api.objects[("secrets", "ns", "certs")]
@@ -303,25 +262,27 @@ async def test_rotator_creates_writes_and_injects(api: FakeApi, tmp_path: Path) 
     await rotator.wait_ready(first=0.01, steps=1)
 
 
-async def test_second_sync_writes_nothing(api: FakeApi, tmp_path: Path) -> None:
-    rotator = CertRotator(api, rotator_options(tmp_path))  # type: ignore[arg-type]
+async def test_second_sync_writes_nothing(api: FakeApiClient, tmp_path: Path) -> None:
+    rotator = CertRotator(api, rotator_options(tmp_path))
     await rotator.sync()
-    writes = list(api.writes)
+    writes = list(api.writes())
     await rotator.sync()
-    assert api.writes == writes
+    assert api.writes() == writes
 
 
-async def test_existing_valid_secret_is_adopted(api: FakeApi, tmp_path: Path) -> None:
-    first = CertRotator(api, rotator_options(tmp_path / "a"))  # type: ignore[arg-type]
+async def test_existing_valid_secret_is_adopted(api: FakeApiClient, tmp_path: Path) -> None:
+    first = CertRotator(api, rotator_options(tmp_path / "a"))
     await first.sync()
-    second = CertRotator(api, rotator_options(tmp_path / "b"))  # type: ignore[arg-type]
+    second = CertRotator(api, rotator_options(tmp_path / "b"))
     await second.sync()
     assert second.current == first.current
     assert (tmp_path / "b" / "tls.crt").read_bytes() == (tmp_path / "a" / "tls.crt").read_bytes()
 
 
-async def test_rotation_replaces_ca_and_cert_and_reinjects(api: FakeApi, tmp_path: Path) -> None:
-    rotator = CertRotator(api, rotator_options(tmp_path))  # type: ignore[arg-type]
+async def test_rotation_replaces_ca_and_cert_and_reinjects(
+    api: FakeApiClient, tmp_path: Path
+) -> None:
+    rotator = CertRotator(api, rotator_options(tmp_path))
     await rotator.sync()
     old = rotator.current
     assert old is not None
@@ -331,18 +292,20 @@ async def test_rotation_replaces_ca_and_cert_and_reinjects(api: FakeApi, tmp_pat
     assert bundles(api) == [base64.b64encode(new.ca_cert).decode()] * 3
 
 
-async def test_expiring_certificates_are_regenerated(api: FakeApi, tmp_path: Path) -> None:
-    rotator = CertRotator(api, rotator_options(tmp_path))  # type: ignore[arg-type]
+async def test_expiring_certificates_are_regenerated(api: FakeApiClient, tmp_path: Path) -> None:
+    rotator = CertRotator(api, rotator_options(tmp_path))
     await rotator.sync()
     old = rotator.current
-    strict = CertRotator(api, rotator_options(tmp_path, lookahead=datetime.timedelta(days=400)))  # type: ignore[arg-type]
+    strict = CertRotator(api, rotator_options(tmp_path, lookahead=datetime.timedelta(days=400)))
     await strict.sync()
     assert strict.current is not None and old is not None
     assert strict.current.cert != old.cert
 
 
-async def test_reinjects_when_a_configuration_was_overwritten(api: FakeApi, tmp_path: Path) -> None:
-    rotator = CertRotator(api, rotator_options(tmp_path))  # type: ignore[arg-type]
+async def test_reinjects_when_a_configuration_was_overwritten(
+    api: FakeApiClient, tmp_path: Path
+) -> None:
+    rotator = CertRotator(api, rotator_options(tmp_path))
     await rotator.sync()
     # e.g. `kubectl apply` of the manifests resets the caBundle
     api.put(MUTATING_WEBHOOKS, webhook_configuration("MutatingWebhookConfiguration", "m", 2))
@@ -351,11 +314,11 @@ async def test_reinjects_when_a_configuration_was_overwritten(api: FakeApi, tmp_
     assert set(bundles(api)) == {base64.b64encode(rotator.current.ca_cert).decode()}
 
 
-async def test_conflicts_are_retried(api: FakeApi, tmp_path: Path) -> None:
-    rotator = CertRotator(api, rotator_options(tmp_path))  # type: ignore[arg-type]
+async def test_conflicts_are_retried(api: FakeApiClient, tmp_path: Path) -> None:
+    rotator = CertRotator(api, rotator_options(tmp_path))
     await rotator.sync()
     api.put(MUTATING_WEBHOOKS, webhook_configuration("MutatingWebhookConfiguration", "m", 2))
-    api.conflict_next_replace = True
+    conflict_on_next_replace(api)
     await rotator.sync()
     assert rotator.ca_injected()
     assert rotator.current is not None
@@ -363,8 +326,8 @@ async def test_conflicts_are_retried(api: FakeApi, tmp_path: Path) -> None:
 
 
 async def test_missing_webhook_configuration_means_not_ready(tmp_path: Path) -> None:
-    api = FakeApi()
-    rotator = CertRotator(api, rotator_options(tmp_path))  # type: ignore[arg-type]
+    api = FakeApiClient()
+    rotator = CertRotator(api, rotator_options(tmp_path))
     with pytest.raises(CertsNotReadyError, match="MutatingWebhookConfiguration m not found"):
         await rotator.sync()
     assert rotator.files_current() and not rotator.ca_injected()
@@ -373,7 +336,7 @@ async def test_missing_webhook_configuration_means_not_ready(tmp_path: Path) -> 
 
 
 async def test_injects_into_crd_conversion_webhooks(tmp_path: Path) -> None:
-    api = FakeApi()
+    api = FakeApiClient()
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -387,7 +350,7 @@ async def test_injects_into_crd_conversion_webhooks(tmp_path: Path) -> None:
         validating_webhook_configurations=(),
         conversion_crds=("things.example.com",),
     )
-    rotator = CertRotator(api, options)  # type: ignore[arg-type]
+    rotator = CertRotator(api, options)
     await rotator.sync()
     stored = api.objects[("customresourcedefinitions", None, "things.example.com")]
     bundle = stored["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
@@ -395,12 +358,12 @@ async def test_injects_into_crd_conversion_webhooks(tmp_path: Path) -> None:
     assert bundle == base64.b64encode(rotator.current.ca_cert).decode()
 
 
-async def test_existing_secret_keeps_other_keys(api: FakeApi, tmp_path: Path) -> None:
+async def test_existing_secret_keeps_other_keys(api: FakeApiClient, tmp_path: Path) -> None:
     api.put(
         SECRETS,
         {"metadata": {"name": "certs", "namespace": "ns"}, "data": {"extra": "eA=="}},
     )
-    rotator = CertRotator(api, rotator_options(tmp_path))  # type: ignore[arg-type]
+    rotator = CertRotator(api, rotator_options(tmp_path))
     await rotator.sync()
     data = api.objects[("secrets", "ns", "certs")]["data"]
     assert data["extra"] == "eA==" and "tls.crt" in data

@@ -3,22 +3,11 @@ the manager is stopping, and the lease then simply expires."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiohttp
 import pytest
 
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
-
-
-class Unreachable:
-    def __init__(self, error: Exception) -> None:
-        self.error = error
-        self.calls = 0
-
-    async def replace(self, resource: Any, obj: Any) -> Any:
-        self.calls += 1
-        raise self.error
+from tests.toolkit.fake_client import FakeApiClient
 
 
 @pytest.mark.parametrize(
@@ -26,9 +15,10 @@ class Unreachable:
     [aiohttp.ServerDisconnectedError(), aiohttp.ClientConnectionError("refused"), OSError(111)],
 )
 async def test_a_release_that_cannot_reach_the_api_server_returns_false(error: Exception) -> None:
-    client = Unreachable(error)
+    client = FakeApiClient()
+    client.fail[("replace", "leases")] = error
     config = LeaderElectionConfig(namespace="ns", name="lease", identity="me")
-    elector = LeaderElector(client, config)  # type: ignore[arg-type]
+    elector = LeaderElector(client, config)
     elector._lease = {"metadata": {"name": "lease"}, "spec": {"holderIdentity": "me"}}
     assert await elector.release() is False
-    assert client.calls == 1
+    assert len(client.calls_of("replace")) == 1

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
+from tests.toolkit.fake_client import Call, FakeApiClient
 
 
 class Clock:
@@ -19,20 +20,26 @@ class Clock:
         return self.now
 
 
-class Writes:
-    """Stands in for the API client: records creates and patches of Events."""
+def event_writes() -> FakeApiClient:
+    """The fake client, naming each created Event event-0, event-1, ..."""
+    client = FakeApiClient()
 
-    def __init__(self) -> None:
-        self.created: list[str] = []
-        self.patched: list[tuple[str, int]] = []
+    async def named(call: Call) -> dict[str, Any] | None:
+        if call.verb != "create":
+            return None
+        name = f"event-{len(client.calls_of('create')) - 1}"
+        return {**call.body, "metadata": {"name": name, "namespace": "default"}}
 
-    async def create(self, resource: Any, body: dict[str, Any]) -> dict[str, Any]:
-        name = f"event-{len(self.created)}"
-        self.created.append(body["reason"])
-        return {**body, "metadata": {"name": name, "namespace": "default"}}
+    client.on_call = named
+    return client
 
-    async def patch(self, resource: Any, name: str, patch: Any, namespace: str) -> None:
-        self.patched.append((name, patch["series"]["count"]))
+
+def created(client: FakeApiClient) -> list[str]:
+    return [call.body["reason"] for call in client.calls_of("create")]
+
+
+def patched(client: FakeApiClient) -> list[tuple[str, int]]:
+    return [(call.name, call.body["series"]["count"]) for call in client.calls_of("patch")]
 
 
 POD = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "default"}}
@@ -49,8 +56,8 @@ async def record(recorder: EventRecorder, reason: str) -> None:
 
 
 async def test_series_quiet_past_the_window_are_forgotten_oldest_first(clock: Clock) -> None:
-    writes = Writes()
-    recorder = EventRecorder(writes, "test", finish_window=60.0, clock=clock)  # type: ignore[arg-type]
+    writes = event_writes()
+    recorder = EventRecorder(writes, "test", finish_window=60.0, clock=clock)
     await recorder.start()
     try:
         await record(recorder, "A")
@@ -58,14 +65,14 @@ async def test_series_quiet_past_the_window_are_forgotten_oldest_first(clock: Cl
         await record(recorder, "B")
         clock.now += 20
         await record(recorder, "A")  # a repeat: patched, and A is now the newest series
-        assert writes.created == ["A", "B"]
-        assert writes.patched == [("event-0", 2)]
+        assert created(writes) == ["A", "B"]
+        assert patched(writes) == [("event-0", 2)]
         clock.now += 50  # B quiet for 70 s, A for 50 s
         await record(recorder, "C")
         assert sorted(key[2] for key in recorder._series) == ["A", "C"]
         await record(recorder, "B")  # B's series was forgotten: a new Event
         await record(recorder, "A")  # A's was not: its series goes on
-        assert writes.created == ["A", "B", "C", "B"]
-        assert writes.patched[-1] == ("event-0", 3)
+        assert created(writes) == ["A", "B", "C", "B"]
+        assert patched(writes)[-1] == ("event-0", 3)
     finally:
         await recorder.stop(1.0)

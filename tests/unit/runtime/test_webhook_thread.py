@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -20,12 +20,12 @@ import pytest_asyncio
 from leaderworkerset.api import constants as c
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime import metrics, webhook
-from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import AdmissionResponse, RunsOn, WebhookServer, allow
 from leaderworkerset.webhooks.admission import POD_MUTATING_PATH, register_webhooks
 from leaderworkerset.webhooks.leaderworkerset import VALIDATING_PATH, default_object
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.objects import unadmitted_leader
 from tests.toolkit.waiting import eventually
 from tests.toolkit.webhook_client import (
@@ -256,27 +256,31 @@ async def test_an_awaited_reload_that_times_out_still_lands(
     await eventually(lambda: srv.certificate() == new.cert, "the queued reload to land")
 
 
-class RecordingClient:
-    """What the registered webhooks use of the API client, recording the thread of
-    each call: the LeaderWorkerSet the cache does not hold yet is a Hash one."""
+def recording_client(threads: list[threading.Thread]) -> FakeApiClient:
+    """The fake client, recording the thread of each call: the LeaderWorkerSet the
+    cache does not hold yet is a Hash one."""
+    client = FakeApiClient()
 
-    def __init__(self) -> None:
-        self.threads: list[threading.Thread] = []
-
-    async def get_or_none(self, resource: Any, name: str, namespace: str) -> dict[str, Any]:
-        self.threads.append(threading.current_thread())
+    async def on_call(call: Call) -> dict[str, Any] | None:
+        threads.append(threading.current_thread())
+        if call.verb != "get":
+            return None
         return {
             "apiVersion": c.API_VERSION,
             "kind": c.KIND,
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": call.name, "namespace": call.namespace},
             "spec": {"groupIdentity": c.GROUP_IDENTITY_HASH},
         }
+
+    client.on_call = on_call
+    return client
 
 
 async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: Path) -> None:
     pairs = new_pairs()
     write_pairs(tmp_path, pairs)
-    client = RecordingClient()
+    threads: list[threading.Thread] = []
+    client = recording_client(threads)
     checked: list[threading.Thread] = []
 
     async def template_check(lws: dict[str, Any], old: dict[str, Any] | None) -> list[Any]:
@@ -285,7 +289,7 @@ async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: P
 
     srv = WebhookServer(cert_dir=tmp_path, host="127.0.0.1", port=0)
     async with seeded_caches() as caches:
-        register_webhooks(srv, caches, ControllerOptions(), cast(ApiClient, client), template_check)
+        register_webhooks(srv, caches, ControllerOptions(), client, template_check)
         await srv.start()
         try:
             leader = unadmitted_leader()
@@ -296,7 +300,7 @@ async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: P
             patch = json.loads(base64.b64decode(answer["response"]["patch"]))
             # A Hash leader draws its group key: the fetched LWS was used.
             assert any(op["path"] == "/spec/hostname" for op in patch), patch
-            assert client.threads == [threading.current_thread()]
+            assert threads == [threading.current_thread()]
             lws = {
                 "apiVersion": c.API_VERSION,
                 "kind": c.KIND,

@@ -18,7 +18,7 @@ from leaderworkerset.controllers.pod.restart_policy import GroupRestarter, group
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.view import view_of
-from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
+from leaderworkerset.runtime.client import SERVICES, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key
@@ -31,6 +31,7 @@ from leaderworkerset.webhooks.pods import (
     mutate_pod,
 )
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.objects import lws_object
 
 JSON = dict[str, Any]
@@ -42,43 +43,13 @@ OTHER_HOST = "89abcdef00000000000000000000000000000000"
 QUOTA = ApiError(403, {"reason": "Forbidden", "message": 'services "x" is forbidden: quota'})
 
 
-class FakeClient:
-    """Records writes; `fail` maps (verb, plural) to the error that call raises, and
-    `stored` holds what GETs answer (by plural and name)."""
+def calls(client: FakeApiClient) -> list[tuple[str, str, str]]:
+    """What the fake client was asked: (verb, plural, name)."""
+    return [(call.verb, call.plural, call.name) for call in client.calls]
 
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, str]] = []
-        self.patches: list[JSON] = []
-        self.fail: dict[tuple[str, str], ApiError] = {}
-        self.stored: dict[tuple[str, str], JSON] = {}
 
-    def _call(self, verb: str, resource: Resource, name: str) -> None:
-        self.calls.append((verb, resource.plural, name))
-        error = self.fail.get((verb, resource.plural))
-        if error is not None:
-            raise error
-
-    async def create(self, resource: Resource, body: JSON, namespace: str | None = None) -> JSON:
-        self._call("create", resource, str(body["metadata"]["name"]))
-        return body
-
-    async def get_or_none(
-        self, resource: Resource, name: str, namespace: str | None = None
-    ) -> JSON | None:
-        self._call("get", resource, name)
-        return self.stored.get((resource.plural, name))
-
-    async def patch(self, resource: Resource, name: str, body: JSON, **kwargs: Any) -> JSON:
-        self._call("patch", resource, name)
-        self.patches.append(body)
-        return body
-
-    async def delete(self, resource: Resource, name: str, namespace: str, **kwargs: Any) -> JSON:
-        self._call("delete", resource, name)
-        return {}
-
-    def writes(self, plural: str) -> list[tuple[str, str, str]]:
-        return [call for call in self.calls if call[1] == plural]
+def patches(client: FakeApiClient) -> list[JSON]:
+    return [call.body for call in client.calls_of("patch")]
 
 
 class Events:
@@ -166,11 +137,15 @@ def service(name: str, owner_uid: str | None, owner_name: str = "someone-else") 
 
 
 def reconciler(
-    client: FakeClient, caches: Any, events: Events, now: list[float] | None = None, **options: Any
+    client: FakeApiClient,
+    caches: Any,
+    events: Events,
+    now: list[float] | None = None,
+    **options: Any,
 ) -> PodReconciler:
     clock = now if now is not None else [0.0]
     return PodReconciler(
-        cast(ApiClient, client),
+        client,
         caches,
         cast(EventRecorder, events),
         options=ControllerOptions(**options),
@@ -197,13 +172,13 @@ async def test_group_ready_is_written_before_the_group_service_fails() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(rev.revision_key(revision))
-    client, events = FakeClient(), Events()
+    client, events = FakeApiClient(), Events()
     client.fail[("create", "services")] = QUOTA
     async with seeded_caches(lws, revision, leader, worker_set(leader, ready=False)) as caches:
         with pytest.raises(ApiError):
             await reconciler(client, caches, events)(object_key(leader))
-    assert [call[:2] for call in client.calls] == [("patch", "pods"), ("create", "services")]
-    (condition,) = client.patches[0]["status"]["conditions"]
+    assert [call[:2] for call in calls(client)] == [("patch", "pods"), ("create", "services")]
+    (condition,) = patches(client)[0]["status"]["conditions"]
     assert (condition["type"], condition["status"]) == (c.CONDITION_GROUP_READY, "False")
 
 
@@ -213,12 +188,12 @@ async def test_group_ready_is_written_before_the_pod_group_fails() -> None:
     leader = hash_leader(
         rev.revision_key(revision), **{c.ANNOTATION_POD_GROUP_NAME: "lws-group-podgroup"}
     )
-    client, events = FakeClient(), Events()
+    client, events = FakeApiClient(), Events()
     client.fail[("get", "podgroups")] = ApiError(503, {"message": "volcano is down"})
     async with seeded_caches(lws, revision, leader, worker_set(leader, ready=False)) as caches:
         with pytest.raises(ApiError):
             await reconciler(client, caches, events, gang_scheduling=True)(object_key(leader))
-    assert [call[:2] for call in client.calls] == [("patch", "pods"), ("get", "podgroups")]
+    assert [call[:2] for call in calls(client)] == [("patch", "pods"), ("get", "podgroups")]
 
 
 # --- the per-group Service is the leader's or nobody's ---------------------------------------
@@ -227,7 +202,7 @@ async def test_a_service_owned_by_another_pod_is_not_adopted() -> None:
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(rev.revision_key(revision), group_ready=None)
     foreign = service(GROUP_SERVICE, "uid-of-another-leader")
-    client, events = FakeClient(), Events()
+    client, events = FakeApiClient(), Events()
     async with seeded_caches(lws, revision, leader, foreign) as caches:
         now = [0.0]
         pods = reconciler(client, caches, events, now)
@@ -238,7 +213,7 @@ async def test_a_service_owned_by_another_pod_is_not_adopted() -> None:
         assert await pods(object_key(leader)) == Result(requeue_after=MAX_DELAY)
     assert delays == [1, 1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY]
     # No Service written, and no workers for a group without its own Service.
-    assert client.calls == []
+    assert calls(client) == []
     ((type_, reason, note),) = events.recorded
     assert (type_, reason) == (ev.WARNING, c.EVENT_REASON_FAILED_CREATE)
     assert f"{NS}/{GROUP_SERVICE}" in note and "Pod someone-else" in note
@@ -250,13 +225,13 @@ async def test_a_service_the_cache_does_not_hold_is_checked_before_use() -> None
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(rev.revision_key(revision), group_ready=None)
-    client, events = FakeClient(), Events()
+    client, events = FakeApiClient(), Events()
     client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
-    client.stored[("services", GROUP_SERVICE)] = service(GROUP_SERVICE, None)
+    client.put(SERVICES, service(GROUP_SERVICE, None))
     async with seeded_caches(lws, revision, leader) as caches:
         result = await reconciler(client, caches, events)(object_key(leader))
     assert result == Result(requeue_after=1.0)
-    assert [call[:2] for call in client.calls] == [("create", "services"), ("get", "services")]
+    assert [call[:2] for call in calls(client)] == [("create", "services"), ("get", "services")]
     assert len(events.recorded) == 1 and "owned by no controller" in events.recorded[0][2]
 
 
@@ -264,12 +239,12 @@ async def test_the_leaders_own_service_late_in_the_cache_is_used() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(rev.revision_key(revision), group_ready=None)
-    client, events = FakeClient(), Events()
+    client, events = FakeApiClient(), Events()
     client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
-    client.stored[("services", GROUP_SERVICE)] = service(GROUP_SERVICE, "uid-leader")
+    client.put(SERVICES, service(GROUP_SERVICE, "uid-leader"))
     async with seeded_caches(lws, revision, leader) as caches:
         assert await reconciler(client, caches, events)(object_key(leader)) is None
-    assert ("create", "statefulsets", leader["metadata"]["name"]) in client.calls
+    assert ("create", "statefulsets", leader["metadata"]["name"]) in calls(client)
     assert [e for e in events.recorded if e[0] == ev.WARNING] == []
 
 
@@ -284,18 +259,18 @@ async def test_a_predecessors_service_is_waited_out_quietly() -> None:
     leader["metadata"]["name"] = "lws-0"
     leader["metadata"]["labels"][c.LABEL_GROUP_INDEX] = "0"
     old = service("lws-0", "uid-of-the-old-lws-0", owner_name="lws-0")
-    client, events = FakeClient(), Events()
+    client, events = FakeApiClient(), Events()
     async with seeded_caches(lws, revision, leader, old) as caches:
         result = await reconciler(client, caches, events)(object_key(leader))
     assert result == Result(requeue_after=1.0)
-    assert events.recorded == [] and client.calls == []
+    assert events.recorded == [] and calls(client) == []
 
 
 # --- a missing revision -----------------------------------------------------------------------
 async def test_missing_revision_is_reported_once_and_retried_with_backoff() -> None:
     lws = hash_lws()
     leader = hash_leader("no-such-revision", group_ready=None)
-    client, events = FakeClient(), Events()
+    client, events = FakeApiClient(), Events()
     async with seeded_caches(lws, leader) as caches:
         now = [0.0]
         pods = reconciler(client, caches, events, now)
@@ -307,7 +282,7 @@ async def test_missing_revision_is_reported_once_and_retried_with_backoff() -> N
         # The leader's deletion forgets its delays.
         pods.remember_deleted(leader)
         assert len(pods.waits) == 0
-    assert client.writes("statefulsets") == []
+    assert [call for call in calls(client) if call[1] == "statefulsets"] == []
 
 
 def test_retry_backoff_waits_as_long_as_the_condition_lasted() -> None:
@@ -358,14 +333,14 @@ async def test_after_start_uses_the_groups_own_size_during_a_resize() -> None:
     view = view_of(lws)
     leader = group_pod("lws-0", "0", size=2, worker="0", restarts=1)
     worker = group_pod("lws-0-1", "0", size=2, worker="1")
-    client = FakeClient()
+    client = FakeApiClient()
     async with seeded_caches(lws, leader, worker) as caches:
-        restarter = GroupRestarter(cast(ApiClient, client), caches)
+        restarter = GroupRestarter(client, caches)
         assert group_size(leader, view) == 2
         assert not restarter.pending_in_group(leader, view)
         recreating, event = await restarter.handle(leader, view)
     assert recreating and event is not None
-    assert client.calls == [("delete", "pods", "lws-0")]
+    assert calls(client) == [("delete", "pods", "lws-0")]
 
 
 async def test_after_start_still_waits_for_a_group_missing_a_pod() -> None:
@@ -374,7 +349,7 @@ async def test_after_start_still_waits_for_a_group_missing_a_pod() -> None:
     leader = group_pod("lws-0", "0", size=3, worker="0", restarts=1)
     worker = group_pod("lws-0-1", "0", size=3, worker="1")
     async with seeded_caches(lws, leader, worker) as caches:
-        restarter = GroupRestarter(cast(ApiClient, FakeClient()), caches)
+        restarter = GroupRestarter(FakeApiClient(), caches)
         assert restarter.pending_in_group(leader, view)
 
 

@@ -42,6 +42,7 @@ from leaderworkerset.controllers.replacement.reconciler import (
 )
 from leaderworkerset.group.caches import build_caches, node_readiness
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.objects import lws_object
 
 JSON = dict[str, Any]
@@ -587,17 +588,6 @@ def test_nothing_is_held_under_immediate_or_once_released() -> None:
 # --- the reconciler: Events once per hold, a wake-up at the release moment ----------------------
 
 
-class GateClient:
-    """Records gate removals; the cache is fed separately, so it can lag."""
-
-    def __init__(self) -> None:
-        self.patched: list[str] = []
-
-    async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> JSON:
-        self.patched.append(name)
-        return {}
-
-
 class Events:
     def __init__(self) -> None:
         self.notes: list[tuple[str, str]] = []
@@ -615,12 +605,13 @@ def feed(informer: Any, *objects: JSON, kind: str = "ADDED") -> None:
 
 class Rig:
     def __init__(self, pods: list[JSON], nodes: list[JSON]) -> None:
-        self.client = GateClient()
-        self.caches = build_caches(self.client)  # type: ignore[arg-type]
+        # Records gate removals; the caches are fed by hand, so they can lag.
+        self.client = FakeApiClient()
+        self.caches = build_caches(self.client)
         self.events = Events()
         self.now = EPOCH
         self.reconciler = ReplacementReconciler(
-            self.client,  # type: ignore[arg-type]
+            self.client,
             self.caches,
             self.events,  # type: ignore[arg-type]
             options=ControllerOptions(replacement_release=BOUNDS),
@@ -635,6 +626,10 @@ class Rig:
         feed(self.caches.nodes, *nodes)
         self.caches.nodes.synced.set()
 
+    @property
+    def patched(self) -> list[str]:
+        return [call.name for call in self.client.calls_of("patch")]
+
     async def reconcile(self, at_seconds: float) -> Any:
         self.now = EPOCH + at_seconds
         return await self.reconciler("default/lws")
@@ -645,7 +640,7 @@ async def test_reconciler_holds_tells_once_and_wakes_at_the_release() -> None:
         [*old_group(node_name="n1", deleted_at=1000), REPLACEMENT], [node("n1", "Unknown", 10)]
     )
     result = await rig.reconcile(20)
-    assert rig.client.patched == []
+    assert rig.patched == []
     assert result.requeue_after == pytest.approx(10 + NODE_BOUND - 20 + RELEASE_SLACK)
     assert [reason for reason, _ in rig.events.notes] == [ev.REASON_REPLACEMENT_HELD]
     assert "new" in rig.events.notes[0][1] and "aaaaaaaa" in rig.events.notes[0][1]
@@ -653,13 +648,13 @@ async def test_reconciler_holds_tells_once_and_wakes_at_the_release() -> None:
     assert len(rig.events.notes) == 1, "one Event per hold, not per reconcile"
 
     result = await rig.reconcile(10 + NODE_BOUND + RELEASE_SLACK)
-    assert rig.client.patched == ["new"] and result is None
+    assert rig.patched == ["new"] and result is None
     (reason, note) = rig.events.notes[-1]
     assert reason == ev.REASON_REPLACEMENT_RELEASED
     assert "aaaaaaaa" in note and "n1" in note and "not Ready" in note
     # The cache still shows the leader gated: it is not admitted (or told) again.
     await rig.reconcile(10 + NODE_BOUND + 1)
-    assert rig.client.patched == ["new"] and len(rig.events.notes) == 2
+    assert rig.patched == ["new"] and len(rig.events.notes) == 2
     assert rig.reconciler.ungating("default/lws") == {"new"}
     ungated = {**REPLACEMENT, "spec": {"nodeName": "n2"}}
     feed(rig.caches.pods, ungated, kind="MODIFIED")

@@ -15,7 +15,8 @@ from leaderworkerset.controllers.replacement.reconciler import (
     ReplacementReconciler,
 )
 from leaderworkerset.group.caches import LwsCaches
-from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiError
+from tests.toolkit.fake_client import Call, FakeApiClient
 
 KEY = "ns/lws"
 
@@ -28,15 +29,26 @@ def gated(name: str) -> dict[str, Any]:
 
 
 class Patches:
-    """Holds every PATCH until `together` of them are in flight at once."""
+    """The fake client's hook that holds every PATCH until `together` of them are in
+    flight at once; a PATCH of a leader in `refuse` then meets a conflict, one of a
+    leader in `broken` fails at once."""
 
-    def __init__(self, together: int, refuse: frozenset[str] = frozenset()) -> None:
-        self.together, self.refuse = together, refuse
+    def __init__(
+        self,
+        together: int,
+        refuse: frozenset[str] = frozenset(),
+        broken: frozenset[str] = frozenset(),
+    ) -> None:
+        self.together, self.refuse, self.broken = together, refuse, broken
         self.in_flight = self.most = 0
         self.all_in = asyncio.Event()
         self.patched: list[str] = []
 
-    async def patch(self, resource: Any, name: str, body: Any, **kwargs: Any) -> None:
+    async def __call__(self, call: Call) -> None:
+        if call.verb != "patch":
+            return
+        if call.name in self.broken:
+            raise ApiError(500, {"message": "etcd timeout"})
         self.in_flight += 1
         self.most = max(self.most, self.in_flight)
         if self.in_flight >= self.together:
@@ -45,13 +57,15 @@ class Patches:
             await self.all_in.wait()
         finally:
             self.in_flight -= 1
-        if name in self.refuse:
+        if call.name in self.refuse:
             raise ApiError(409, {"message": "the gates changed"})
-        self.patched.append(name)
+        self.patched.append(call.name)
 
 
-def reconciler(client: Patches) -> ReplacementReconciler:
-    return ReplacementReconciler(cast(ApiClient, client), cast(LwsCaches, None))
+def reconciler(patches: Patches) -> ReplacementReconciler:
+    client = FakeApiClient()
+    client.on_call = patches
+    return ReplacementReconciler(client, cast(LwsCaches, None))
 
 
 async def test_gates_go_many_at_a_time_and_no_more_than_the_bound() -> None:
@@ -77,13 +91,7 @@ async def test_a_refused_removal_is_not_waited_for_and_the_rest_go() -> None:
 
 
 async def test_an_error_is_raised_after_the_others_are_done() -> None:
-    class Failing(Patches):
-        async def patch(self, resource: Any, name: str, body: Any, **kwargs: Any) -> None:
-            if name == "b":
-                raise ApiError(500, {"message": "etcd timeout"})
-            await super().patch(resource, name, body, **kwargs)
-
-    client = Failing(together=2)
+    client = Patches(together=2, broken=frozenset({"b"}))
     replacement = reconciler(client)
     replacement.expectations.expect_deletions(KEY, UNGATED, ["a", "b", "c"])
     with pytest.raises(ApiError):
