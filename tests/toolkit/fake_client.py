@@ -148,7 +148,8 @@ class FakeApiClient(ApiClient):
         self, resource: Resource, obj: JSON, *, subresource: str | None = None
     ) -> JSON:
         meta = obj["metadata"]
-        call = Call("replace", resource.plural, meta["name"], meta.get("namespace"), obj)
+        options = {"subresource": subresource}
+        call = Call("replace", resource.plural, meta["name"], meta.get("namespace"), obj, options)
         answer = await self._called(call)
         if answer is not None:
             return answer  # type: ignore[no-any-return]
