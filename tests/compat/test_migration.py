@@ -31,15 +31,8 @@ from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
     ApiClient,
 )
-from tests.toolkit.cluster import (
-    PAUSE,
-    labels,
-    live_pods,
-    lws_manifest,
-    name_of,
-    statefulsets,
-    wait_ready,
-)
+from tests.toolkit.cluster import labels, live_pods, name_of, statefulsets, wait_ready
+from tests.toolkit.lws import PAUSE, lws_manifest
 from tests.toolkit.waiting import eventually
 
 from .managers import Managers

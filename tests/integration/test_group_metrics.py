@@ -15,15 +15,8 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import install
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
-from tests.toolkit.cluster import (
-    is_leader,
-    key_of,
-    leaders,
-    lws_manifest,
-    lws_pods,
-    name_of,
-    wait_ready,
-)
+from tests.toolkit.cluster import is_leader, key_of, leaders, lws_pods, name_of, wait_ready
+from tests.toolkit.lws import lws_manifest
 from tests.toolkit.manager_process import (
     ManagerProcess,
     Managers,

@@ -33,7 +33,6 @@ from tests.fixtures.pods import condition_is, is_ready
 from tests.toolkit.cluster import (
     env_of,
     group_pods,
-    hash_lws,
     is_leader,
     key_of,
     labels,
@@ -45,6 +44,7 @@ from tests.toolkit.cluster import (
     wait_ready,
     workers_of,
 )
+from tests.toolkit.lws import hash_lws
 from tests.toolkit.placement import (
     HOSTNAME,
     annotate,

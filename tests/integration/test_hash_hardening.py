@@ -24,7 +24,6 @@ from leaderworkerset.runtime.client import (
 from tests.fixtures.pods import condition_is, is_ready
 from tests.toolkit.cluster import (
     gated_pod,
-    hash_lws,
     key_of,
     leaders,
     name_of,
@@ -32,6 +31,7 @@ from tests.toolkit.cluster import (
     wait_ready,
     workers_of,
 )
+from tests.toolkit.lws import hash_lws
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

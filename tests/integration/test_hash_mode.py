@@ -26,19 +26,18 @@ from tests.toolkit.cluster import (
     env_of,
     gated_pod,
     get_lws,
-    hash_lws,
     is_leader,
     key_of,
     labels,
     leaders,
     live_pods,
-    lws_manifest,
     name_of,
     statefulsets,
     terminating,
     wait_ready,
     workers_of,
 )
+from tests.toolkit.lws import hash_lws, lws_manifest
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -37,7 +37,6 @@ from tests.toolkit.cluster import (
     gated_pod,
     get_lws,
     group_pods,
-    hash_lws,
     is_leader,
     key_of,
     leaders,
@@ -49,6 +48,7 @@ from tests.toolkit.cluster import (
     terminating,
     wait_ready,
 )
+from tests.toolkit.lws import hash_lws
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -27,15 +27,14 @@ from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
 from tests.toolkit.cluster import (
     group_pods,
-    hash_lws,
     is_leader,
     key_of,
     leaders,
-    lws_manifest,
     name_of,
     release_all,
     wait_ready,
 )
+from tests.toolkit.lws import hash_lws, lws_manifest
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -31,7 +31,8 @@ from leaderworkerset.runtime.client import (
     ApiClient,
 )
 from leaderworkerset.runtime.pki import CA_CERT
-from tests.toolkit.cluster import assert_pods_mutated, lws_manifest, wait_ready
+from tests.toolkit.cluster import assert_pods_mutated, wait_ready
+from tests.toolkit.lws import lws_manifest
 from tests.toolkit.manager_process import (
     FAST_ELECTION,
     LEASE,

@@ -8,15 +8,8 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.group.names import ordinal_group_key
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient
-from tests.toolkit.cluster import (
-    env_of,
-    labels,
-    live_pods,
-    lws_manifest,
-    name_of,
-    statefulsets,
-    wait_ready,
-)
+from tests.toolkit.cluster import env_of, labels, live_pods, name_of, statefulsets, wait_ready
+from tests.toolkit.lws import lws_manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -31,12 +31,12 @@ from tests.toolkit.cluster import (
     get_lws,
     labels,
     live_pods,
-    lws_manifest,
     lws_pods,
     name_of,
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.lws import lws_manifest
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -30,12 +30,12 @@ from tests.toolkit.cluster import (
     JSON,
     labels,
     live_pods,
-    lws_manifest,
     name_of,
     node_labels_of,
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.lws import lws_manifest
 from tests.toolkit.placement import (
     HOSTNAME,
     annotate,

@@ -29,17 +29,16 @@ from leaderworkerset.runtime.client import (
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     JSON,
-    PAUSE,
     condition,
     get_lws,
     labels,
     live_pods,
-    lws_manifest,
     name_of,
     revisions,
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.lws import PAUSE, lws_manifest
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

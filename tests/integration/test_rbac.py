@@ -49,16 +49,15 @@ from tests.fixtures.lws import paused_lws_controller
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     assert_pods_mutated,
-    hash_lws,
     key_of,
     labels,
     leaders,
     live_pods,
-    lws_manifest,
     name_of,
     revisions,
     wait_ready,
 )
+from tests.toolkit.lws import hash_lws, lws_manifest
 from tests.toolkit.manager_process import STEADY_ELECTION, ManagerProcess
 from tests.toolkit.waiting import eventually
 

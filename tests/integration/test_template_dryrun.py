@@ -25,7 +25,7 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
-from tests.toolkit.cluster import PAUSE, lws_manifest
+from tests.toolkit.lws import PAUSE, lws_manifest
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from leaderworkerset.api import constants as c
@@ -20,37 +19,6 @@ from tests.fixtures.pods import condition as pod_condition
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
-PAUSE = "registry.k8s.io/pause:3.10"
-
-
-def lws_manifest(
-    name: str,
-    namespace: str,
-    *,
-    replicas: int = 2,
-    size: int = 2,
-    cpu: str = "10m",
-    **spec: Any,
-) -> JSON:
-    template = {
-        "spec": {
-            "containers": [
-                {"name": "main", "image": PAUSE, "resources": {"requests": {"cpu": cpu}}}
-            ],
-            "terminationGracePeriodSeconds": 5,
-        }
-    }
-    body: JSON = {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "leaderWorkerTemplate": {"size": size, "workerTemplate": copy.deepcopy(template)},
-        },
-    }
-    body["spec"].update(spec)
-    return body
 
 
 def labels(obj: JSON) -> dict[str, str]:
@@ -214,7 +182,3 @@ async def revisions(api: ApiClient, namespace: str, name: str) -> list[JSON]:
 async def node_labels_of(api: ApiClient, pod: JSON) -> dict[str, str]:
     node = await api.get(NODES, pod["spec"]["nodeName"])
     return labels(node)
-
-
-def hash_lws(name: str, namespace: str, **kwargs: Any) -> JSON:
-    return lws_manifest(name, namespace, groupIdentity=c.GROUP_IDENTITY_HASH, **kwargs)

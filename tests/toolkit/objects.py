@@ -12,50 +12,6 @@ NOW = "2026-01-01T00:00:00Z"
 LATER = "2026-01-01T00:01:00Z"
 
 
-def lws_object(
-    name: str = "lws",
-    replicas: int = 2,
-    size: int = 2,
-    partition: int | None = None,
-    max_unavailable: int | str | None = None,
-    max_surge: int | str | None = None,
-    generation: int = 1,
-    **spec: Any,
-) -> JSON:
-    config: JSON = {}
-    if partition is not None:
-        config["partition"] = partition
-    if max_unavailable is not None:
-        config["maxUnavailable"] = max_unavailable
-    if max_surge is not None:
-        config["maxSurge"] = max_surge
-    body: JSON = {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-{name}",
-            "generation": generation,
-        },
-        "spec": {
-            "replicas": replicas,
-            "leaderWorkerTemplate": {
-                "size": size,
-                "restartPolicy": c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART,
-                "workerTemplate": {
-                    "spec": {"containers": [{"name": "c", "image": "pause:1"}]},
-                },
-            },
-            "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": config},
-            "startupPolicy": c.STARTUP_POLICY_LEADER_CREATED,
-            "networkConfig": {"subdomainPolicy": c.SUBDOMAIN_POLICY_SHARED},
-        },
-    }
-    body["spec"].update(spec)
-    return body
-
-
 def leader_pod(
     lws_name: str,
     index: int | str,

@@ -24,22 +24,23 @@ from leaderworkerset.runtime.client import DEPLOYMENTS, STATEFULSETS, ApiError
 from leaderworkerset.webhooks.admission import leaderworkerset_validator
 from leaderworkerset.webhooks.leaderworkerset import Cause
 from tests.toolkit.fake_client import Call, FakeApiClient
+from tests.toolkit.lws import leaderworkerset
 
 JSON = dict[str, Any]
 TEMPLATE = "spec.leaderWorkerTemplate"
 
 
 def lws(size: int = 3, leader: bool = False, **spec: Any) -> JSON:
-    pod = {"spec": {"containers": [{"name": "main", "image": "pause"}]}}
-    template: JSON = {"size": size, "workerTemplate": copy.deepcopy(pod)}
-    if leader:
-        template["leaderTemplate"] = copy.deepcopy(pod)
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": "web", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"},
-        "spec": {"replicas": 2, "leaderWorkerTemplate": template, **spec},
-    }
+    container = {"name": "main", "image": "pause"}
+    return leaderworkerset(
+        "web",
+        "ns",
+        size=size,
+        container=container,
+        template={"leaderTemplate": {"spec": {"containers": [container]}}} if leader else None,
+        metadata={"uid": "u-1", "resourceVersion": "7"},
+        **spec,
+    )
 
 
 def workload(

@@ -18,7 +18,8 @@ from leaderworkerset.controllers.pod.group_service import group_service, group_s
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
 from leaderworkerset.controllers.revisions import apply_revision, new_revision
 from leaderworkerset.runtime.events import object_reference
-from tests.toolkit.objects import leader_pod, lws_object
+from tests.toolkit.lws import lws_object
+from tests.toolkit.objects import leader_pod
 
 JSON = dict[str, Any]
 NAME = "lws"

@@ -15,7 +15,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.controllers import revisions as rv
 from leaderworkerset.controllers.events import NORMAL
 from leaderworkerset.controllers.semantic_json import normalized
-from tests.toolkit.objects import lws_object
+from tests.toolkit.lws import lws_object
 from tests.toolkit.strategies import lws_objects
 
 JSON = dict[str, Any]

@@ -24,6 +24,7 @@ from leaderworkerset.kubectl.ranking import deletion_cost, victim_order
 from leaderworkerset.kubectl.render import group_objects, group_table
 from leaderworkerset.kubectl.rows import ADMITTING, rows_of
 from leaderworkerset.kubectl.snapshot import Snapshot
+from tests.toolkit.lws import leaderworkerset
 
 JSON = dict[str, Any]
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -230,17 +231,12 @@ def test_pairing_under_immediate_admits_all() -> None:
 
 
 def hash_lws(**spec: Any) -> JSON:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": "web", "namespace": "ns", "uid": "uid-web"},
-        "spec": {
-            "replicas": 3,
-            "groupIdentity": c.GROUP_IDENTITY_HASH,
-            "leaderWorkerTemplate": {"size": 2},
-            **spec,
-        },
+    ours = {
+        "replicas": 3,
+        "groupIdentity": c.GROUP_IDENTITY_HASH,
+        "leaderWorkerTemplate": {"size": 2},
     }
+    return leaderworkerset("web", "ns", metadata={"uid": "uid-web"}, **{**ours, **spec})
 
 
 def deployment(revision: str) -> JSON:

@@ -22,7 +22,7 @@ from leaderworkerset.runtime.client import (
 from leaderworkerset.runtime.controller import Result
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
-from tests.toolkit.objects import lws_object
+from tests.toolkit.lws import lws_object
 
 JSON = dict[str, Any]
 KEY = "default/lws"

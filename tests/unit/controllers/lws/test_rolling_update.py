@@ -24,7 +24,8 @@ from leaderworkerset.controllers.lws.rolling_update import (
     rolling_partition,
     rolling_update_parameters,
 )
-from tests.toolkit.objects import leader_pod, leader_sts, lws_object, worker_sts
+from tests.toolkit.lws import lws_object
+from tests.toolkit.objects import leader_pod, leader_sts, worker_sts
 
 JSON = dict[str, Any]
 NAME = "lws"

@@ -31,7 +31,8 @@ from leaderworkerset.group.readiness import (
     statefulset_ready,
     workers_ready_for_leader,
 )
-from tests.toolkit.objects import LATER, NOW, leader_pod, leader_sts, lws_object, worker_sts
+from tests.toolkit.lws import lws_object
+from tests.toolkit.objects import LATER, NOW, leader_pod, leader_sts, worker_sts
 
 JSON = dict[str, Any]
 NAME = "lws"

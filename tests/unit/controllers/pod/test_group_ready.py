@@ -11,7 +11,8 @@ from leaderworkerset.controllers.pod.group_ready import GroupReadyWrites
 from leaderworkerset.group.readiness import worker_pods_ready
 from leaderworkerset.wiring import WORKER_READINESS_CHANGED, hash_leader_of_worker
 from tests.toolkit.caches import seeded_caches
-from tests.toolkit.objects import NOW, leader_pod, lws_object, worker_sts
+from tests.toolkit.lws import lws_object
+from tests.toolkit.objects import NOW, leader_pod, worker_sts
 
 KEY = "rev1"
 

@@ -32,7 +32,7 @@ from leaderworkerset.webhooks.pods import (
 )
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
-from tests.toolkit.objects import lws_object
+from tests.toolkit.lws import lws_object
 
 JSON = dict[str, Any]
 NS = "default"

@@ -43,7 +43,7 @@ from leaderworkerset.controllers.replacement.reconciler import (
 from leaderworkerset.group.caches import build_caches, node_readiness
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from tests.toolkit.fake_client import FakeApiClient
-from tests.toolkit.objects import lws_object
+from tests.toolkit.lws import lws_object
 
 JSON = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"

@@ -17,7 +17,8 @@ from leaderworkerset.controllers.replacement.post_termination import (
 )
 from leaderworkerset.controllers.replacement.reconciler import replacement_events
 from leaderworkerset.group.readiness import leader_lost, pod_finished
-from tests.toolkit.objects import NOW, lws_object
+from tests.toolkit.lws import lws_object
+from tests.toolkit.objects import NOW
 
 JSON = dict[str, Any]
 NAME = "lws"
