@@ -1,6 +1,6 @@
 """Hash mode against the real control plane: a leader Deployment (real ReplicaSet,
 real scheduler), random group keys, the group-ready readiness gate, scale down by
-group health, size 1, rolling update by whole groups, and validation."""
+group health, size 1 (beside Ordinal's), rolling update by whole groups, and validation."""
 
 from __future__ import annotations
 
@@ -150,20 +150,34 @@ async def test_leader_ready_only_with_its_workers(
     assert [name_of(p) for p in await leaders(api, namespace, "gate")] == [leader_name]
 
 
-async def test_size_one_has_no_gate_and_no_workers(
-    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
-) -> None:
-    api = nodesim_api
-    await api.create(LEADERWORKERSETS, hash_lws("solo", namespace, replicas=2, size=1))
-    await wait_ready(api, namespace, "solo", 2)
-    pods = await live_pods(api, namespace, "solo")
-    assert len(pods) == 2 and all(is_leader(p) for p in pods)
+def assert_hash_solo_leaders(pods: list[JSON], namespace: str) -> None:
     for pod in pods:
         assert not pod["spec"].get("readinessGates")
         assert condition_is(pod, c.CONDITION_GROUP_READY) is False
         assert KEY_RE.match(key_of(pod))
         assert env_of(pod)[c.ENV_LEADER_ADDRESS] == f"{key_of(pod)[:8]}.solo.{namespace}"
-    assert await statefulsets(api, namespace, "solo") == []
+
+
+@pytest.mark.parametrize("mode", [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH])
+async def test_size_one_has_no_workers(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str, mode: str
+) -> None:
+    """Groups of one are leaders alone: no worker StatefulSets (Ordinal keeps its leader
+    StatefulSet), and in Hash mode no gate waits for workers."""
+    api = nodesim_api
+    hashed = mode == c.GROUP_IDENTITY_HASH
+    body = (hash_lws if hashed else lws_manifest)("solo", namespace, replicas=2, size=1)
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, "solo", 2)
+    pods = await live_pods(api, namespace, "solo")
+    sets = [name_of(s) for s in await statefulsets(api, namespace, "solo")]
+    if hashed:
+        assert len(pods) == 2 and all(is_leader(p) for p in pods)
+        assert_hash_solo_leaders(pods, namespace)
+        assert sets == []
+    else:
+        assert sets == ["solo"]
+        assert sorted(name_of(p) for p in pods) == ["solo-0", "solo-1"]
 
 
 # --- scale down by group health ----------------------------------------------------------

@@ -56,17 +56,6 @@ async def test_create_three_groups_of_four(
     assert service["spec"]["publishNotReadyAddresses"] is True
 
 
-async def test_size_one_has_no_worker_statefulsets(
-    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
-) -> None:
-    api = nodesim_api
-    await api.create(LEADERWORKERSETS, lws_manifest("solo", namespace, replicas=2, size=1))
-    await wait_ready(api, namespace, "solo", 2)
-    assert [name_of(s) for s in await statefulsets(api, namespace, "solo")] == ["solo"]
-    pods = await live_pods(api, namespace, "solo")
-    assert sorted(name_of(p) for p in pods) == ["solo-0", "solo-1"]
-
-
 async def test_a_template_string_yaml_forbids_still_reconciles(
     lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
 ) -> None:
