@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from tests.integration.manager_process import (
+from tests.toolkit.manager_process import (
     managers_fixture,  # noqa: F401  (fixtures, registered by import)
     no_inprocess_controller_fixture,  # noqa: F401
     operator_namespace_fixture,  # noqa: F401

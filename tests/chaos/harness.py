@@ -21,8 +21,8 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import free_port, install
 from leaderworkerset.localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION
 from leaderworkerset.runtime.client import JSON_PATCH, LEADERWORKERSETS, PODS, ApiClient
-from tests.integration.lws_helpers import lws_manifest
-from tests.integration.manager_process import FAST_ELECTION, ManagerProcess, Managers
+from tests.toolkit.lws import lws_manifest
+from tests.toolkit.manager_process import FAST_ELECTION, ManagerProcess, Managers
 
 from .invariants import Verdict, is_leader, transient_tracebacks
 

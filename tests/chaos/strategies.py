@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
-from tests.unit.strategies import unknown_members
+from tests.toolkit.strategies import unknown_members
 
 JSON = dict[str, Any]
 BOGUS = st.sampled_from(["", "Bogus", "leaderready", "Hash "])

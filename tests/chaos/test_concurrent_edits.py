@@ -12,7 +12,7 @@ import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient, ApiError
-from tests.integration.manager_process import Managers
+from tests.toolkit.manager_process import Managers
 
 from .harness import (
     GroupTally,

@@ -26,7 +26,8 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
-from tests.integration.manager_process import Managers
+from tests.toolkit.lws import leaderworkerset
+from tests.toolkit.manager_process import Managers
 
 from .harness import WebhookRelay, figures, log_paths, settle, start_controllers
 from .invariants import Verdict, Violation, converged, read_logs, replicas_of, size_of
@@ -272,13 +273,8 @@ async def admitted_then_reconciled(
 
 
 def small_lws(namespace: str, name: str, container: JSON) -> JSON:
-    template = {"spec": {"containers": [container] if container else []}}
-    return {
-        "apiVersion": LEADERWORKERSETS.api_version,
-        "kind": LEADERWORKERSETS.kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template}},
-    }
+    no_container = {"containers": []} if not container else None
+    return leaderworkerset(name, namespace, replicas=1, container=container, pod_spec=no_container)
 
 
 # Found by this suite: admission now dry-runs the workloads built from the templates.

@@ -11,8 +11,8 @@ import random
 import pytest
 
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
-from tests.integration.lws_helpers import wait_ready
-from tests.integration.manager_process import ManagerProcess, Managers
+from tests.toolkit.cluster import wait_ready
+from tests.toolkit.manager_process import ManagerProcess, Managers
 
 from .harness import (
     GroupTally,

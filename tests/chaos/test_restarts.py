@@ -19,14 +19,12 @@ from leaderworkerset.runtime.client import (
     CONFIGMAPS,
     LEADERWORKERSETS,
     PODS,
-    TRANSPORT_ERRORS,
     ApiClient,
-    ApiError,
 )
 from tests.fixtures.controlplane import ExternalCluster
-from tests.integration.lws_helpers import wait_ready
-from tests.integration.manager_process import Managers
-from tests.waiting import eventually
+from tests.toolkit.cluster import wait_ready
+from tests.toolkit.manager_process import Managers
+from tests.toolkit.waiting import eventually, retrying
 
 from .harness import (
     GroupTally,
@@ -69,20 +67,6 @@ def restart_over_compaction(cp: ControlPlane, endpoint: str) -> int:
     cp._spawn(APISERVER)
     cp._wait(APISERVER, cp.is_healthy, time.monotonic() + cp.start_timeout)
     return revision
-
-
-async def retrying(call: object, within: float = 60.0) -> object:
-    """A request right after a restart may meet a server still warming up."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        try:
-            return await call()  # type: ignore[operator]
-        except (ApiError, *TRANSPORT_ERRORS) as exc:
-            transient = not isinstance(exc, ApiError) or exc.status in (429, 500, 503, 504)
-            if not transient or loop.time() > deadline:
-                raise
-        await asyncio.sleep(0.2)
 
 
 def log_sizes(paths: list[Path]) -> dict[Path, int]:
@@ -146,11 +130,14 @@ async def test_apiserver_restarts_and_expired_watches(
             before = log_sizes(log_paths(procs))
             pods = (await api.list(PODS, namespace))["items"]
             leader = next(p for p in pods if is_leader(p) and not terminating(p))
-            await retrying(lambda: api.delete(PODS, leader["metadata"]["name"], namespace))
+            await retrying(
+                lambda: api.delete(PODS, leader["metadata"]["name"], namespace), interval=0.2
+            )
             await retrying(
                 lambda: api.patch(
                     LEADERWORKERSETS, "phoenix", {"spec": {"replicas": 5}}, namespace=namespace
-                )
+                ),
+                interval=0.2,
             )
             fig.fault("leaders deleted")
             await asyncio.to_thread(restart_over_compaction, cp, cp.etcd_endpoint)
@@ -160,7 +147,8 @@ async def test_apiserver_restarts_and_expired_watches(
                 lambda: api.create(
                     CONFIGMAPS,
                     {"metadata": {"name": "after-compaction", "namespace": namespace}},
-                )
+                ),
+                interval=0.2,
             )
             verdict = await converged(
                 api, namespace, "phoenix", log_paths=log_paths(procs), within=240

@@ -10,8 +10,8 @@ import os
 import pytest
 
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
-from tests.integration.lws_helpers import wait_ready
-from tests.integration.manager_process import Managers
+from tests.toolkit.cluster import wait_ready
+from tests.toolkit.manager_process import Managers
 
 from .harness import (
     GroupTally,

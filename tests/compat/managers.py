@@ -17,7 +17,7 @@ from leaderworkerset.localcluster.manager_process import (
     UpstreamManager,
     WebhookTLS,
 )
-from tests.integration.manager_process import ProcessGroup
+from tests.toolkit.manager_process import ProcessGroup
 
 
 class Managers(ProcessGroup[ManagerProcess]):

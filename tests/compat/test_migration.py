@@ -31,16 +31,9 @@ from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
     ApiClient,
 )
-from tests.integration.lws_helpers import (
-    PAUSE,
-    labels,
-    live_pods,
-    lws_manifest,
-    name_of,
-    statefulsets,
-    wait_ready,
-)
-from tests.waiting import eventually
+from tests.toolkit.cluster import labels, live_pods, name_of, statefulsets, wait_ready
+from tests.toolkit.lws import PAUSE, lws_manifest
+from tests.toolkit.waiting import eventually
 
 from .managers import Managers
 

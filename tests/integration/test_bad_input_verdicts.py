@@ -15,10 +15,11 @@ from click.testing import CliRunner
 from leaderworkerset.cli import main
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient, ApiError
+from tests.toolkit.paths import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-BAD = Path(__file__).resolve().parents[1] / "data" / "bad-leaderworkersets"
+BAD = REPO / "tests" / "data" / "bad-leaderworkersets"
 STRICT = {"fieldValidation": "Strict"}
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from leaderworkerset.runtime.indexes import (
     object_key,
 )
 from tests.fixtures.controlplane import TEST_NAMESPACE_LABEL
+from tests.toolkit.waiting import eventually, retrying
 
 pytestmark = [
     pytest.mark.cluster,
@@ -124,36 +125,6 @@ async def private(
     await api.close()
 
 
-async def eventually(
-    probe: Callable[[], Awaitable[bool]] | Callable[[], bool], what: str, within: float = 60.0
-) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = probe()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
-async def retrying(call: Callable[[], Awaitable[JSON]], within: float = 60.0) -> JSON:
-    """A write right after an API server restart may meet a server still warming up."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        try:
-            return await call()
-        except (ApiError, *TRANSPORT_ERRORS) as exc:
-            transient = not isinstance(exc, ApiError) or exc.status in (429, 500, 503, 504)
-            if not transient or loop.time() > deadline:
-                raise
-        await asyncio.sleep(0.1)
-
-
 def configmap(namespace: str, name: str, labels: dict[str, str] | None = None) -> JSON:
     return {
         "apiVersion": "v1",
@@ -192,7 +163,7 @@ async def matches_a_fresh_list(api: ApiClient, informer: Informer, namespace: st
 
 async def restart_apiserver(cp: ControlPlane, gate: Gate) -> None:
     await asyncio.to_thread(cp.restart_apiserver)
-    await eventually(lambda: gate.parked > 0, "the cache to retry its broken watch")
+    await eventually(lambda: gate.parked > 0, "the cache to retry its broken watch", within=60)
 
 
 async def change_during_outage(
@@ -245,6 +216,7 @@ async def test_cache_catches_up_after_an_api_server_restart(
                 recorder.seen.get(f"{namespace}/{names[0]}") == live["metadata"]["resourceVersion"]
             ),
             "a live update",
+            within=60,
         )
 
         gate.opened.clear()
@@ -254,12 +226,16 @@ async def test_cache_catches_up_after_an_api_server_restart(
         gate.opened.set()
 
         await eventually(
-            lambda: matches_a_fresh_list(client, informer, namespace), "the cache to catch up"
+            lambda: matches_a_fresh_list(client, informer, namespace),
+            "the cache to catch up",
+            within=60,
         )
         assert_all_seen(recorder, new, updated, deleted)
         # And the watch runs again afterwards.
         after = await create(client, namespace, "after-restart")
-        await eventually(lambda: informer.get(namespace, "after-restart") is not None, "a new add")
+        await eventually(
+            lambda: informer.get(namespace, "after-restart") is not None, "a new add", within=60
+        )
         assert recorder.seen[f"{namespace}/after-restart"] == after["metadata"]["resourceVersion"]
     finally:
         await informer.stop()
@@ -307,7 +283,9 @@ async def test_cache_relists_after_its_version_is_compacted_away(
         gate.opened.set()
 
         await eventually(
-            lambda: matches_a_fresh_list(client, informer, namespace), "the cache to relist"
+            lambda: matches_a_fresh_list(client, informer, namespace),
+            "the cache to relist",
+            within=60,
         )
         assert informer.lists > lists_before, "the expired version must force a relist"
         assert int(informer.resource_version) >= revision
@@ -382,6 +360,7 @@ async def test_label_scoped_cache_and_its_indexes(client: ApiClient, namespace: 
                 informer.index_keys(by_label, label_index_value(namespace, "lws-b")) == expected_b
             ),
             "the label index to follow the relabels",
+            within=60,
         )
         assert informer.index_keys(by_label, label_index_value(namespace, "lws-a")) == [
             f"{namespace}/a-0"

@@ -13,7 +13,6 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,22 +27,11 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod
 from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.runtime import pki
 from tests.fixtures.controlplane import ExternalCluster, create_namespace, make_client
+from tests.toolkit.waiting import eventually_blocking
 
 pytestmark = pytest.mark.cluster
 
 T = TypeVar("T")
-
-
-def eventually(probe: Callable[[], T | None], timeout: float = 30.0, what: str = "") -> T:
-    """Poll ``probe`` until it returns something other than None/False."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = probe()
-        if result is not None and result is not False:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or probe}")
-        time.sleep(0.1)
 
 
 def own_control_plane(cluster: ControlPlane | ExternalCluster) -> ControlPlane:
@@ -98,7 +86,9 @@ def test_statefulset_pods_and_garbage_collection(kube_client: Client, namespace:
     def pod_names() -> set[str]:
         return {p.metadata.name for p in pods() if p.metadata and p.metadata.name}
 
-    eventually(lambda: pod_names() == {"web-0", "web-1", "web-2"}, what="ordinal pods")
+    eventually_blocking(
+        lambda: pod_names() == {"web-0", "web-1", "web-2"}, "ordinal pods", within=30.0
+    )
     assert all(p.status and p.status.phase == "Pending" for p in pods())
 
     kube_client.delete(ConfigMap, "owner", namespace=namespace)
@@ -110,8 +100,8 @@ def test_statefulset_pods_and_garbage_collection(kube_client: Client, namespace:
             return e.status.code == 404
         return False
 
-    eventually(statefulset_gone, what="garbage collection of the StatefulSet")
-    eventually(lambda: not pods(), what="garbage collection of the pods")
+    eventually_blocking(statefulset_gone, "garbage collection of the StatefulSet", within=30.0)
+    eventually_blocking(lambda: not pods(), "garbage collection of the pods", within=30.0)
 
 
 def _tls_server_context(tmp_path: Path) -> tuple[ssl.SSLContext, bytes]:
@@ -241,7 +231,9 @@ def test_restart_apiserver(control_plane: ControlPlane | ExternalCluster, tmp_pa
             assert c.get(Namespace, "default").metadata is not None
             create_namespace(c, "after-restart")
         # Probes with a 2 s timeout, just after a restart: polled, not sampled once.
-        eventually(lambda: all(cp.component_health().values()) or None, 60, "all healthy")
+        eventually_blocking(
+            lambda: all(cp.component_health().values()) or None, "all healthy", within=60
+        )
 
 
 def _processes_mentioning(workdir: Path) -> list[int]:
@@ -292,4 +284,4 @@ time.sleep(600)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    eventually(lambda: not _processes_mentioning(workdir), what="children to die", timeout=10)
+    eventually_blocking(lambda: not _processes_mentioning(workdir), "children to die", within=10)

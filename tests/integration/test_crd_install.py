@@ -18,7 +18,7 @@ from leaderworkerset.api.defaults import apply_schema_defaults
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient, ApiError
 from tests.fixtures.lws import paused_lws_controller
-from tests.waiting import eventually
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from leaderworkerset.runtime import metrics
 from leaderworkerset.runtime.client import EVENTS, LEASES, ApiClient, ApiError
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -25,19 +26,6 @@ RETRY = 0.5
 # Timings for tests that must not lose the lease to a slow renewal on a loaded
 # machine: renewals every RETRY, yet 10 s of API latency before stepping down.
 PATIENT = (15.0, 10.0, 0.5)
-
-
-async def eventually(probe: Callable[[], Any], within: float, what: str) -> Any:
-    deadline = time.monotonic() + within
-    while True:
-        result = probe()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result is not None and result is not False:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 @pytest_asyncio.fixture
@@ -87,7 +75,7 @@ async def test_exactly_one_leader_at_any_time(api: ApiClient, namespace: str) ->
     tasks = [asyncio.create_task(a.run()), asyncio.create_task(b.run())]
     try:
         leader = await eventually(
-            lambda: next((e for e in (a, b) if e.is_leader()), None), 10, "a leader"
+            lambda: next((e for e in (a, b) if e.is_leader()), None), "a leader", within=10
         )
         spec = await lease_spec(api, namespace)
         assert spec["holderIdentity"] == leader.identity
@@ -114,7 +102,7 @@ async def test_takeover_after_a_crash_waits_for_expiry(api: ApiClient, namespace
     lease, _, retry = timings = (6.0, 4.0, RETRY)
     a = elector(api, namespace, "a", release=False, timings=timings)
     task_a = asyncio.create_task(a.run())
-    await eventually(a.is_leader, 10, "a to lead")
+    await eventually(a.is_leader, "a to lead", within=10)
     b = elector(api, namespace, "b", timings=timings)
     task_b = asyncio.create_task(b.run())
     try:
@@ -122,7 +110,7 @@ async def test_takeover_after_a_crash_waits_for_expiry(api: ApiClient, namespace
         # A crash: the campaign ends without releasing the lease.
         await stop(task_a)
         crashed = time.monotonic()
-        await eventually(b.is_leader, lease + 10, "b to take over")
+        await eventually(b.is_leader, "b to take over", within=lease + 10)
         waited = time.monotonic() - crashed
         # b last saw the record change about one jittered retry before the crash (or
         # one after), so it waits out nearly a full lease, then up to one more retry.
@@ -139,11 +127,11 @@ async def test_release_on_cancel_hands_over_at_once(api: ApiClient, namespace: s
     # A long lease: a handover well inside it can only be the release's doing.
     a = elector(api, namespace, "a", release=True, timings=PATIENT)
     task_a = asyncio.create_task(a.run())
-    await eventually(a.is_leader, 10, "a to lead")
+    await eventually(a.is_leader, "a to lead", within=10)
     b = elector(api, namespace, "b", timings=PATIENT)
     task_b = asyncio.create_task(b.run())
     try:
-        await eventually(lambda: b.observed_holder == "a", 5, "b to see a leading")
+        await eventually(lambda: b.observed_holder == "a", "b to see a leading", within=5)
         await stop(task_a)
         stopped = time.monotonic()
         # What the API server stored for the release (b may take the lease before a GET
@@ -151,7 +139,7 @@ async def test_release_on_cancel_hands_over_at_once(api: ApiClient, namespace: s
         released = a._lease["spec"] if a._lease else {}
         assert released["holderIdentity"] == ""
         assert released["leaseDurationSeconds"] == 1
-        await eventually(b.is_leader, PATIENT[0], "b to take over")
+        await eventually(b.is_leader, "b to take over", within=PATIENT[0])
         # Well inside the lease a crash would cost: the next retry finds the lease free.
         assert time.monotonic() - stopped < PATIENT[0] / 2
         after = await lease_spec(api, namespace)
@@ -169,7 +157,7 @@ async def test_leader_that_cannot_renew_steps_down(api: ApiClient, namespace: st
     gauge = metrics.LEADER_ELECTION_MASTER.labels(name="steal-me")
     task = asyncio.create_task(a.run())
     try:
-        await eventually(a.is_leader, 10, "a to lead")
+        await eventually(a.is_leader, "a to lead", within=10)
         assert gauge._value.get() == 1
         # Someone else now holds a valid lease (a partition healed the wrong way round):
         # every renewal fails, and a must stop leading within renewDeadline.
@@ -217,7 +205,7 @@ async def test_election_records_events_on_the_lease(api: ApiClient, namespace: s
     a = elector(api, namespace, "a", recorder=recorder)
     task = asyncio.create_task(a.run())
     try:
-        await eventually(a.is_leader, 10, "a to lead")
+        await eventually(a.is_leader, "a to lead", within=10)
         await asyncio.wait_for(recorder.flush(), 10)
         (event,) = await events_about(api, namespace, "test-lease")
         assert event["reason"] == "LeaderElection"
@@ -255,7 +243,7 @@ async def test_repeated_events_become_a_series(api: ApiClient, namespace: str) -
             return events if counts == [1, 1, 3] else None
 
         events: list[dict[str, Any]] = await eventually(
-            settled, 10, "one series of 3 and two single events"
+            settled, "one series of 3 and two single events", within=10
         )
         by_note = {e["note"][:20]: e for e in events}
         series = by_note["poked the config map"]

@@ -12,9 +12,9 @@ from leaderworkerset.controllers.pod.gang_scheduling import PODGROUPS
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.manager_process import stand_in_crd
 from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient
-from tests.waiting import eventually
-
-from .lws_helpers import labels, live_pods, lws_manifest, name_of, wait_ready
+from tests.toolkit.cluster import labels, live_pods, name_of, wait_ready
+from tests.toolkit.lws import lws_manifest
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

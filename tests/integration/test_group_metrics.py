@@ -15,10 +15,9 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import install
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
-from tests.waiting import eventually
-
-from .lws_helpers import lws_manifest, lws_pods, name_of, wait_ready
-from .manager_process import (
+from tests.toolkit.cluster import is_leader, key_of, leaders, lws_pods, name_of, wait_ready
+from tests.toolkit.lws import lws_manifest
+from tests.toolkit.manager_process import (
     ManagerProcess,
     Managers,
     managers_fixture,  # noqa: F401  (fixtures, registered by import)
@@ -26,7 +25,7 @@ from .manager_process import (
     operator_namespace_fixture,  # noqa: F401
     sample,
 )
-from .test_hash_mode import is_leader, key_of, leaders
+from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 

@@ -30,20 +30,30 @@ from leaderworkerset.runtime.client import (
 )
 from tests.fixtures.nodesim import NodePool, isolated_pod_spec
 from tests.fixtures.pods import condition_is, is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import labels, live_pods, lws_pods, name_of, wait_ready
-from .test_hash_mode import env_of, hash_lws, is_leader, key_of, leaders, workers_of
-from .test_hash_replacement import group_pods, stays
-from .test_ordinal_placement import (
+from tests.toolkit.cluster import (
+    env_of,
+    group_pods,
+    is_leader,
+    key_of,
+    labels,
+    leaders,
+    live_pods,
+    lws_pods,
+    name_of,
+    node_labels_of,
+    wait_ready,
+    workers_of,
+)
+from tests.toolkit.lws import hash_lws
+from tests.toolkit.placement import (
     HOSTNAME,
     annotate,
     exclusive_terms,
     isolated_nodes,
-    node_labels_of,
     on_isolated_nodes,
     required_terms,
 )
+from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

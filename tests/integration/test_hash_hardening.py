@@ -22,11 +22,17 @@ from leaderworkerset.runtime.client import (
     Resource,
 )
 from tests.fixtures.pods import condition_is, is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import name_of, wait_ready
-from .test_hash_mode import gated_pod, hash_lws, key_of, leaders, workers_of
-from .test_hash_replacement import new_leader, stays
+from tests.toolkit.cluster import (
+    gated_pod,
+    key_of,
+    leaders,
+    name_of,
+    new_leader,
+    wait_ready,
+    workers_of,
+)
+from tests.toolkit.lws import hash_lws
+from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -1,6 +1,6 @@
 """Hash mode against the real control plane: a leader Deployment (real ReplicaSet,
 real scheduler), random group keys, the group-ready readiness gate, scale down by
-group health, size 1, rolling update by whole groups, and validation."""
+group health, size 1 (beside Ordinal's), rolling update by whole groups, and validation."""
 
 from __future__ import annotations
 
@@ -22,49 +22,28 @@ from leaderworkerset.runtime.client import (
     ApiError,
 )
 from tests.fixtures.pods import condition_is, is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
+    env_of,
+    gated_pod,
     get_lws,
+    is_leader,
+    key_of,
     labels,
+    leaders,
     live_pods,
-    lws_manifest,
     name_of,
     statefulsets,
+    terminating,
     wait_ready,
+    workers_of,
 )
+from tests.toolkit.lws import hash_lws, lws_manifest
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 JSON = dict[str, Any]
 KEY_RE = re.compile(r"^[0-9a-f]{40}$")
-
-
-def hash_lws(name: str, namespace: str, **kwargs: Any) -> JSON:
-    return lws_manifest(name, namespace, groupIdentity=c.GROUP_IDENTITY_HASH, **kwargs)
-
-
-def env_of(pod: JSON, container: int = 0) -> dict[str, str]:
-    env = pod["spec"]["containers"][container].get("env") or []
-    return {e["name"]: e.get("value", "") for e in env}
-
-
-def is_leader(pod: JSON) -> bool:
-    return labels(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
-
-
-def key_of(pod: JSON) -> str:
-    return labels(pod)[c.LABEL_GROUP_KEY]
-
-
-async def leaders(api: ApiClient, namespace: str, name: str) -> list[JSON]:
-    return [p for p in await live_pods(api, namespace, name) if is_leader(p)]
-
-
-async def workers_of(api: ApiClient, namespace: str, name: str, key: str) -> list[JSON]:
-    return [
-        p for p in await live_pods(api, namespace, name) if not is_leader(p) and key_of(p) == key
-    ]
 
 
 # --- creation -------------------------------------------------------------------------
@@ -171,20 +150,34 @@ async def test_leader_ready_only_with_its_workers(
     assert [name_of(p) for p in await leaders(api, namespace, "gate")] == [leader_name]
 
 
-async def test_size_one_has_no_gate_and_no_workers(
-    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
-) -> None:
-    api = nodesim_api
-    await api.create(LEADERWORKERSETS, hash_lws("solo", namespace, replicas=2, size=1))
-    await wait_ready(api, namespace, "solo", 2)
-    pods = await live_pods(api, namespace, "solo")
-    assert len(pods) == 2 and all(is_leader(p) for p in pods)
+def assert_hash_solo_leaders(pods: list[JSON], namespace: str) -> None:
     for pod in pods:
         assert not pod["spec"].get("readinessGates")
         assert condition_is(pod, c.CONDITION_GROUP_READY) is False
         assert KEY_RE.match(key_of(pod))
         assert env_of(pod)[c.ENV_LEADER_ADDRESS] == f"{key_of(pod)[:8]}.solo.{namespace}"
-    assert await statefulsets(api, namespace, "solo") == []
+
+
+@pytest.mark.parametrize("mode", [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH])
+async def test_size_one_has_no_workers(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str, mode: str
+) -> None:
+    """Groups of one are leaders alone: no worker StatefulSets (Ordinal keeps its leader
+    StatefulSet), and in Hash mode no gate waits for workers."""
+    api = nodesim_api
+    hashed = mode == c.GROUP_IDENTITY_HASH
+    body = (hash_lws if hashed else lws_manifest)("solo", namespace, replicas=2, size=1)
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, "solo", 2)
+    pods = await live_pods(api, namespace, "solo")
+    sets = [name_of(s) for s in await statefulsets(api, namespace, "solo")]
+    if hashed:
+        assert len(pods) == 2 and all(is_leader(p) for p in pods)
+        assert_hash_solo_leaders(pods, namespace)
+        assert sets == []
+    else:
+        assert sets == ["solo"]
+        assert sorted(name_of(p) for p in pods) == ["solo-0", "solo-1"]
 
 
 # --- scale down by group health ----------------------------------------------------------
@@ -348,15 +341,6 @@ class PodLog:
         live = [p for p in self.pods.values() if is_leader(p) and not terminating(p)]
         self.max_groups = max(self.max_groups, len(keys))
         self.max_live_leaders = max(self.max_live_leaders, len(live))
-
-
-def gated_pod(pod: JSON) -> bool:
-    gates = pod["spec"].get("schedulingGates") or []
-    return any(g.get("name") == c.SCHEDULING_GATE_GROUP_REPLACEMENT for g in gates)
-
-
-def terminating(pod: JSON) -> bool:
-    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
 async def test_rolling_update_moves_whole_groups(

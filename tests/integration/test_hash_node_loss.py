@@ -23,11 +23,21 @@ from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
 from leaderworkerset.runtime.client import EVENTS, LEADERWORKERSETS, PODS, ApiClient
 from leaderworkerset.runtime.metrics import REGISTRY
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
-from tests.waiting import eventually
-
-from .lws_helpers import condition, get_lws, name_of, wait_ready
-from .test_hash_mode import gated_pod, hash_lws, is_leader, key_of, leaders
-from .test_hash_replacement import group_pods, new_leader, scheduling_gated, stays
+from tests.toolkit.cluster import (
+    condition,
+    gated_pod,
+    get_lws,
+    group_pods,
+    is_leader,
+    key_of,
+    leaders,
+    name_of,
+    new_leader,
+    scheduling_gated,
+    wait_ready,
+)
+from tests.toolkit.lws import hash_lws
+from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

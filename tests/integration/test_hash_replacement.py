@@ -32,11 +32,24 @@ from leaderworkerset.runtime.client import (
     ApiError,
 )
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
-from tests.fixtures.pods import condition, is_ready, pod_manifest
-from tests.waiting import eventually
-
-from .lws_helpers import get_lws, lws_pods, name_of, wait_ready
-from .test_hash_mode import gated_pod, hash_lws, is_leader, key_of, leaders, terminating
+from tests.fixtures.pods import is_ready, pod_manifest
+from tests.toolkit.cluster import (
+    gated_pod,
+    get_lws,
+    group_pods,
+    is_leader,
+    key_of,
+    leaders,
+    lws_pods,
+    name_of,
+    new_leader,
+    release_all,
+    scheduling_gated,
+    terminating,
+    wait_ready,
+)
+from tests.toolkit.lws import hash_lws
+from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -46,46 +59,6 @@ JSON = dict[str, Any]
 # --- helpers ---------------------------------------------------------------------------
 
 
-async def group_pods(api: ApiClient, namespace: str, name: str, key: str) -> list[JSON]:
-    """Every pod of one group, terminating ones included."""
-    return [p for p in await lws_pods(api, namespace, name) if key_of(p) == key]
-
-
-async def stays(
-    probe: Callable[[], Awaitable[Any]], *, seconds: float, what: str, interval: float = 0.2
-) -> None:
-    """Assert `probe` holds on every poll for `seconds` (an observation window, not a
-    wait: the positive outcome is checked by `eventually` afterwards)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + seconds
-    while loop.time() < end:
-        value = await probe()
-        assert value, f"{what} stopped holding: {value!r}"
-        await asyncio.sleep(interval)
-
-
-async def new_leader(api: ApiClient, namespace: str, name: str, old: set[str]) -> JSON:
-    """The one live leader whose key is not in `old`."""
-
-    async def probe() -> JSON | None:
-        fresh = [p for p in await leaders(api, namespace, name) if key_of(p) not in old]
-        return fresh[0] if len(fresh) == 1 else None
-
-    return await eventually(probe, within=60, what="a replacement leader")
-
-
-def scheduling_gated(pod: JSON) -> bool:
-    """Still behind our gate and reported by the scheduler as SchedulingGated."""
-    scheduled = condition(pod, "PodScheduled")
-    return (
-        gated_pod(pod)
-        and not pod["spec"].get("nodeName")
-        and scheduled is not None
-        and scheduled.get("status") == "False"
-        and scheduled.get("reason") == "SchedulingGated"
-    )
-
-
 async def nothing_built(api: ApiClient, namespace: str, lws: str, leader: JSON) -> bool:
     """No worker StatefulSet, no per-group Service, no worker pods for a gated leader."""
     key = key_of(leader)
@@ -93,11 +66,6 @@ async def nothing_built(api: ApiClient, namespace: str, lws: str, leader: JSON) 
     service = await api.get_or_none(SERVICES, f"{lws}-{key[:8]}", namespace)
     workers = [p for p in await group_pods(api, namespace, lws, key) if not is_leader(p)]
     return sts is None and service is None and workers == []
-
-
-async def release_all(sim: NodeSimulator, pods: list[JSON]) -> None:
-    for pod in pods:
-        await sim.release_termination(pod["metadata"]["namespace"], name_of(pod))
 
 
 async def status_counts(api: ApiClient, namespace: str, name: str) -> tuple[int, int]:

@@ -23,9 +23,9 @@ import pytest
 
 from leaderworkerset.localcluster.deploy import install
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
-
-from .lws_helpers import lws_manifest, wait_ready
-from .manager_process import (
+from tests.toolkit.cluster import wait_ready
+from tests.toolkit.lws import lws_manifest
+from tests.toolkit.manager_process import (
     Managers,
     managers_fixture,  # noqa: F401  (fixtures, registered by import)
     no_inprocess_controller_fixture,  # noqa: F401

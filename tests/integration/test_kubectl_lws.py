@@ -25,11 +25,17 @@ import pytest
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
-from tests.waiting import eventually
-
-from .lws_helpers import lws_manifest, name_of, wait_ready
-from .test_hash_mode import hash_lws, is_leader, key_of, leaders
-from .test_hash_replacement import group_pods, release_all
+from tests.toolkit.cluster import (
+    group_pods,
+    is_leader,
+    key_of,
+    leaders,
+    name_of,
+    release_all,
+    wait_ready,
+)
+from tests.toolkit.lws import hash_lws, lws_manifest
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

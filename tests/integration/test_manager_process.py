@@ -31,10 +31,9 @@ from leaderworkerset.runtime.client import (
     ApiClient,
 )
 from leaderworkerset.runtime.pki import CA_CERT
-from tests.waiting import eventually
-
-from .lws_helpers import live_pods, lws_manifest, wait_ready
-from .manager_process import (
+from tests.toolkit.cluster import assert_pods_mutated, wait_ready
+from tests.toolkit.lws import lws_manifest
+from tests.toolkit.manager_process import (
     FAST_ELECTION,
     LEASE,
     ManagerProcess,
@@ -43,6 +42,7 @@ from .manager_process import (
     no_inprocess_controller_fixture,  # noqa: F401
     operator_namespace_fixture,  # noqa: F401
 )
+from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(600)]
 
@@ -71,26 +71,6 @@ async def webhook_configurations(api: ApiClient) -> list[JSON]:
 
 async def client_configs(api: ApiClient) -> list[JSON]:
     return [w["clientConfig"] for cfg in await webhook_configurations(api) for w in cfg["webhooks"]]
-
-
-def env_names(pod: JSON) -> set[str]:
-    return {
-        e["name"] for container in pod["spec"]["containers"] for e in container.get("env") or []
-    }
-
-
-async def assert_pods_mutated(api: ApiClient, namespace: str, name: str, count: int) -> None:
-    pods = await eventually(
-        lambda: _pods_if(api, namespace, name, count), within=60, what=f"{count} pods of {name}"
-    )
-    for pod in pods:
-        missing = set(c.LWS_ENV_NAMES) - env_names(pod)
-        assert not missing, f"pod {pod['metadata']['name']} lacks {missing}: webhook not run?"
-
-
-async def _pods_if(api: ApiClient, namespace: str, name: str, count: int) -> list[JSON] | None:
-    pods = await live_pods(api, namespace, name)
-    return pods if len(pods) == count else None
 
 
 async def leader_among(candidates: list[ManagerProcess]) -> ManagerProcess | None:

@@ -40,7 +40,7 @@ from tests.fixtures.pods import (
     wait_pod,
     wait_pod_gone,
 )
-from tests.waiting import eventually
+from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="session")]
 

@@ -8,22 +8,10 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.group.names import ordinal_group_key
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient
-
-from .lws_helpers import (
-    labels,
-    live_pods,
-    lws_manifest,
-    name_of,
-    statefulsets,
-    wait_ready,
-)
+from tests.toolkit.cluster import env_of, labels, live_pods, name_of, statefulsets, wait_ready
+from tests.toolkit.lws import lws_manifest
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-def env_of(pod: dict, container: int = 0) -> dict[str, str]:
-    env = pod["spec"]["containers"][container].get("env") or []
-    return {e["name"]: e.get("value", "") for e in env}
 
 
 async def test_create_three_groups_of_four(
@@ -66,17 +54,6 @@ async def test_create_three_groups_of_four(
     service = await api.get(SERVICES, "web", namespace)
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["publishNotReadyAddresses"] is True
-
-
-async def test_size_one_has_no_worker_statefulsets(
-    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
-) -> None:
-    api = nodesim_api
-    await api.create(LEADERWORKERSETS, lws_manifest("solo", namespace, replicas=2, size=1))
-    await wait_ready(api, namespace, "solo", 2)
-    assert [name_of(s) for s in await statefulsets(api, namespace, "solo")] == ["solo"]
-    pods = await live_pods(api, namespace, "solo")
-    assert sorted(name_of(p) for p in pods) == ["solo-0", "solo-1"]
 
 
 async def test_a_template_string_yaml_forbids_still_reconciles(

@@ -25,19 +25,19 @@ from leaderworkerset.runtime.client import (
     ApiClient,
 )
 from tests.fixtures.pods import is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
     condition,
+    env_of,
     get_lws,
     labels,
     live_pods,
-    lws_manifest,
     lws_pods,
     name_of,
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.lws import lws_manifest
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -48,11 +48,6 @@ HOLD_GATE = "lws.test/hold"
 # --- helpers -------------------------------------------------------------------------
 def uid_of(obj: JSON) -> str:
     return str(obj["metadata"]["uid"])
-
-
-def env_of(pod: JSON, container: int = 0) -> dict[str, str]:
-    env = pod["spec"]["containers"][container].get("env") or []
-    return {e["name"]: e.get("value", "") for e in env}
 
 
 def annotations_of(obj: JSON) -> dict[str, str]:

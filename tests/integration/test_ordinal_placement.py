@@ -16,89 +16,44 @@ import pytest
 from leaderworkerset.api import constants as c
 from leaderworkerset.group.names import ordinal_group_key, subgroup_key
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.nodes import ZONE_LABEL, NodeSpec
+from leaderworkerset.localcluster.nodesim.nodes import ZONE_LABEL
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
-    NODES,
     PODS,
     STATEFULSETS,
     ApiClient,
     Resource,
 )
-from tests.fixtures.nodesim import NodePool, isolated, isolated_pod_spec, unique_node_name
+from tests.fixtures.nodesim import NodePool, isolated_pod_spec
 from tests.fixtures.pods import is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
     JSON,
     labels,
     live_pods,
-    lws_manifest,
     name_of,
+    node_labels_of,
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.lws import lws_manifest
+from tests.toolkit.placement import (
+    HOSTNAME,
+    annotate,
+    exclusive_terms,
+    isolated_nodes,
+    on_isolated_nodes,
+    required_terms,
+)
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-HOSTNAME = "kubernetes.io/hostname"
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
 
 
-# --- helpers ---------------------------------------------------------------------------------
-async def isolated_nodes(pool: NodePool, group: str, node_labels: list[dict[str, str]]) -> None:
-    """One small node per entry of `node_labels`, all in isolation group `group`."""
-    for extra in node_labels:
-        spec = NodeSpec(name=unique_node_name("sim-place"), cpu="1", memory="4Gi", labels=extra)
-        await pool.add_spec(isolated(spec, group))
-
-
-def on_isolated_nodes(manifest: JSON, group: str) -> JSON:
-    """Pods of `manifest` select (and tolerate) the nodes of isolation group `group`."""
-    template = manifest["spec"]["leaderWorkerTemplate"]["workerTemplate"]
-    template["spec"].update(isolated_pod_spec(group))
-    return manifest
-
-
-def annotate(manifest: JSON, **annotations: str) -> JSON:
-    manifest["metadata"].setdefault("annotations", {}).update(annotations)
-    return manifest
-
-
 def pod_name(lws: str, group: int, worker: int) -> str:
     return f"{lws}-{group}" if worker == 0 else f"{lws}-{group}-{worker}"
-
-
-def required_terms(pod: JSON, kind: str) -> list[JSON]:
-    affinity = (pod.get("spec") or {}).get("affinity") or {}
-    return list((affinity.get(kind) or {}).get(REQUIRED) or [])
-
-
-def exclusive_terms(label_key: str, value: str, topology_key: str) -> tuple[JSON, JSON]:
-    """The (podAffinity, podAntiAffinity) pair the pod webhook writes."""
-    same = {
-        "labelSelector": {
-            "matchExpressions": [{"key": label_key, "operator": "In", "values": [value]}]
-        },
-        "topologyKey": topology_key,
-    }
-    others = {
-        "labelSelector": {
-            "matchExpressions": [
-                {"key": label_key, "operator": "Exists"},
-                {"key": label_key, "operator": "NotIn", "values": [value]},
-            ]
-        },
-        "topologyKey": topology_key,
-    }
-    return same, others
-
-
-async def node_labels_of(api: ApiClient, pod: JSON) -> dict[str, str]:
-    node = await api.get(NODES, pod["spec"]["nodeName"])
-    return labels(node)
 
 
 async def pods_by_name(api: ApiClient, namespace: str, name: str) -> dict[str, JSON]:

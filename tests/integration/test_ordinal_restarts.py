@@ -18,9 +18,9 @@ from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
 from leaderworkerset.runtime.client import EVENTS, LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
 from tests.fixtures.pods import is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import lws_manifest, lws_pods, name_of, wait_ready
+from tests.toolkit.cluster import lws_pods, name_of, wait_ready
+from tests.toolkit.lws import lws_manifest
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

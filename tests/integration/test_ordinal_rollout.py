@@ -20,7 +20,6 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import (
-    CONTROLLER_REVISIONS,
     LEADERWORKERSETS,
     PODS,
     STATEFULSETS,
@@ -28,20 +27,19 @@ from leaderworkerset.runtime.client import (
     Resource,
 )
 from tests.fixtures.pods import is_ready
-from tests.waiting import eventually
-
-from .lws_helpers import (
+from tests.toolkit.cluster import (
     JSON,
-    PAUSE,
     condition,
     get_lws,
     labels,
     live_pods,
-    lws_manifest,
     name_of,
+    revisions,
     statefulsets,
     wait_ready,
 )
+from tests.toolkit.lws import PAUSE, lws_manifest
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -326,23 +324,6 @@ async def wait_new_key(api: ApiClient, namespace: str, name: str, old: str) -> s
         return key if key and key != old else None
 
     return await eventually(probe, within=60, what=f"{name}: a revision other than {old}")
-
-
-async def revisions(api: ApiClient, namespace: str, name: str) -> list[JSON]:
-    """The LWS's own ControllerRevisions. The StatefulSet controller makes revisions of
-    its own that copy the StatefulSet's labels (so match the selector): those are
-    controlled by a StatefulSet and left out."""
-    answer = await api.list(
-        CONTROLLER_REVISIONS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}"
-    )
-    return [
-        r
-        for r in answer.get("items", [])
-        if any(
-            o.get("controller") and o.get("kind") == c.KIND
-            for o in (r.get("metadata") or {}).get("ownerReferences") or []
-        )
-    ]
 
 
 async def revision_keys(api: ApiClient, namespace: str, name: str) -> list[str]:

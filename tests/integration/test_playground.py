@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,24 +26,13 @@ import pytest
 from leaderworkerset.localcluster.controlplane import STATE_FILE, pid_alive
 from leaderworkerset.localcluster.playground import STATE_FILE as PLAYGROUND_STATE
 from leaderworkerset.localcluster.playground import lws_command
+from tests.toolkit.waiting import eventually_blocking
 
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "config" / "samples" / "worker-template-only.yaml"
 T = TypeVar("T")
-
-
-def eventually(probe: Callable[[], T | None], within: float, what: str) -> T:
-    """Poll a blocking probe until it returns something truthy."""
-    deadline = time.monotonic() + within
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        time.sleep(0.25)
 
 
 @dataclass
@@ -166,7 +155,7 @@ def test_a_sample_applied_with_kubectl_becomes_ready(playground: Playground) -> 
         )
         return available and status.get("readyReplicas") == lws["spec"]["replicas"]
 
-    eventually(ready, within=180, what="the sample's groups Ready")
+    eventually_blocking(ready, "the sample's groups Ready", within=180, interval=0.25)
     playground.kubectl_run("delete", "-f", str(SAMPLE), "--wait=false")
 
 
@@ -176,7 +165,9 @@ def test_status_shows_nodes_and_controller_health(playground: Playground) -> Non
         out = playground.lws("status", "--workdir", str(playground.workdir), check=False)
         return out if "UNHEALTHY" not in out and "ready (/readyz 200)" in out else None
 
-    out = eventually(healthy, within=60, what="lws dev status to report all healthy")
+    out = eventually_blocking(
+        healthy, "lws dev status to report all healthy", within=60, interval=0.25
+    )
     assert "kube-apiserver" in out
     assert "lws-node-0" in out and "lws-node-1" in out
     assert "node simulator: pid" in out and "answering" in out
@@ -191,7 +182,7 @@ def _pod(playground: Playground, name: str) -> None:
         pod = playground.get("pod", name)
         return (pod.get("status") or {}).get("phase") == "Running"
 
-    eventually(running, within=60, what=f"pod {name} Running")
+    eventually_blocking(running, f"pod {name} Running", within=60, interval=0.25)
 
 
 def _ready(pod: Any) -> str | None:
@@ -206,9 +197,19 @@ def test_faults_on_pods(playground: Playground) -> None:
     assert pod["status"]["containerStatuses"][0]["restartCount"] == 1
 
     playground.fault("unready", "victim")
-    eventually(lambda: _ready(playground.get("pod", "victim")) == "False", 30, "NotReady")
+    eventually_blocking(
+        lambda: _ready(playground.get("pod", "victim")) == "False",
+        "NotReady",
+        within=30,
+        interval=0.25,
+    )
     playground.fault("ready", "victim")
-    eventually(lambda: _ready(playground.get("pod", "victim")) == "True", 30, "Ready again")
+    eventually_blocking(
+        lambda: _ready(playground.get("pod", "victim")) == "True",
+        "Ready again",
+        within=30,
+        interval=0.25,
+    )
 
     playground.fault("stall", "victim")
     playground.kubectl_run("delete", "pod", "victim", "--wait=false")
@@ -216,7 +217,12 @@ def test_faults_on_pods(playground: Playground) -> None:
     stalled = playground.get_or_none("pod", "victim")
     assert stalled is not None and stalled["metadata"].get("deletionTimestamp")
     playground.fault("release", "victim")
-    eventually(lambda: playground.get_or_none("pod", "victim") is None, 30, "the pod gone")
+    eventually_blocking(
+        lambda: playground.get_or_none("pod", "victim") is None,
+        "the pod gone",
+        within=30,
+        interval=0.25,
+    )
 
     wd = str(playground.workdir)
     out = playground.lws("fault", "--workdir", wd, "crash", "nope", check=False)

@@ -47,7 +47,19 @@ from leaderworkerset.runtime.client import (
 )
 from tests.fixtures.lws import paused_lws_controller
 from tests.fixtures.pods import is_ready
-from tests.waiting import eventually
+from tests.toolkit.cluster import (
+    assert_pods_mutated,
+    key_of,
+    labels,
+    leaders,
+    live_pods,
+    name_of,
+    revisions,
+    wait_ready,
+)
+from tests.toolkit.lws import hash_lws, lws_manifest
+from tests.toolkit.manager_process import STEADY_ELECTION, ManagerProcess
+from tests.toolkit.waiting import eventually
 
 from .installed import (
     CLUSTER_ROLE_BINDINGS,
@@ -60,11 +72,6 @@ from .installed import (
     service_account_token,
     token_kubeconfig,
 )
-from .lws_helpers import labels, live_pods, lws_manifest, name_of, wait_ready
-from .manager_process import STEADY_ELECTION, ManagerProcess
-from .test_hash_mode import hash_lws, key_of, leaders
-from .test_manager_process import assert_pods_mutated
-from .test_ordinal_rollout import revisions
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 

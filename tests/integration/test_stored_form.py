@@ -11,9 +11,13 @@ import pytest
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.runtime.client import CONTROLLER_REVISIONS, LEADERWORKERSETS, ApiClient
-from tests.waiting import eventually
-
-from ..upstream_revision import LEADER_WORKER_MANIFEST, PAUSE_MANIFEST, PAUSE_PATCH, upstream_hash
+from tests.toolkit.upstream_revision import (
+    LEADER_WORKER_MANIFEST,
+    PAUSE_MANIFEST,
+    PAUSE_PATCH,
+    upstream_hash,
+)
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

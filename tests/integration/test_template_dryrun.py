@@ -25,9 +25,8 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
-from tests.waiting import eventually
-
-from .lws_helpers import PAUSE, lws_manifest
+from tests.toolkit.lws import PAUSE, lws_manifest
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -9,8 +9,7 @@ import os
 import signal
 import socket
 import ssl
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,6 +31,7 @@ from leaderworkerset.runtime.client import (
 from leaderworkerset.runtime.election import LeaderElectionConfig
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
 from leaderworkerset.runtime.webhook import AdmissionResponse, WebhookServer, deny, patched
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -40,23 +40,8 @@ CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "Clu
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
 )
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[T | None]], within: float, what: str, interval: float = 0.2
-) -> T:
-    deadline = time.monotonic() + within
-    last: Exception | None = None
-    while True:
-        try:
-            result = await probe()
-            if result is not None and result is not False:
-                return result
-        except (ApiError, aiohttp.ClientError, OSError) as exc:
-            last = exc
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}; last: {last}")
-        await asyncio.sleep(interval)
+# What a probe may meet while the server or its configuration is still coming up.
+TRANSIENT = (ApiError, aiohttp.ClientError, OSError)
 
 
 @pytest_asyncio.fixture
@@ -179,7 +164,13 @@ async def wait_mutated(api: ApiClient, namespace: str, names: Names, within: flo
         assert cm["data"]["k"] == "v"
         return bool(cm["data"].get("mutated-by") == "lws-runtime")
 
-    await eventually(attempt, within, "a ConfigMap patched by the webhook", interval=0.3)
+    await eventually(
+        attempt,
+        "a ConfigMap patched by the webhook",
+        within=within,
+        interval=0.3,
+        ignoring=TRANSIENT,
+    )
 
 
 async def bundles(api: ApiClient, names: Configurations) -> set[str]:
@@ -255,7 +246,9 @@ async def test_round_trip_rotation_and_reinjection(
             async def reinjected() -> bool:
                 return await bundles(api, configs) == {b64(second.ca_cert)}
 
-            await eventually(reinjected, 30, "the CA bundle to be re-injected")
+            await eventually(
+                reinjected, "the CA bundle to be re-injected", within=30, ignoring=TRANSIENT
+            )
         finally:
             await rotator.stop(5)
             await server.stop(5)
@@ -391,7 +384,7 @@ async def test_manager_serves_elects_and_shuts_down(
                     run.result()
                 return (await get_text(f"{health}/readyz"))[0] == 200
 
-            await eventually(ready, 60, "the manager to be ready")
+            await eventually(ready, "the manager to be ready", within=60, ignoring=TRANSIENT)
             assert await get_text(f"{health}/healthz") == (200, "ok")
             status, verbose = await get_text(f"{health}/readyz?verbose")
             assert status == 200 and "[+]certs ok" in verbose and "[+]webhook ok" in verbose
@@ -434,7 +427,9 @@ async def test_manager_serves_elects_and_shuts_down(
                 )
                 try:
                     second_token = await service_account_token(api, namespace, "second")
-                    text = await eventually(scraped, 30, "an authorized scrape")
+                    text = await eventually(
+                        scraped, "an authorized scrape", within=30, ignoring=TRANSIENT
+                    )
                 finally:
                     await api.delete(CLUSTER_ROLE_BINDINGS, f"{namespace}-second")
             assert 'controller_runtime_webhook_requests_total{code="200",webhook="/mutate"}' in text

@@ -5,7 +5,7 @@ failure to ask does (nothing)."""
 from __future__ import annotations
 
 import copy
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 import pytest
@@ -20,25 +20,27 @@ from leaderworkerset.admission_dryrun import (
     workloads,
 )
 from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.client import DEPLOYMENTS, STATEFULSETS, ApiClient, ApiError
+from leaderworkerset.runtime.client import DEPLOYMENTS, STATEFULSETS, ApiError
 from leaderworkerset.webhooks.admission import leaderworkerset_validator
 from leaderworkerset.webhooks.leaderworkerset import Cause
+from tests.toolkit.fake_client import Call, FakeApiClient
+from tests.toolkit.lws import leaderworkerset
 
 JSON = dict[str, Any]
 TEMPLATE = "spec.leaderWorkerTemplate"
 
 
 def lws(size: int = 3, leader: bool = False, **spec: Any) -> JSON:
-    pod = {"spec": {"containers": [{"name": "main", "image": "pause"}]}}
-    template: JSON = {"size": size, "workerTemplate": copy.deepcopy(pod)}
-    if leader:
-        template["leaderTemplate"] = copy.deepcopy(pod)
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": "web", "namespace": "ns", "uid": "u-1", "resourceVersion": "7"},
-        "spec": {"replicas": 2, "leaderWorkerTemplate": template, **spec},
-    }
+    container = {"name": "main", "image": "pause"}
+    return leaderworkerset(
+        "web",
+        "ns",
+        size=size,
+        container=container,
+        template={"leaderTemplate": {"spec": {"containers": [container]}}} if leader else None,
+        metadata={"uid": "u-1", "resourceVersion": "7"},
+        **spec,
+    )
 
 
 def workload(
@@ -228,14 +230,16 @@ def test_same_workloads_tells_template_changes_from_others() -> None:
 
 
 class Answers:
-    """Stands in for the API client: answers each dry-run create with `answer(path)`."""
+    """The fake client's hook for the dry-run creates: each is answered with
+    `answer(path)` (raised when it is an exception)."""
 
     def __init__(self, answer: Any = None) -> None:
         self.answer = answer
         self.calls: list[tuple[str, JSON, JSON]] = []
 
-    async def request(self, method: str, path: str, **kwargs: Any) -> JSON:
-        self.calls.append((path, kwargs["params"], kwargs["body"]))
+    async def __call__(self, call: Call) -> JSON:
+        path = call.name
+        self.calls.append((path, call.options["params"], call.body))
         outcome = self.answer(path) if callable(self.answer) else self.answer
         if isinstance(outcome, BaseException):
             raise outcome
@@ -243,7 +247,9 @@ class Answers:
 
 
 def checker(answers: Answers) -> Any:
-    return dry_run_check(cast(ApiClient, answers))
+    client = FakeApiClient()
+    client.on_call = answers
+    return dry_run_check(client)
 
 
 NAME_CAUSE = {

@@ -8,8 +8,9 @@ import yaml
 from click.testing import CliRunner
 
 from leaderworkerset.cli import main
+from tests.toolkit.paths import REPO
 
-SAMPLES = Path(__file__).resolve().parents[2] / "config" / "samples"
+SAMPLES = REPO / "config" / "samples"
 
 INVALID = """
 apiVersion: leaderworkerset.x-k8s.io/v1

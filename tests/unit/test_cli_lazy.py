@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from leaderworkerset.cli import LAZY_COMMANDS, main
+from tests.toolkit.paths import REPO
 
-SAMPLE = Path(__file__).resolve().parents[2] / "config" / "samples" / "worker-template-only.yaml"
+SAMPLE = REPO / "config" / "samples" / "worker-template-only.yaml"
 
 # Runs `lws ARGS` in a fresh interpreter and prints the local-cluster modules it loaded.
 PROBE = """
 import sys
 from leaderworkerset.cli import main
+from tests.toolkit.paths import REPO
 try:
     main(sys.argv[1:], prog_name="lws")
 except SystemExit as exit:

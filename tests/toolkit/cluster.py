@@ -1,0 +1,184 @@
+"""Reading a LeaderWorkerSet's objects back from a cluster in integration tests: its pods
+(leaders, groups, the replacement gate), its StatefulSets and revisions, its status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
+from leaderworkerset.runtime.client import (
+    CONTROLLER_REVISIONS,
+    LEADERWORKERSETS,
+    NODES,
+    PODS,
+    STATEFULSETS,
+    ApiClient,
+)
+from tests.fixtures.pods import condition as pod_condition
+from tests.toolkit.waiting import eventually
+
+JSON = dict[str, Any]
+
+
+def labels(obj: JSON) -> dict[str, str]:
+    result: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    return result
+
+
+def name_of(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+async def lws_pods(api: ApiClient, namespace: str, name: str) -> list[JSON]:
+    answer = await api.list(PODS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")
+    return list(answer.get("items", []))
+
+
+async def live_pods(api: ApiClient, namespace: str, name: str) -> list[JSON]:
+    return [
+        p
+        for p in await lws_pods(api, namespace, name)
+        if not (p.get("metadata") or {}).get("deletionTimestamp")
+    ]
+
+
+async def statefulsets(api: ApiClient, namespace: str, name: str) -> list[JSON]:
+    answer = await api.list(STATEFULSETS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")
+    return list(answer.get("items", []))
+
+
+async def get_lws(api: ApiClient, namespace: str, name: str) -> JSON:
+    return await api.get(LEADERWORKERSETS, name, namespace)
+
+
+def condition(lws: JSON, condition_type: str) -> str | None:
+    for cond in (lws.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == condition_type:
+            return str(cond.get("status"))
+    return None
+
+
+async def wait_ready(
+    api: ApiClient, namespace: str, name: str, replicas: int, within: float = 120.0
+) -> JSON:
+    """Until status says `replicas` ready groups and Available is True."""
+
+    async def probe() -> JSON | None:
+        lws = await get_lws(api, namespace, name)
+        status = lws.get("status") or {}
+        if (
+            status.get("readyReplicas") == replicas
+            and status.get("replicas") == replicas
+            and condition(lws, c.CONDITION_AVAILABLE) == "True"
+        ):
+            return lws
+        return None
+
+    return await eventually(probe, within=within, what=f"{name} {replicas} groups ready")
+
+
+def env_of(pod: JSON, container: int = 0) -> dict[str, str]:
+    env = pod["spec"]["containers"][container].get("env") or []
+    return {e["name"]: e.get("value", "") for e in env}
+
+
+def is_leader(pod: JSON) -> bool:
+    return labels(pod).get(c.LABEL_WORKER_INDEX) == c.LEADER_WORKER_INDEX
+
+
+def key_of(pod: JSON) -> str:
+    return labels(pod)[c.LABEL_GROUP_KEY]
+
+
+async def leaders(api: ApiClient, namespace: str, name: str) -> list[JSON]:
+    return [p for p in await live_pods(api, namespace, name) if is_leader(p)]
+
+
+async def workers_of(api: ApiClient, namespace: str, name: str, key: str) -> list[JSON]:
+    return [
+        p for p in await live_pods(api, namespace, name) if not is_leader(p) and key_of(p) == key
+    ]
+
+
+def gated_pod(pod: JSON) -> bool:
+    gates = pod["spec"].get("schedulingGates") or []
+    return any(g.get("name") == c.SCHEDULING_GATE_GROUP_REPLACEMENT for g in gates)
+
+
+def terminating(pod: JSON) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+async def group_pods(api: ApiClient, namespace: str, name: str, key: str) -> list[JSON]:
+    """Every pod of one group, terminating ones included."""
+    return [p for p in await lws_pods(api, namespace, name) if key_of(p) == key]
+
+
+async def new_leader(api: ApiClient, namespace: str, name: str, old: set[str]) -> JSON:
+    """The one live leader whose key is not in `old`."""
+
+    async def probe() -> JSON | None:
+        fresh = [p for p in await leaders(api, namespace, name) if key_of(p) not in old]
+        return fresh[0] if len(fresh) == 1 else None
+
+    return await eventually(probe, within=60, what="a replacement leader")
+
+
+def scheduling_gated(pod: JSON) -> bool:
+    """Still behind our gate and reported by the scheduler as SchedulingGated."""
+    scheduled = pod_condition(pod, "PodScheduled")
+    return (
+        gated_pod(pod)
+        and not pod["spec"].get("nodeName")
+        and scheduled is not None
+        and scheduled.get("status") == "False"
+        and scheduled.get("reason") == "SchedulingGated"
+    )
+
+
+async def release_all(sim: NodeSimulator, pods: list[JSON]) -> None:
+    for pod in pods:
+        await sim.release_termination(pod["metadata"]["namespace"], name_of(pod))
+
+
+def env_names(pod: JSON) -> set[str]:
+    return {
+        e["name"] for container in pod["spec"]["containers"] for e in container.get("env") or []
+    }
+
+
+async def assert_pods_mutated(api: ApiClient, namespace: str, name: str, count: int) -> None:
+    pods = await eventually(
+        lambda: _pods_if(api, namespace, name, count), within=60, what=f"{count} pods of {name}"
+    )
+    for pod in pods:
+        missing = set(c.LWS_ENV_NAMES) - env_names(pod)
+        assert not missing, f"pod {pod['metadata']['name']} lacks {missing}: webhook not run?"
+
+
+async def _pods_if(api: ApiClient, namespace: str, name: str, count: int) -> list[JSON] | None:
+    pods = await live_pods(api, namespace, name)
+    return pods if len(pods) == count else None
+
+
+async def revisions(api: ApiClient, namespace: str, name: str) -> list[JSON]:
+    """The LWS's own ControllerRevisions. The StatefulSet controller makes revisions of
+    its own that copy the StatefulSet's labels (so match the selector): those are
+    controlled by a StatefulSet and left out."""
+    answer = await api.list(
+        CONTROLLER_REVISIONS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}"
+    )
+    return [
+        r
+        for r in answer.get("items", [])
+        if any(
+            o.get("controller") and o.get("kind") == c.KIND
+            for o in (r.get("metadata") or {}).get("ownerReferences") or []
+        )
+    ]
+
+
+async def node_labels_of(api: ApiClient, pod: JSON) -> dict[str, str]:
+    node = await api.get(NODES, pod["spec"]["nodeName"])
+    return labels(node)

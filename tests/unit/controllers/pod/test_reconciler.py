@@ -1,0 +1,489 @@
+"""The pod reconciler and the pod webhook where a group can go wrong: the group-ready
+condition written ahead of steps that keep failing, a per-group Service that is not
+the leader's, a missing revision, hostname collisions of Hash keys, and the group
+restart policy during a size-changing rollout."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import revision_key_of
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers import revisions as rev
+from leaderworkerset.controllers.pod.backoff import MAX_DELAY, RetryBackoff
+from leaderworkerset.controllers.pod.reconciler import PodReconciler
+from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
+from leaderworkerset.group import names as naming
+from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.roles import group_size
+from leaderworkerset.group.view import view_of
+from leaderworkerset.runtime.client import SERVICES, ApiError
+from leaderworkerset.runtime.controller import Result
+from leaderworkerset.runtime.events import EventRecorder
+from leaderworkerset.runtime.indexes import object_key
+from leaderworkerset.webhooks.admission import pod_mutator
+from leaderworkerset.webhooks.hostnames import IssuedHostnames, hostnames_in_use
+from leaderworkerset.webhooks.pods import (
+    MAX_KEY_DRAWS,
+    Denied,
+    PodAdmissionContext,
+    mutate_pod,
+)
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.fake_client import FakeApiClient
+from tests.toolkit.lws import lws_object
+
+JSON = dict[str, Any]
+NS = "default"
+KEY = "0123456789abcdef0123456789abcdef01234567"
+# Another key with KEY's hostname, and one with a hostname of its own.
+SAME_HOST = "01234567ffffffffffffffffffffffffffffffff"
+OTHER_HOST = "89abcdef00000000000000000000000000000000"
+QUOTA = ApiError(403, {"reason": "Forbidden", "message": 'services "x" is forbidden: quota'})
+
+
+def calls(client: FakeApiClient) -> list[tuple[str, str, str]]:
+    """What the fake client was asked: (verb, plural, name)."""
+    return [(call.verb, call.plural, call.name) for call in client.calls]
+
+
+def patches(client: FakeApiClient) -> list[JSON]:
+    return [call.body for call in client.calls_of("patch")]
+
+
+class Events:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str]] = []
+
+    def event(
+        self,
+        regarding: JSON,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+        related: JSON | None = None,
+    ) -> None:
+        self.recorded.append((type_, reason, note))
+
+
+def hash_lws(**spec: Any) -> JSON:
+    body = lws_object("lws", replicas=1, size=2, groupIdentity=c.GROUP_IDENTITY_HASH, **spec)
+    body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = c.RESTART_POLICY_NONE
+    return body
+
+
+def unique_per_replica() -> JSON:
+    return hash_lws(networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA})
+
+
+def hash_leader(revision_key: str, group_ready: str | None = "True", **annotations: str) -> JSON:
+    """A running Hash leader as the webhook and the kubelet leave it."""
+    name = "lws-5d8f9c7b4-x7k2p"
+    conditions = [{"type": "ContainersReady", "status": "True"}]
+    if group_ready is not None:
+        conditions.append({"type": c.CONDITION_GROUP_READY, "status": group_ready})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "uid": "uid-leader",
+            "labels": {
+                c.LABEL_SET_NAME: "lws",
+                c.LABEL_WORKER_INDEX: "0",
+                c.LABEL_GROUP_INDEX: KEY,
+                c.LABEL_GROUP_KEY: KEY,
+                c.LABEL_TEMPLATE_REVISION_HASH: revision_key,
+            },
+            "annotations": {c.ANNOTATION_SIZE: "2", **annotations},
+        },
+        "spec": {
+            "containers": [{"name": "c", "image": "pause:1"}],
+            "readinessGates": [{"conditionType": c.CONDITION_GROUP_READY}],
+        },
+        "status": {"phase": "Running", "conditions": conditions},
+    }
+
+
+def worker_set(leader: JSON, ready: bool) -> JSON:
+    meta = leader["metadata"]
+    labels = {k: meta["labels"][k] for k in (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX)}
+    labels[c.LABEL_TEMPLATE_REVISION_HASH] = meta["labels"][c.LABEL_TEMPLATE_REVISION_HASH]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": meta["name"], "namespace": NS, "labels": labels},
+        "spec": {"replicas": 1},
+        "status": {"replicas": 1, "availableReplicas": 1 if ready else 0},
+    }
+
+
+def service(name: str, owner_uid: str | None, owner_name: str = "someone-else") -> JSON:
+    meta: JSON = {"name": name, "namespace": NS, "labels": {c.LABEL_SET_NAME: "lws"}}
+    if owner_uid is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": owner_name,
+                "uid": owner_uid,
+                "controller": True,
+            }
+        ]
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta}
+
+
+def reconciler(
+    client: FakeApiClient,
+    caches: Any,
+    events: Events,
+    now: list[float] | None = None,
+    **options: Any,
+) -> PodReconciler:
+    clock = now if now is not None else [0.0]
+    return PodReconciler(
+        client,
+        caches,
+        cast(EventRecorder, events),
+        options=ControllerOptions(**options),
+        waits=RetryBackoff(clock=lambda: clock[0]),
+    )
+
+
+async def delays_of(pods: PodReconciler, key: str, now: list[float], tries: int) -> list[float]:
+    """The requeue delays of `tries` reconciles, each run when the previous one asked."""
+    delays = []
+    for _ in range(tries):
+        result = await pods(key)
+        assert isinstance(result, Result) and result.requeue_after is not None
+        delays.append(result.requeue_after)
+        now[0] += result.requeue_after
+    return delays
+
+
+GROUP_SERVICE = naming.hash_group_service_name("lws", KEY)
+
+
+# --- the group-ready condition comes first --------------------------------------------------
+async def test_group_ready_is_written_before_the_group_service_fails() -> None:
+    lws = unique_per_replica()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision))
+    client, events = FakeApiClient(), Events()
+    client.fail[("create", "services")] = QUOTA
+    async with seeded_caches(lws, revision, leader, worker_set(leader, ready=False)) as caches:
+        with pytest.raises(ApiError):
+            await reconciler(client, caches, events)(object_key(leader))
+    assert [call[:2] for call in calls(client)] == [("patch", "pods"), ("create", "services")]
+    (condition,) = patches(client)[0]["status"]["conditions"]
+    assert (condition["type"], condition["status"]) == (c.CONDITION_GROUP_READY, "False")
+
+
+async def test_group_ready_is_written_before_the_pod_group_fails() -> None:
+    lws = hash_lws()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(
+        revision_key_of(revision), **{c.ANNOTATION_POD_GROUP_NAME: "lws-group-podgroup"}
+    )
+    client, events = FakeApiClient(), Events()
+    client.fail[("get", "podgroups")] = ApiError(503, {"message": "volcano is down"})
+    async with seeded_caches(lws, revision, leader, worker_set(leader, ready=False)) as caches:
+        with pytest.raises(ApiError):
+            await reconciler(client, caches, events, gang_scheduling=True)(object_key(leader))
+    assert [call[:2] for call in calls(client)] == [("patch", "pods"), ("get", "podgroups")]
+
+
+# --- the per-group Service is the leader's or nobody's ---------------------------------------
+async def test_a_service_owned_by_another_pod_is_not_adopted() -> None:
+    lws = unique_per_replica()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
+    foreign = service(GROUP_SERVICE, "uid-of-another-leader")
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, foreign) as caches:
+        now = [0.0]
+        pods = reconciler(client, caches, events, now)
+        delays = await delays_of(pods, object_key(leader), now, 9)
+        # Reconciles in between (the leader's own status updates) do not stretch it.
+        for _ in range(5):
+            await pods(object_key(leader))
+        assert await pods(object_key(leader)) == Result(requeue_after=MAX_DELAY)
+    assert delays == [1, 1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY]
+    # No Service written, and no workers for a group without its own Service.
+    assert calls(client) == []
+    ((type_, reason, note),) = events.recorded
+    assert (type_, reason) == (ev.WARNING, c.EVENT_REASON_FAILED_CREATE)
+    assert f"{NS}/{GROUP_SERVICE}" in note and "Pod someone-else" in note
+
+
+async def test_a_service_the_cache_does_not_hold_is_checked_before_use() -> None:
+    """A Service without the LWS label never reaches the cache: the create answers
+    AlreadyExists, and the Service read from the API server is not the leader's."""
+    lws = unique_per_replica()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
+    client, events = FakeApiClient(), Events()
+    client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
+    client.put(SERVICES, service(GROUP_SERVICE, None))
+    async with seeded_caches(lws, revision, leader) as caches:
+        result = await reconciler(client, caches, events)(object_key(leader))
+    assert result == Result(requeue_after=1.0)
+    assert [call[:2] for call in calls(client)] == [("create", "services"), ("get", "services")]
+    assert len(events.recorded) == 1 and "owned by no controller" in events.recorded[0][2]
+
+
+async def test_the_leaders_own_service_late_in_the_cache_is_used() -> None:
+    lws = unique_per_replica()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
+    client, events = FakeApiClient(), Events()
+    client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
+    client.put(SERVICES, service(GROUP_SERVICE, "uid-leader"))
+    async with seeded_caches(lws, revision, leader) as caches:
+        assert await reconciler(client, caches, events)(object_key(leader)) is None
+    assert ("create", "statefulsets", leader["metadata"]["name"]) in calls(client)
+    assert [e for e in events.recorded if e[0] == ev.WARNING] == []
+
+
+async def test_a_predecessors_service_is_waited_out_quietly() -> None:
+    """Ordinal mode: a leader recreated under its old name finds the Service of the pod
+    it replaces until the garbage collector removes it; that is no conflict to report."""
+    lws = lws_object(
+        "lws", replicas=1, size=2, networkConfig={"subdomainPolicy": "UniquePerReplica"}
+    )
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
+    leader["metadata"]["name"] = "lws-0"
+    leader["metadata"]["labels"][c.LABEL_GROUP_INDEX] = "0"
+    old = service("lws-0", "uid-of-the-old-lws-0", owner_name="lws-0")
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, old) as caches:
+        result = await reconciler(client, caches, events)(object_key(leader))
+    assert result == Result(requeue_after=1.0)
+    assert events.recorded == [] and calls(client) == []
+
+
+# --- a missing revision -----------------------------------------------------------------------
+async def test_missing_revision_is_reported_once_and_retried_with_backoff() -> None:
+    lws = hash_lws()
+    leader = hash_leader("no-such-revision", group_ready=None)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, leader) as caches:
+        now = [0.0]
+        pods = reconciler(client, caches, events, now)
+        delays = await delays_of(pods, object_key(leader), now, 9)
+        assert delays == [1, 1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY]
+        ((type_, reason, note),) = events.recorded
+        assert (type_, reason) == (ev.WARNING, c.EVENT_REASON_FAILED_CREATE)
+        assert "no-such-revision" in note and leader["metadata"]["name"] in note
+        # The leader's deletion forgets its delays.
+        pods.remember_deleted(leader)
+        assert len(pods.waits) == 0
+    assert [call for call in calls(client) if call[1] == "statefulsets"] == []
+
+
+def test_retry_backoff_waits_as_long_as_the_condition_lasted() -> None:
+    now = [0.0]
+    waits = RetryBackoff(first=0.5, cap=3.0, clock=lambda: now[0])
+    seen = []
+    for _ in range(6):
+        delay, tries = waits.next("a")
+        seen.append((delay, tries))
+        now[0] += delay
+    assert seen == [(0.5, 0), (0.5, 1), (1.0, 2), (2.0, 3), (3.0, 4), (3.0, 5)]
+    assert waits.next("b") == (0.5, 0)
+    waits.forget("a")
+    assert "a" not in waits and waits.next("a") == (0.5, 0)
+
+
+# --- RecreateGroupAfterStart counts a group against its own size ------------------------------
+def group_pod(name: str, index: str, size: int, worker: str, restarts: int = 0) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "uid": f"uid-{name}",
+            "labels": {
+                c.LABEL_SET_NAME: "lws",
+                c.LABEL_GROUP_INDEX: index,
+                c.LABEL_WORKER_INDEX: worker,
+            },
+            "annotations": {c.ANNOTATION_SIZE: str(size)},
+        },
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [{"name": "c", "restartCount": restarts}],
+        },
+    }
+
+
+async def test_after_start_uses_the_groups_own_size_during_a_resize() -> None:
+    """The LWS now asks for groups of 3; group 0 is still of the old size 2 and complete.
+    Its restarted leader recreates it (against the live size it would look incomplete
+    for ever and never be recreated)."""
+    lws = lws_object("lws", replicas=1, size=3)
+    lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = (
+        c.RESTART_POLICY_RECREATE_GROUP_AFTER_START
+    )
+    view = view_of(lws)
+    leader = group_pod("lws-0", "0", size=2, worker="0", restarts=1)
+    worker = group_pod("lws-0-1", "0", size=2, worker="1")
+    client = FakeApiClient()
+    async with seeded_caches(lws, leader, worker) as caches:
+        restarter = GroupRestarter(client, caches)
+        assert group_size(leader, view) == 2
+        assert not restarter.pending_in_group(leader, view)
+        recreating, event = await restarter.handle(leader, view)
+    assert recreating and event is not None
+    assert calls(client) == [("delete", "pods", "lws-0")]
+
+
+async def test_after_start_still_waits_for_a_group_missing_a_pod() -> None:
+    lws = lws_object("lws", replicas=1, size=2)
+    view = view_of(lws)
+    leader = group_pod("lws-0", "0", size=3, worker="0", restarts=1)
+    worker = group_pod("lws-0-1", "0", size=3, worker="1")
+    async with seeded_caches(lws, leader, worker) as caches:
+        restarter = GroupRestarter(FakeApiClient(), caches)
+        assert restarter.pending_in_group(leader, view)
+
+
+def test_group_size_falls_back_to_the_live_spec() -> None:
+    view = view_of(lws_object("lws", size=4))
+    pod = group_pod("lws-0", "0", size=2, worker="0")
+    del pod["metadata"]["annotations"]
+    assert group_size(pod, view) == 4
+
+
+# --- Hash keys never repeat a live group's hostname -------------------------------------------
+def key_source(*keys: str) -> tuple[Any, list[str]]:
+    drawn: list[str] = []
+    remaining = list(keys)
+
+    def draw(namespace: str) -> str:
+        drawn.append(remaining.pop(0))
+        return drawn[-1]
+
+    return draw, drawn
+
+
+def new_hash_leader() -> JSON:
+    return {
+        "metadata": {
+            "generateName": "lws-5d8f9c7b4-",
+            "namespace": NS,
+            "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
+            "annotations": {c.ANNOTATION_SIZE: "2"},
+        },
+        "spec": {"containers": [{"name": "c", "image": "pause:1"}]},
+    }
+
+
+def hash_context(draw: Any, in_use: set[str]) -> PodAdmissionContext:
+    return PodAdmissionContext(
+        group_identity=c.GROUP_IDENTITY_HASH,
+        new_group_key=draw,
+        hostnames_in_use=frozenset(in_use),
+    )
+
+
+def test_a_colliding_draw_is_redrawn() -> None:
+    draw, drawn = key_source(SAME_HOST, OTHER_HOST)
+    out = mutate_pod(new_hash_leader(), hash_context(draw, {KEY[:8]}))
+    assert drawn == [SAME_HOST, OTHER_HOST]
+    assert out["metadata"]["labels"][c.LABEL_GROUP_KEY] == OTHER_HOST
+    assert out["spec"]["hostname"] == OTHER_HOST[:8]
+
+
+def test_collisions_without_end_are_denied() -> None:
+    draw, drawn = key_source(*[SAME_HOST] * MAX_KEY_DRAWS)
+    with pytest.raises(Denied) as denied:
+        mutate_pod(new_hash_leader(), hash_context(draw, {KEY[:8]}))
+    assert len(drawn) == MAX_KEY_DRAWS
+    message = denied.value.message
+    assert f"{MAX_KEY_DRAWS} tries" in message and f"LeaderWorkerSet {NS}/lws" in message
+
+
+def test_a_key_the_pod_brings_is_kept() -> None:
+    draw, drawn = key_source()
+    body = new_hash_leader()
+    body["metadata"]["labels"][c.LABEL_GROUP_KEY] = SAME_HOST
+    out = mutate_pod(body, hash_context(draw, {KEY[:8]}))
+    assert drawn == [] and out["metadata"]["labels"][c.LABEL_GROUP_KEY] == SAME_HOST
+
+
+def live_member(key: str, phase: str = "Running", worker: str = "1") -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"member-{key[:8]}-{worker}",
+            "namespace": NS,
+            "uid": f"uid-{key}-{worker}",
+            "labels": {
+                c.LABEL_SET_NAME: "lws",
+                c.LABEL_GROUP_KEY: key,
+                c.LABEL_GROUP_INDEX: key,
+                c.LABEL_WORKER_INDEX: worker,
+            },
+        },
+        "status": {"phase": phase},
+    }
+
+
+def test_finished_pods_hold_no_hostname() -> None:
+    pods = [live_member(KEY), live_member(OTHER_HOST, phase="Failed")]
+    assert hostnames_in_use(pods) == {KEY[:8]}
+
+
+def hostname_of(response: Any) -> str:
+    assert response.allowed, response.result
+    (op,) = [op for op in response.patch if op["path"] == "/spec/hostname"]
+    return str(op["value"])
+
+
+async def test_webhook_redraws_against_the_pod_cache_and_its_own_recent_keys() -> None:
+    """A worker of a live group holds KEY's hostname (its leader may be gone already):
+    the first draw, colliding with it, is redrawn. The next leader's draw collides with
+    the key just handed out, which the cache does not show yet."""
+    lws = hash_lws()
+    other_lws_member = live_member(OTHER_HOST.replace("0", "1"))
+    other_lws_member["metadata"]["labels"][c.LABEL_SET_NAME] = "another"
+    draw, drawn = key_source(SAME_HOST, OTHER_HOST, OTHER_HOST, "fedcba98" + "0" * 32)
+    async with seeded_caches(lws, live_member(KEY), other_lws_member) as caches:
+        mutate = pod_mutator(caches, ControllerOptions(), None, new_group_key=draw)
+        first = await mutate({"object": new_hash_leader(), "namespace": NS})
+        second = await mutate({"object": new_hash_leader(), "namespace": NS})
+    assert hostname_of(first) == OTHER_HOST[:8]
+    assert hostname_of(second) == "fedcba98"
+    assert drawn == [SAME_HOST, OTHER_HOST, OTHER_HOST, "fedcba98" + "0" * 32]
+
+
+async def test_webhook_denies_when_every_draw_collides() -> None:
+    draw, _ = key_source(*[SAME_HOST] * MAX_KEY_DRAWS)
+    async with seeded_caches(hash_lws(), live_member(KEY)) as caches:
+        mutate = pod_mutator(caches, ControllerOptions(), None, new_group_key=draw)
+        response = await mutate({"object": new_hash_leader(), "namespace": NS})
+    assert not response.allowed
+    assert "unused by the live groups" in response.result["message"]
+
+
+def test_issued_hostnames_are_forgotten_after_a_while() -> None:
+    now = [0.0]
+    issued = IssuedHostnames(memory=10.0, clock=lambda: now[0])
+    issued.add(NS, "lws", "aaaaaaaa")
+    assert issued.recent(NS, "lws") == {"aaaaaaaa"} and issued.recent(NS, "other") == set()
+    now[0] = 11.0
+    assert issued.recent(NS, "lws") == set()
+
+
+def test_hash_leader_created_event_names_the_deployment() -> None:
+    assert ev.leader_created("lws", hash_mode=True).note == "Created leader deployment lws"
+    assert ev.leader_created("lws").note == "Created leader statefulset lws"

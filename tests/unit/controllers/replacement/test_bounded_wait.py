@@ -1,0 +1,698 @@
+"""The bounded PostTermination wait as pure decisions: when a tearing-down group stops
+holding its replacement back (a node not Ready, a termination overrun), each just
+before and just after its threshold; and admission with a cache that lags the API
+server."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
+from leaderworkerset.api.config.defaults import set_defaults
+from leaderworkerset.api.config.validation import validate
+from leaderworkerset.api.objects import timestamp_of
+from leaderworkerset.caches import build_caches, node_readiness
+from leaderworkerset.controller_command import Settings, load_configuration
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.held import HeldBoard, HeldReplacements
+from leaderworkerset.controllers.lws.status import (
+    CONDITION_REPLACEMENT_HELD,
+    REASON_NO_REPLACEMENT_HELD,
+    REASON_WAITING_FOR_TERMINATION,
+    hash_status,
+)
+from leaderworkerset.controllers.replacement.post_termination import (
+    decide,
+    node_not_ready_since,
+    pod_release,
+)
+from leaderworkerset.controllers.replacement.reconciler import (
+    RELEASE_SLACK,
+    ReplacementReconciler,
+)
+from leaderworkerset.controllers.replacement.reconciler import held_of as held_in
+from leaderworkerset.controllers.replacement.triggers import node_events
+from leaderworkerset.group.options import (
+    NODE_NOT_READY,
+    TERMINATION_OVERRUN,
+    ControllerOptions,
+    ReleaseThresholds,
+)
+from tests.toolkit.fake_client import FakeApiClient
+from tests.toolkit.lws import lws_object
+
+JSON = dict[str, Any]
+T0 = "2026-01-01T00:00:00Z"
+EPOCH = timestamp_of(T0) or 0.0
+NODE_BOUND = 120.0
+OVERRUN_BOUND = 300.0
+BOUNDS = ReleaseThresholds(node_not_ready=NODE_BOUND, termination_overrun=OVERRUN_BOUND)
+EPS = 0.001
+
+
+def at(seconds: float) -> str:
+    moment = datetime.datetime.fromtimestamp(EPOCH + seconds, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node(name: str, status: str = "True", since: float = 0.0) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "creationTimestamp": T0},
+        "status": {
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False", "lastTransitionTime": T0},
+                {"type": "Ready", "status": status, "lastTransitionTime": at(since)},
+            ]
+        },
+    }
+
+
+def pod(
+    name: str,
+    key: str,
+    *,
+    leader: bool = True,
+    node_name: str = "n1",
+    gated: bool = False,
+    deleted_at: float | None = None,
+    created: float = 0.0,
+) -> JSON:
+    meta: JSON = {
+        "name": name,
+        "namespace": "default",
+        "creationTimestamp": at(created),
+        "labels": {
+            c.LABEL_SET_NAME: "lws",
+            c.LABEL_WORKER_INDEX: "0" if leader else "1",
+            c.LABEL_GROUP_KEY: key,
+            c.LABEL_GROUP_INDEX: key,
+        },
+    }
+    if deleted_at is not None:
+        meta["deletionTimestamp"] = at(deleted_at)
+        meta["deletionGracePeriodSeconds"] = 30
+    spec: JSON = {"containers": [{"name": "c", "image": "pause"}]}
+    if gated:
+        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
+    else:
+        spec["nodeName"] = node_name
+    return {"metadata": meta, "spec": spec, "status": {"phase": "Running"}}
+
+
+def old_group(key: str = "a" * 40, node_name: str = "n1", deleted_at: float = 0.0) -> list[JSON]:
+    """A group whose leader was deleted: leader and worker terminating on `node_name`."""
+    return [
+        pod(f"old-{key[:4]}", key, node_name=node_name, deleted_at=deleted_at),
+        pod(f"old-{key[:4]}-1", key, leader=False, node_name=node_name, deleted_at=deleted_at),
+    ]
+
+
+REPLACEMENT = pod("new", "b" * 40, gated=True, created=1)
+
+
+def admitted(pods: list[JSON], nodes: dict[str, JSON], now: float, **kw: Any) -> list[str]:
+    return [p["metadata"]["name"] for p in decide(pods, nodes, EPOCH + now, BOUNDS, **kw).admit]
+
+
+# --- reading nodes -------------------------------------------------------------------------
+
+
+def test_node_not_ready_since() -> None:
+    assert node_not_ready_since(node("n1")) is None
+    assert node_not_ready_since(node("n1", "False", 10)) == EPOCH + 10
+    assert node_not_ready_since(node("n1", "Unknown", 20)) == EPOCH + 20
+    # Never reported Ready: not ready since it was registered.
+    no_condition = {"metadata": {"name": "n", "creationTimestamp": at(5)}, "status": {}}
+    assert node_not_ready_since(no_condition) == EPOCH + 5
+
+
+def test_node_cache_keeps_only_the_ready_condition() -> None:
+    full = node("n1", "False", 3)
+    full["metadata"].update(
+        {"uid": "u", "resourceVersion": "7", "labels": {"x": "y"}, "managedFields": [{}]}
+    )
+    full["status"].update({"images": [{"names": ["big"]}], "capacity": {"cpu": "8"}})
+    full["spec"] = {"taints": [{"key": "k", "effect": "NoSchedule"}]}
+    kept = node_readiness(full)
+    assert kept["metadata"] == {
+        "name": "n1",
+        "uid": "u",
+        "resourceVersion": "7",
+        "creationTimestamp": T0,
+    }
+    assert kept["status"] == {
+        "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": at(3)}]
+    }
+    assert node_not_ready_since(kept) == node_not_ready_since(full)
+
+
+# --- a node not Ready -----------------------------------------------------------------------
+
+
+def test_node_not_ready_releases_at_the_threshold() -> None:
+    pods = [*old_group(node_name="n1", deleted_at=1000), REPLACEMENT]
+    nodes = {"n1": node("n1", "Unknown", since=10)}
+    # The deletion is recent (overrun far away): only the node can release the group.
+    assert admitted(pods, nodes, 10 + NODE_BOUND - EPS) == []
+    assert admitted(pods, nodes, 10 + NODE_BOUND + EPS) == ["new"]
+    decision = decide(pods, nodes, EPOCH + 10 + NODE_BOUND + EPS, BOUNDS)
+    (release,) = decision.released
+    assert release.reason == NODE_NOT_READY and release.nodes == ("n1",)
+    assert release.pods == ("old-aaaa", "old-aaaa-1")
+
+
+def test_node_ready_false_counts_like_unknown() -> None:
+    pods = [*old_group(deleted_at=1000), REPLACEMENT]
+    nodes = {"n1": node("n1", "False", since=0)}
+    assert admitted(pods, nodes, NODE_BOUND - EPS) == []
+    assert admitted(pods, nodes, NODE_BOUND + EPS) == ["new"]
+
+
+def test_a_ready_node_never_releases() -> None:
+    pods = [*old_group(deleted_at=1000), REPLACEMENT]
+    assert admitted(pods, {"n1": node("n1")}, 1000 + OVERRUN_BOUND - EPS) == []
+
+
+def test_a_node_that_is_gone_releases_at_once() -> None:
+    pods = [*old_group(deleted_at=1000), REPLACEMENT]
+    assert admitted(pods, {}, 0) == ["new"]
+    assert decide(pods, {}, EPOCH, BOUNDS).released[0].reason == NODE_NOT_READY
+
+
+def test_one_pod_on_a_healthy_node_keeps_the_group_counted() -> None:
+    key = "a" * 40
+    pods = [
+        pod("old", key, node_name="dead", deleted_at=0),
+        pod("old-1", key, leader=False, node_name="alive"),  # not even terminating yet
+        REPLACEMENT,
+    ]
+    nodes = {"dead": node("dead", "Unknown", 0), "alive": node("alive")}
+    assert admitted(pods, nodes, 10 * NODE_BOUND) == []
+
+
+def test_node_release_disabled_by_zero() -> None:
+    pods = [*old_group(deleted_at=1000), REPLACEMENT]
+    nodes = {"n1": node("n1", "Unknown", since=0)}
+    off = ReleaseThresholds(node_not_ready=0, termination_overrun=OVERRUN_BOUND)
+    assert decide(pods, nodes, EPOCH + 10 * NODE_BOUND, off).admit == []
+    assert decide(pods, {}, EPOCH, off).admit == []
+
+
+# --- a termination that overruns --------------------------------------------------------------
+
+
+def test_termination_overrun_releases_at_the_threshold() -> None:
+    # deletionTimestamp already is the end of the grace period.
+    pods = [*old_group(deleted_at=50), REPLACEMENT]
+    nodes = {"n1": node("n1")}
+    assert admitted(pods, nodes, 50 + OVERRUN_BOUND - EPS) == []
+    assert admitted(pods, nodes, 50 + OVERRUN_BOUND + EPS) == ["new"]
+    release = decide(pods, nodes, EPOCH + 50 + OVERRUN_BOUND + EPS, BOUNDS).released[0]
+    assert release.reason == TERMINATION_OVERRUN
+
+
+def test_a_worker_not_yet_deleted_keeps_the_group_counted() -> None:
+    key = "a" * 40
+    pods = [
+        pod("old", key, deleted_at=0),
+        pod("old-1", key, leader=False),  # background deletion: not terminating yet
+        REPLACEMENT,
+    ]
+    assert admitted(pods, {"n1": node("n1")}, 10 * OVERRUN_BOUND) == []
+
+
+def test_overrun_release_disabled_by_zero() -> None:
+    pods = [*old_group(deleted_at=0), REPLACEMENT]
+    off = ReleaseThresholds(node_not_ready=NODE_BOUND, termination_overrun=0)
+    assert decide(pods, {"n1": node("n1")}, EPOCH + 10 * OVERRUN_BOUND, off).admit == []
+
+
+def test_the_earlier_release_wins_per_pod() -> None:
+    p = pod("old", "a" * 40, deleted_at=0)
+    late_node = {"n1": node("n1", "Unknown", since=OVERRUN_BOUND)}
+    release = pod_release(p, late_node, BOUNDS)
+    assert release is not None and release.reason == TERMINATION_OVERRUN
+    early_node = {"n1": node("n1", "Unknown", since=0)}
+    release = pod_release(p, early_node, BOUNDS)
+    assert release is not None and release.reason == NODE_NOT_READY
+    assert release.at == EPOCH + NODE_BOUND
+
+
+def test_next_release_is_the_earliest_counted_groups() -> None:
+    pods = [
+        *old_group("a" * 40, node_name="n1", deleted_at=1000),
+        *old_group("c" * 40, node_name="n2", deleted_at=20),
+        REPLACEMENT,
+        pod("new2", "d" * 40, gated=True, created=2),
+    ]
+    nodes = {"n1": node("n1", "Unknown", since=0), "n2": node("n2")}
+    decision = decide(pods, nodes, EPOCH, BOUNDS)
+    assert decision.admit == [] and len(decision.held) == 2
+    assert decision.next_release_at == EPOCH + NODE_BOUND
+    assert decision.holding == ["a" * 40, "c" * 40]
+    later = decide(pods, nodes, EPOCH + NODE_BOUND + EPS, BOUNDS)
+    assert [p["metadata"]["name"] for p in later.admit] == ["new"]
+    assert later.holding == ["c" * 40] and later.next_release_at == EPOCH + 20 + OVERRUN_BOUND
+
+
+def test_no_release_moment_without_a_bound() -> None:
+    pods = [*old_group(deleted_at=0), REPLACEMENT]
+    off = ReleaseThresholds(node_not_ready=0, termination_overrun=0)
+    decision = decide(pods, {"n1": node("n1")}, EPOCH, off)
+    assert decision.held and decision.next_release_at is None
+
+
+# --- a cache that lags the API server ---------------------------------------------------------
+
+
+def test_an_ungated_leader_still_seen_gated_is_not_waiting() -> None:
+    """T = 1, and the scale-up leader S was admitted a moment ago; the cache still
+    shows S gated when a new replacement R2 for a second teardown arrives in the
+    same second with a name that sorts first. Without memory, G = 3 and T = 2 would
+    admit R2 while its predecessor holds capacity."""
+    pods = [
+        *old_group("a" * 40, deleted_at=1000),
+        pod("r1", "b" * 40, gated=True, created=1),
+        pod("s", "e" * 40, gated=True, created=1),  # already ungated on the server
+        *old_group("c" * 40, deleted_at=1000),
+        pod("a-r2", "d" * 40, gated=True, created=1),
+    ]
+    nodes = {"n1": node("n1")}
+    naive = admitted(pods, nodes, 0)
+    assert naive == ["a-r2"]  # the early admission the memory prevents
+    assert admitted(pods, nodes, 0, ungating={"s"}) == []
+    held = decide(pods, nodes, EPOCH, BOUNDS, ungating={"s"}).held
+    assert [p["metadata"]["name"] for p in held] == ["a-r2", "r1"]
+
+
+class Cluster:
+    """The API server's pods as a history of states, and a cache that shows one of
+    them (never the newest for sure). Slots count the groups the spec asks for: the
+    initial ones and each scale-up; a teardown's replacement takes its group's slot."""
+
+    def __init__(self, running: int) -> None:
+        self.serial = 0
+        self.slots = running
+        state: dict[str, JSON] = {}
+        for _ in range(running):
+            key = self._key()
+            state[f"g{key[:3]}"] = pod(f"g{key[:3]}", key)
+            state[f"g{key[:3]}-1"] = pod(f"g{key[:3]}-1", key, leader=False)
+        self.history = [state]
+        self.seen = 0  # the cache shows history[seen]
+        self.ungating: set[str] = set()
+        self.in_flight: list[str] = []  # gates removed by a reconcile, not yet written
+
+    def _key(self) -> str:
+        self.serial += 1
+        return f"{self.serial:03x}".ljust(40, "0")
+
+    @property
+    def server(self) -> dict[str, JSON]:
+        return self.history[-1]
+
+    def write(self, change: Any) -> None:
+        state = {k: _copy(v) for k, v in self.server.items()}
+        change(state)
+        self.history.append(state)
+
+    def arrive(self, prefix: int) -> None:
+        """A gated leader, created in the same second as every other, any name."""
+        key = self._key()
+        name = f"{prefix}-rep{key[:3]}"
+        self.write(lambda s: s.__setitem__(name, pod(name, key, gated=True, created=1)))
+
+    def scale_up(self, prefix: int) -> None:
+        self.slots += 1
+        self.arrive(prefix)
+
+    def teardown(self, pick: int, prefix: int) -> None:
+        """Delete an admitted group's leader; its ReplicaSet creates a replacement."""
+        live = sorted({_key(p) for p in self.server.values() if _holds(p) and not _tearing(p)})
+        if not live:
+            return
+        key = live[pick % len(live)]
+
+        def delete(state: dict[str, JSON]) -> None:
+            for p in state.values():
+                if _key(p) == key:
+                    p["metadata"]["deletionTimestamp"] = at(1000)
+
+        self.write(delete)
+        self.arrive(prefix)
+
+    def finish(self, pick: int) -> None:
+        tearing = sorted({_key(p) for p in self.server.values() if _tearing(p)})
+        if tearing:
+            key = tearing[pick % len(tearing)]
+            self.write(lambda s: [s.pop(n) for n in [n for n, p in s.items() if _key(p) == key]])
+
+    def reconcile(self, memory: bool) -> None:
+        """Decide on the cache; the gate removals reach the server later (`land`), and
+        other writes may come first. Reconciles of one LeaderWorkerSet do not overlap."""
+        self.land()
+        cache = list(self.history[self.seen].values())
+        ungating = self.ungating if memory else set()
+        decision = decide(cache, {"n1": node("n1")}, EPOCH, BOUNDS, ungating=ungating)
+        for leader in decision.admit:
+            name = leader["metadata"]["name"]
+            self.ungating.add(name)  # remembered before the request, as the reconciler does
+            self.in_flight.append(name)
+
+    def land(self) -> None:
+        for name in self.in_flight:
+
+            def ungate(state: dict[str, JSON], name: str = name) -> None:
+                if name in state:
+                    state[name]["spec"].pop("schedulingGates", None)
+                    state[name]["spec"]["nodeName"] = "n1"
+
+            self.write(ungate)
+        self.in_flight = []
+
+    def sync(self, steps: int) -> None:
+        """The cache catches up by some events; its handlers tick off the leaders it
+        now shows ungated or gone."""
+        self.seen = min(len(self.history) - 1, self.seen + steps)
+        cache = self.history[self.seen]
+        self.ungating = {n for n in self.ungating if n in cache and _gated(cache[n])}
+
+    def capacity_held(self) -> int:
+        """Groups holding capacity on the server: admitted ones and tearing-down ones."""
+        return len({_key(p) for p in self.server.values() if _holds(p)})
+
+
+ACTIONS = ["reconcile", "land", "sync", "arrive", "teardown", "finish"]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[int, list[tuple[str, int, int]]]:
+    running = draw(st.integers(0, 3))
+    steps = draw(
+        st.lists(
+            st.tuples(st.sampled_from(ACTIONS), st.integers(0, 9), st.integers(0, 9)),
+            max_size=40,
+        )
+    )
+    return running, steps
+
+
+def replay(running: int, steps: list[tuple[str, int, int]], memory: bool) -> int:
+    """The most capacity ever held beyond the slots the spec asks for."""
+    cluster = Cluster(running)
+    worst = 0
+    for action, a, b in steps:
+        if action == "reconcile":
+            cluster.reconcile(memory)
+        elif action == "land":
+            cluster.land()
+        elif action == "sync":
+            cluster.sync(a)
+        elif action == "arrive":
+            cluster.scale_up(a)
+        elif action == "teardown":
+            cluster.teardown(a, b)
+        else:
+            cluster.finish(a)
+        worst = max(worst, cluster.capacity_held() - cluster.slots)
+    cluster.land()
+    return max(worst, cluster.capacity_held() - cluster.slots)
+
+
+@settings(max_examples=400, deadline=None)
+@given(histories())
+def test_a_lagging_cache_never_admits_more_than_g_minus_t(
+    history: tuple[int, list[tuple[str, int, int]]],
+) -> None:
+    """Reconciles decide on a cache that shows an earlier state of the API server and
+    ungate on the server; replacements arrive in the same second with any name. The
+    groups holding capacity (admitted or tearing down) never outnumber the groups the
+    spec asks for: no replacement is admitted while its predecessor still holds its
+    capacity, which is what admitting at most G - T means."""
+    running, steps = history
+    assert replay(running, steps, memory=True) == 0
+
+
+def test_without_memory_the_same_lag_admits_early() -> None:
+    """The history the memory is for: one group tearing down, its replacement and a
+    scale-up waiting; the scale-up is admitted, and before that gate removal reaches
+    the server a second group is torn down; its replacement, created in the same
+    second, sorts first. The cache then shows the second teardown but not the gate
+    removal."""
+    steps = [
+        ("teardown", 0, 2),  # group 1 tearing down; replacement 2-rep003 gated
+        ("arrive", 1, 0),  # scale-up 1-rep004 gated
+        ("sync", 9, 0),
+        ("reconcile", 0, 0),  # T = 1, G = 2: admits 1-rep004
+        ("teardown", 1, 0),  # group 2 tearing down; replacement 0-rep005 gated
+        ("land", 0, 0),  # 1-rep004 ungated on the server
+        ("sync", 2, 0),  # the cache shows group 2's teardown, not that ungate
+        ("reconcile", 0, 0),  # T = 2: G = 3 without memory, 2 with it
+    ]
+    assert replay(2, steps, memory=False) > 0
+    assert replay(2, steps, memory=True) == 0
+
+
+def _copy(p: JSON) -> JSON:
+    meta = {**p["metadata"], "labels": dict(p["metadata"]["labels"])}
+    return {**p, "metadata": meta, "spec": dict(p["spec"])}
+
+
+def _gated(p: JSON) -> bool:
+    return bool(p["spec"].get("schedulingGates"))
+
+
+def _tearing(p: JSON) -> bool:
+    return "deletionTimestamp" in p["metadata"]
+
+
+def _holds(p: JSON) -> bool:
+    return not _gated(p)
+
+
+def _key(p: JSON) -> str:
+    return str(p["metadata"]["labels"][c.LABEL_GROUP_KEY])
+
+
+# --- the manager Configuration ------------------------------------------------------------
+
+HEADER = "apiVersion: config.lws.x-k8s.io/v1alpha1\nkind: Configuration\n"
+
+
+def test_group_replacement_defaults_and_settings() -> None:
+    cfg = load_configuration(None)
+    gr = cfg.group_replacement
+    assert gr is not None
+    assert (gr.node_not_ready_release, gr.termination_overrun_release) == (120.0, 300.0)
+    settings_ = Settings(configuration=cfg, namespace="lws-system")
+    assert settings_.replacement_release == ReleaseThresholds(120.0, 300.0)
+    assert "nodeNotReadyRelease: 2m" in configuration_yaml(cfg)
+
+
+def test_group_replacement_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        HEADER + "groupReplacement: {nodeNotReadyRelease: 5s, terminationOverrunRelease: 0s}\n"
+    )
+    cfg = load_configuration(path)
+    thresholds = Settings(configuration=cfg, namespace="x").replacement_release
+    assert thresholds == ReleaseThresholds(node_not_ready=5.0, termination_overrun=0.0)
+
+
+def test_group_replacement_rejects_negative_durations_by_field_path() -> None:
+    cfg = set_defaults(
+        decode_configuration(HEADER + "groupReplacement: {nodeNotReadyRelease: -1s}\n")
+    )
+    (error,) = [str(e) for e in validate(cfg)]
+    assert error.startswith("groupReplacement.nodeNotReadyRelease: Invalid value")
+    assert "-1s" in error
+    with pytest.raises(ConfigError, match=r"groupReplacement\.terminationOverrunRelease"):
+        decode_configuration(HEADER + "groupReplacement: {terminationOverrunRelease: 5}\n")
+    with pytest.raises(ConfigError, match=r'unknown field "groupReplacement.other"'):
+        decode_configuration(HEADER + "groupReplacement: {other: 1s}\n")
+
+
+# --- the LeaderWorkerSet status: GroupReplacementHeld -------------------------------------
+
+
+def hash_lws(**spec: Any) -> JSON:
+    return lws_object(name="lws", replicas=2, groupIdentity=c.GROUP_IDENTITY_HASH, **spec)
+
+
+def held_of(lws: JSON, pods: list[JSON], now: float = 0.0) -> HeldReplacements:
+    immediate = lws["spec"].get("groupReplacementPolicy") == c.GROUP_REPLACEMENT_IMMEDIATE
+    return held_in(decide(pods, {"n1": node("n1")}, EPOCH + now, BOUNDS, immediate=immediate))
+
+
+def conditions_of(status: JSON) -> dict[str, JSON]:
+    return {cond["type"]: cond for cond in status.get("conditions", [])}
+
+
+def test_held_condition_appears_and_clears() -> None:
+    lws = hash_lws()
+    running = [pod("run", "9" * 40)]
+    waiting = [*running, *old_group(deleted_at=1000), REPLACEMENT]
+    leaders = [p for p in waiting if p["metadata"]["labels"][c.LABEL_WORKER_INDEX] == "0"]
+
+    plain = hash_status(lws, "rev", running, T0, held=held_of(lws, running))
+    assert CONDITION_REPLACEMENT_HELD not in conditions_of(plain.status)
+
+    held = held_of(lws, waiting)
+    assert held == HeldReplacements(leaders=("new",), groups=("a" * 40,))
+    update = hash_status(lws, "rev", leaders, T0, held=held)
+    cond = conditions_of(update.status)[CONDITION_REPLACEMENT_HELD]
+    assert (cond["status"], cond["reason"]) == ("True", REASON_WAITING_FOR_TERMINATION)
+    assert "new" in cond["message"] and "aaaaaaaa" in cond["message"]
+    assert update.changed
+    # The E11 event speaks of the upstream conditions only.
+    assert update.event is None or update.event.reason != REASON_WAITING_FOR_TERMINATION
+    lws["status"] = update.status
+
+    again = hash_status(lws, "rev", leaders, at(30), held=held)
+    assert not again.changed, "no write when nothing changed"
+
+    admitted_leaders = [p for p in leaders if p["metadata"]["name"] != "new"]
+    admitted_leaders.append({**REPLACEMENT, "spec": {"nodeName": "n1"}})
+    cleared = hash_status(lws, "rev", admitted_leaders, at(60), held=HeldReplacements())
+    cond = conditions_of(cleared.status)[CONDITION_REPLACEMENT_HELD]
+    assert (cond["status"], cond["reason"]) == ("False", REASON_NO_REPLACEMENT_HELD)
+    assert cond["lastTransitionTime"] == at(60) and cleared.changed
+    lws["status"] = cleared.status
+    assert not hash_status(lws, "rev", admitted_leaders, at(90), held=HeldReplacements()).changed
+
+
+def test_held_condition_keeps_its_transition_time_while_held() -> None:
+    lws = hash_lws()
+    pods = [*old_group(deleted_at=1000), REPLACEMENT]
+    first = hash_status(lws, "rev", pods, T0, held=held_of(lws, pods))
+    lws["status"] = first.status
+    more = [*pods, *old_group("c" * 40, deleted_at=1000), pod("new2", "d" * 40, gated=True)]
+    second = hash_status(lws, "rev", more, at(30), held=held_of(lws, more))
+    cond = conditions_of(second.status)[CONDITION_REPLACEMENT_HELD]
+    assert cond["lastTransitionTime"] == T0 and "cccccccc" in cond["message"]
+
+
+def test_nothing_is_held_under_immediate_or_once_released() -> None:
+    pods = [*old_group(deleted_at=0), REPLACEMENT]
+    assert not held_of(hash_lws(groupReplacementPolicy="Immediate"), pods).any
+    assert held_of(hash_lws(), pods, now=OVERRUN_BOUND - EPS).any
+    assert not held_of(hash_lws(), pods, now=OVERRUN_BOUND + EPS).any
+
+
+# --- the reconciler: Events once per hold, a wake-up at the release moment ----------------------
+
+
+class Events:
+    def __init__(self) -> None:
+        self.notes: list[tuple[str, str]] = []
+
+    def event(self, regarding: JSON, type_: str, reason: str, *args: Any) -> None:
+        self.notes.append((reason, args[1]))
+
+
+def feed(informer: Any, *objects: JSON, kind: str = "ADDED") -> None:
+    for i, obj in enumerate(objects):
+        obj = {**obj, "metadata": {**obj["metadata"], "uid": obj["metadata"]["name"]}}
+        obj["metadata"]["resourceVersion"] = f"{informer.events + i + 1}"
+        informer._handle_event({"type": kind, "object": obj})
+
+
+class Rig:
+    def __init__(self, pods: list[JSON], nodes: list[JSON]) -> None:
+        # Records gate removals; the caches are fed by hand, so they can lag.
+        self.client = FakeApiClient()
+        self.caches = build_caches(self.client)
+        self.events = Events()
+        self.now = EPOCH
+        self.reconciler = ReplacementReconciler(
+            self.client,
+            self.caches,
+            self.events,  # type: ignore[arg-type]
+            options=ControllerOptions(replacement_release=BOUNDS),
+            clock=lambda: self.now,
+        )
+        self.caches.pods.add_handler(
+            on_update=self.reconciler.observe, on_delete=self.reconciler.observe_deleted
+        )
+        feed(self.caches.leaderworkersets, hash_lws())
+        feed(self.caches.pods, *pods)
+        assert self.caches.nodes is not None
+        feed(self.caches.nodes, *nodes)
+        self.caches.nodes.synced.set()
+
+    @property
+    def patched(self) -> list[str]:
+        return [call.name for call in self.client.calls_of("patch")]
+
+    async def reconcile(self, at_seconds: float) -> Any:
+        self.now = EPOCH + at_seconds
+        return await self.reconciler("default/lws")
+
+
+async def test_reconciler_holds_tells_once_and_wakes_at_the_release() -> None:
+    rig = Rig(
+        [*old_group(node_name="n1", deleted_at=1000), REPLACEMENT], [node("n1", "Unknown", 10)]
+    )
+    result = await rig.reconcile(20)
+    assert rig.patched == []
+    assert result.requeue_after == pytest.approx(10 + NODE_BOUND - 20 + RELEASE_SLACK)
+    assert [reason for reason, _ in rig.events.notes] == [ev.REASON_REPLACEMENT_HELD]
+    assert "new" in rig.events.notes[0][1] and "aaaaaaaa" in rig.events.notes[0][1]
+    await rig.reconcile(25)
+    assert len(rig.events.notes) == 1, "one Event per hold, not per reconcile"
+
+    result = await rig.reconcile(10 + NODE_BOUND + RELEASE_SLACK)
+    assert rig.patched == ["new"] and result is None
+    (reason, note) = rig.events.notes[-1]
+    assert reason == ev.REASON_REPLACEMENT_RELEASED
+    assert "aaaaaaaa" in note and "n1" in note and "not Ready" in note
+    # The cache still shows the leader gated: it is not admitted (or told) again.
+    await rig.reconcile(10 + NODE_BOUND + 1)
+    assert rig.patched == ["new"] and len(rig.events.notes) == 2
+    assert rig.reconciler.ungating("default/lws") == {"new"}
+    ungated = {**REPLACEMENT, "spec": {"nodeName": "n2"}}
+    feed(rig.caches.pods, ungated, kind="MODIFIED")
+    assert rig.reconciler.ungating("default/lws") == set()
+
+
+async def test_node_events_map_to_the_lws_with_pods_there() -> None:
+    rig = Rig([*old_group(node_name="n1", deleted_at=1000), REPLACEMENT], [node("n1")])
+    nodes = rig.caches.node_map()
+    assert nodes is not None and "n1" in nodes and "n2" not in nodes and len(nodes) == 1
+    assert rig.caches.lws_keys_on_node("n1") == ["default/lws"]
+    assert rig.caches.lws_keys_on_node("n2") == []
+    update = node_events().update
+    assert update is not None
+    assert update(node("n1"), node("n1", "Unknown", 5))
+    assert not update(node("n1"), node("n1"))
+
+
+def test_unknown_nodes_release_nothing() -> None:
+    """Before the node cache has synced an absent Node is not a deleted one."""
+    pods = [*old_group(deleted_at=1000), REPLACEMENT]
+    assert decide(pods, None, EPOCH + 10 * NODE_BOUND, BOUNDS).admit == []
+    assert decide(pods, None, EPOCH + 1000 + OVERRUN_BOUND + EPS, BOUNDS).admit != []
+
+
+def test_held_board_tells_only_changes() -> None:
+    board = HeldBoard()
+    told: list[str] = []
+    board.on_change = told.append
+    assert board.get("ns/lws") is None
+    held = HeldReplacements(leaders=("new",), groups=("a" * 40,))
+    board.publish("ns/lws", held)
+    board.publish("ns/lws", HeldReplacements(leaders=("new",), groups=("a" * 40,)))
+    assert told == ["ns/lws"] and board.get("ns/lws") == held
+    board.publish("ns/lws", HeldReplacements())
+    assert told == ["ns/lws", "ns/lws"] and not board.get("ns/lws").any  # type: ignore[union-attr]
+    board.forget("ns/lws")
+    assert board.get("ns/lws") is None

@@ -1,0 +1,107 @@
+"""The controllers start only once every cache their reconcilers read has synced.
+
+A reconciler reads caches its controller does not watch, so waiting for a
+controller's own sources is not enough: the wiring gives every cache to the
+manager, which starts no controller before all of them have synced.
+
+Regression: a restarted manager's LWS reconciler ran before the ControllerRevision
+cache had listed, found no revision for the leader StatefulSet's key, and created a
+duplicate revision under that key that truncation never removes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from leaderworkerset.caches import LwsCaches
+from leaderworkerset.runtime.cache import Informer
+from leaderworkerset.runtime.controller import Controller
+from leaderworkerset.wiring import LwsControllers, setup_controllers
+from tests.toolkit.manager import new_manager
+from tests.toolkit.waiting import eventually
+
+CONTROLLERS = ("leaderworkerset", "pod", "group-replacement")
+
+
+def read_caches(caches: LwsCaches) -> dict[str, list[Informer]]:
+    """Per controller, the caches its reconciler reads (see the reconcilers)."""
+    return {
+        "leaderworkerset": caches.all(),
+        "pod": [
+            caches.pods,
+            caches.statefulsets,
+            caches.leaderworkersets,
+            caches.revisions,
+            caches.services,
+        ],
+        "group-replacement": [caches.pods, caches.leaderworkersets],
+    }
+
+
+class Wired:
+    """setup_controllers on a real manager whose caches never list: the test syncs them.
+
+    Each controller's start notes which of the caches its reconciler reads had synced.
+    """
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.manager = new_manager(tmp_path, cache_sync_timeout=0.05)
+        self.wiring: LwsControllers = setup_controllers(self.manager, enable_webhooks=False)
+        for informer in self.wiring.caches.all():
+            monkeypatch.setattr(informer, "start", lambda: None)
+        self.unsynced_at_start: dict[str, list[str]] = {}
+        reads = read_caches(self.wiring.caches)
+        for ctrl in self.controllers():
+            monkeypatch.setattr(ctrl, "start", self._noting(ctrl, reads[ctrl.name]))
+
+    def controllers(self) -> list[Controller]:
+        return [self.wiring.leaderworkersets, self.wiring.pods, self.wiring.replacement]
+
+    def _noting(self, ctrl: Controller, reads: list[Informer]) -> Callable[[], Awaitable[None]]:
+        start = ctrl.start
+
+        async def noting_start() -> None:
+            unsynced = [informer.name for informer in reads if not informer.has_synced]
+            self.unsynced_at_start[ctrl.name] = unsynced
+            await start()
+
+        return noting_start
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+async def test_no_controller_starts_before_a_cache_it_reads_synced(
+    controller: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    positions = range(len(read_caches(Wired(tmp_path, monkeypatch).wiring.caches)[controller]))
+    for position in positions:
+        wired = Wired(tmp_path, monkeypatch)
+        missing = read_caches(wired.wiring.caches)[controller][position]
+        for informer in wired.wiring.caches.all():
+            if informer is not missing:
+                informer.synced.set()
+        with pytest.raises(TimeoutError, match=f"cache {re.escape(missing.name)} not synced"):
+            await asyncio.wait_for(wired.manager.run(), 10)
+        assert wired.unsynced_at_start == {}
+
+
+async def test_controllers_start_once_all_caches_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wired = Wired(tmp_path, monkeypatch)
+    for informer in wired.wiring.caches.all():
+        informer.synced.set()
+    run = asyncio.create_task(wired.manager.run())
+    try:
+        await eventually(
+            lambda: all(ctrl.running for ctrl in wired.controllers()) or run.done(),
+            "every controller's workers to start",
+        )
+    finally:
+        wired.manager.request_stop()
+        await asyncio.wait_for(run, 10)
+    assert wired.unsynced_at_start == {name: [] for name in CONTROLLERS}
