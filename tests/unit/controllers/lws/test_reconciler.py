@@ -217,6 +217,21 @@ async def test_a_leader_workload_controlled_by_another_owner_is_not_taken_over(
     assert writes(client) == []
 
 
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_predecessors_workload_still_being_deleted_is_waited_out_quietly(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """An LWS deleted and made again under the same name: the old leader workload, owned
+    by the old LWS's uid, is still being deleted. That is a wait, not an ownership error."""
+    reconciler, client = await first_pass(lws_in(mode))
+    live = client.stored(workload, "lws", "default")
+    assert live is not None
+    live["metadata"]["ownerReferences"][0]["uid"] = "uid-of-the-deleted-lws"
+    live["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert await pass_over_stored(reconciler, client) == Result(requeue_after=DELETING_REQUEUE)
+    assert writes(client) == []
+
+
 async def test_a_deleted_lws_is_left_to_garbage_collection() -> None:
     client = FakeApiClient()
     async with seeded_caches() as caches:

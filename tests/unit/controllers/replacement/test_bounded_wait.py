@@ -27,6 +27,7 @@ from leaderworkerset.controllers.lws.status import (
     REASON_NO_REPLACEMENT_HELD,
     REASON_WAITING_FOR_TERMINATION,
     hash_status,
+    held_condition,
 )
 from leaderworkerset.controllers.replacement.post_termination import (
     decide,
@@ -45,6 +46,7 @@ from leaderworkerset.group.options import (
     ControllerOptions,
     ReleaseThresholds,
 )
+from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
 
@@ -696,3 +698,43 @@ def test_held_board_tells_only_changes() -> None:
     assert told == ["ns/lws", "ns/lws"] and not board.get("ns/lws").any  # type: ignore[union-attr]
     board.forget("ns/lws")
     assert board.get("ns/lws") is None
+
+
+# --- naming the group a leader waits for; backing off a refused gate removal -----------------
+
+
+def test_a_held_leader_is_told_the_one_group_whose_end_lets_it_in() -> None:
+    """With two groups tearing down and one leader waiting, T/G counting admits it when
+    either goes: it is paired with the one expected to go first (a bounded release), and
+    the Event and the condition name that group only."""
+    lost = old_group("a" * 40, node_name="n1", deleted_at=1000)  # node lost: bounded
+    slow = old_group("c" * 40, node_name="n2", deleted_at=1000)  # healthy node: no bound yet
+    pods = [*slow, *lost, REPLACEMENT]
+    nodes = {"n1": node("n1", "Unknown", 10), "n2": node("n2")}
+    decision = decide(pods, nodes, EPOCH + 20, BOUNDS)
+    assert decision.waits_for == {"new": "a" * 40}
+    held = held_in(decision)
+    assert held == HeldReplacements(leaders=("new",), groups=("a" * 40,))
+    cond = held_condition(held, 1, T0)
+    assert "new waits for group aaaaaaaa" in cond["message"]
+    assert "cccccccc" not in cond["message"]
+    note = ev.replacement_held("new", decision.waits_for["new"]).note
+    assert "group aaaaaaaa" in note and "cccccccc" not in note
+
+
+def test_held_leaders_are_paired_oldest_first_with_distinct_groups() -> None:
+    first = pod("new-1", "d" * 40, gated=True, created=1)
+    second = pod("new-2", "e" * 40, gated=True, created=2)
+    groups = [*old_group("a" * 40, deleted_at=1000), *old_group("c" * 40, deleted_at=500)]
+    decision = decide([*groups, second, first], {"n1": node("n1")}, EPOCH, BOUNDS)
+    # c's grace period ends first, so its overrun bound comes first: the oldest waits on it.
+    assert decision.waits_for == {"new-1": "c" * 40, "new-2": "a" * 40}
+
+
+async def test_a_refused_gate_removal_backs_off_instead_of_a_flat_retry() -> None:
+    rig = Rig([*old_group(node_name="n1", deleted_at=0), REPLACEMENT], [node("n1")])
+    rig.client.fail[("patch", "pods")] = ApiError(409, {"message": "the gates changed"})
+    result = await rig.reconcile(OVERRUN_BOUND + 1)
+    assert rig.client.calls_of("patch"), "the removal was tried"
+    # The queue's rate limiter spaces the retries out, growing with each failure.
+    assert result.requeue and result.requeue_after is None
