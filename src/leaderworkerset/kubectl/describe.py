@@ -19,11 +19,13 @@ from leaderworkerset.group.roles import group_index, is_leader, worker_index
 from leaderworkerset.group.state import Group, GroupState, group_state
 from leaderworkerset.kubectl.ages import age_since, parse_time
 from leaderworkerset.kubectl.pairing import Pairing
-from leaderworkerset.kubectl.render import NONE, table
 from leaderworkerset.kubectl.rows import pairing_of, rows_of, short
 from leaderworkerset.kubectl.snapshot import Snapshot
+from leaderworkerset.tables import NONE, table
 
 RECENT_EVENTS = 20
+# Sections' tables sit under their titles, as in `kubectl describe`.
+INDENT = "  "
 
 
 class UnknownGroup(Exception):
@@ -185,10 +187,6 @@ def group_events(snapshot: Snapshot, names: set[tuple[str, str]]) -> list[JSON]:
     return picked[-RECENT_EVENTS:]
 
 
-def _indent(text: str) -> str:
-    return "\n".join(f"  {line}" if line else line for line in text.splitlines())
-
-
 def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
     pods = sorted(
         (p for p in snapshot.pods if group_index(p) == group.index),
@@ -198,11 +196,13 @@ def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
     out += ["", "Pods:"]
     pod_rows = [_pod_line(p, now) for p in pods]
     header = ["NAME", "ROLE", "PHASE", "READY", "NODE", "RESTARTS", "AGE"]
-    out.append(_indent(table(header, pod_rows)) if pod_rows else "  <none>")
+    out.append(table(header, pod_rows, indent=INDENT) if pod_rows else "  <none>")
     out += ["", "Worker StatefulSet:", _statefulset_section(group.worker_statefulset)]
     out += ["", "Services:"]
     services = _services(snapshot.services, group.index)
-    out.append(_indent(table(["NAME", "SCOPE", "SELECTOR"], services)) if services else "  <none>")
+    out.append(
+        table(["NAME", "SCOPE", "SELECTOR"], services, indent=INDENT) if services else "  <none>"
+    )
     out += ["", "Events:", _events_section(snapshot, group, pods, now)]
     return "\n".join(out)
 
@@ -250,7 +250,7 @@ def _statefulset_section(sts: JSON | None) -> str:
         str(sts_revision or NONE),
         rollout,
     ]
-    return _indent(table(["NAME", "READY", "REVISION", "ROLLOUT"], [row]))
+    return table(["NAME", "READY", "REVISION", "ROLLOUT"], [row], indent=INDENT)
 
 
 def _events_section(snapshot: Snapshot, group: Group, pods: list[JSON], now: datetime) -> str:
@@ -271,7 +271,7 @@ def _events_section(snapshot: Snapshot, group: Group, pods: list[JSON], now: dat
         ]
         for e in events
     ]
-    return _indent(table(["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows))
+    return table(["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows, indent=INDENT)
 
 
 def _services(services: Sequence[JSON], index: str) -> list[list[str]]:
