@@ -10,14 +10,14 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, labels_of, meta_of, name_of
 from leaderworkerset.group.readiness import (
     pod_condition_true,
+    pod_counts_as_ready,
     pod_finished,
-    pod_running_and_ready,
     pod_terminating,
     statefulset_ready,
 )
 from leaderworkerset.group.roles import group_index, is_leader, worker_index
 from leaderworkerset.group.state import Group, GroupState, group_state
-from leaderworkerset.kubectl.ages import age_since, parse_time
+from leaderworkerset.kubectl.ages import age_since, human_age, parse_time
 from leaderworkerset.kubectl.pairing import Pairing
 from leaderworkerset.kubectl.rows import pairing_of, rows_of, short
 from leaderworkerset.kubectl.snapshot import Snapshot
@@ -67,8 +67,7 @@ def why(snapshot: Snapshot, group: Group, pairing: Pairing, now: datetime) -> st
             phase = (leader.get("status") or {}).get("phase")
             cause = f"its leader {name_of(leader)} is {phase}"
         else:
-            since = age_since(meta_of(leader).get("deletionTimestamp"), now)
-            cause = f"its leader {name_of(leader)} has been terminating for {since}"
+            cause = f"its leader {name_of(leader)} is terminating{grace_period(leader, now)}"
         remaining = len(group.pods)
         waiter = next((n for n, k in pairing.waits_for.items() if k == group.index), None)
         tail = f"; gated leader {waiter} waits for it" if waiter else ""
@@ -113,6 +112,21 @@ def why(snapshot: Snapshot, group: Group, pairing: Pairing, now: datetime) -> st
     return f"not ready: {_not_ready_cause(group)}."
 
 
+def grace_period(pod: JSON, now: datetime) -> str:
+    """When a terminating pod's grace period ends, as " (grace period ends in 25s)" or
+    " (grace period ended 3s ago)"; empty without a deletionTimestamp. The API server
+    sets that timestamp to the end of the grace period, not to when the deletion
+    was asked for, so it lies ahead until the kubelet is late or a finalizer holds
+    the pod."""
+    end = parse_time(meta_of(pod).get("deletionTimestamp"))
+    if end is None:
+        return ""
+    remaining = (end - now).total_seconds()
+    if remaining >= 0:
+        return f" (grace period ends in {human_age(remaining)})"
+    return f" (grace period ended {human_age(-remaining)} ago)"
+
+
 def _not_ready_cause(group: Group) -> str:
     leader = group.leader
     assert leader is not None
@@ -125,7 +139,11 @@ def _not_ready_cause(group: Group) -> str:
     sts = group.worker_statefulset
     if len(group.workers) + 1 < (group.size or 1) and sts is None:
         return f"leader {name} has no worker StatefulSet yet"
-    unready = [name_of(p) for p in group.workers if not pod_running_and_ready(p)]
+    unready = [
+        f"{name_of(p)} (terminating)" if pod_terminating(p) else name_of(p)
+        for p in group.workers
+        if not pod_counts_as_ready(p)
+    ]
     if unready:
         return f"{len(unready)} worker(s) not ready: {', '.join(sorted(unready))}"
     if sts is not None and not statefulset_ready(sts):

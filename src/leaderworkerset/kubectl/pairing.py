@@ -3,9 +3,9 @@
 The controller's PostTermination rule only counts: with T groups tearing down and G
 gated leaders it releases the oldest G - T. It never ties a gated leader to one old
 group. To give the reader a name to look at, the pairing here lines the gated
-leaders up oldest first and the tearing-down groups oldest first (by when their
-leader's deletion began) and, past the G - T about to be admitted, pairs them off in
-that order. It explains the count; it does not promise which old group's departure
+leaders up oldest first and the tearing-down groups by when their leader's grace
+period ends (first due, first) and, past the G - T about to be admitted, pairs them
+off in that order. It explains the count; it does not promise which old group's departure
 releases which leader.
 """
 
@@ -35,8 +35,10 @@ class Pairing:
 
 
 def _teardown_start(members: list[JSON]) -> str:
-    """When the group began to go: its leader's deletion, else its first pod's; a
-    group with no deletion yet (a failed leader not deleted so far) sorts last."""
+    """When the group is due to go: the end of its leader's grace period (the
+    deletionTimestamp, which the API server sets to the deletion's time plus the
+    grace period), else its first pod's; a group with no deletion yet (a failed
+    leader not deleted so far) sorts last."""
     leaders = [p for p in members if is_leader(p)]
     for pods in (leaders, members):
         stamps = sorted(
