@@ -37,6 +37,7 @@ from leaderworkerset.api.config.defaults import (
 from leaderworkerset.api.config.types import API_VERSION, KIND, ClientConnection, Configuration
 from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.godurations import Duration, parse_duration
+from leaderworkerset.api.limits import SizeLimits
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
@@ -177,6 +178,14 @@ class Settings:
                 defaults.termination_overrun if overrun is None else float(overrun)
             ),
         )
+
+    @property
+    def size_limits(self) -> SizeLimits:
+        """leaderWorkerSetLimits: how big an LWS admission lets through (0: no limit)."""
+        limits = self.configuration.leader_worker_set_limits
+        if limits is None:
+            return SizeLimits()
+        return SizeLimits(max_size=limits.max_size, max_pods=limits.max_pods)
 
     def manager_options(self) -> ManagerOptions:
         cfg = self.configuration
@@ -466,6 +475,7 @@ def run_controller(settings: Settings) -> None:
             enable_webhooks=settings.enable_webhooks,
             gang_scheduling=settings.gang_scheduling_provider is not None,
             replacement_release=settings.replacement_release,
+            limits=settings.size_limits,
         )
         await manager.run()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leaderworkerset.admission_dryrun import dry_run_check
+from leaderworkerset.api.limits import SizeLimits
 from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.held import HeldBoard
@@ -46,11 +47,13 @@ def setup_controllers(
     lws_workers: int = LWS_WORKERS,
     pod_workers: int = POD_WORKERS,
     replacement_release: ReleaseThresholds | None = None,
+    limits: SizeLimits | None = None,
 ) -> LwsControllers:
     client, recorder = manager.client, manager.recorder
     options = ControllerOptions(
         gang_scheduling=gang_scheduling,
         replacement_release=replacement_release or ReleaseThresholds(),
+        limits=limits or SizeLimits(),
     )
     caches = build_caches(client, namespace)
     for informer in caches.all():

@@ -17,12 +17,21 @@ from leaderworkerset.api.crd import build_crd
 from leaderworkerset.api.defaults import apply_schema_defaults
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient, ApiError
+from tests.fixtures.lws import paused_lws_controller
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 SAMPLES = Path(__file__).resolve().parents[2] / "config" / "samples"
 POD_TEMPLATES = ("leaderTemplate", "workerTemplate")
+
+
+@pytest_asyncio.fixture(loop_scope="session", scope="module", autouse=True)
+async def _api_server_alone(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """These tests read what the API server stores on its own, so no webhook of the
+    session's controller (if an earlier module started it) may default the objects."""
+    async with paused_lws_controller(request.session, without_webhooks=True):
+        yield
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="session")

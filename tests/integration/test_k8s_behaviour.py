@@ -8,7 +8,8 @@ import secrets
 
 import pytest
 
-from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all, rfc3339
+from leaderworkerset.api.objects import format_time
+from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all
 from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
 from leaderworkerset.localcluster.nodesim.simulator import (
     TERMINATION_DELAY_ANNOTATION,
@@ -137,7 +138,9 @@ async def test_readiness_gate_controls_pod_ready(
     async def set_gate(status: str) -> None:
         body = {
             "status": {
-                "conditions": [{"type": gate, "status": status, "lastTransitionTime": rfc3339()}]
+                "conditions": [
+                    {"type": gate, "status": status, "lastTransitionTime": format_time()}
+                ]
             }
         }
         await nodesim_api.patch(

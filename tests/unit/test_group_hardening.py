@@ -10,13 +10,15 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.pod.backoff import MAX_DELAY, RetryBackoff
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
-from leaderworkerset.controllers.pod.restart_policy import GroupRestarter, group_size
+from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.roles import group_size
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
 from leaderworkerset.runtime.controller import Result
@@ -197,7 +199,7 @@ GROUP_SERVICE = naming.hash_group_service_name("lws", KEY)
 async def test_group_ready_is_written_before_the_group_service_fails() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
-    leader = hash_leader(rev.revision_key(revision))
+    leader = hash_leader(revision_key_of(revision))
     client, events = FakeClient(), Events()
     client.fail[("create", "services")] = QUOTA
     async with seeded_caches(lws, revision, leader, worker_set(leader, ready=False)) as caches:
@@ -212,7 +214,7 @@ async def test_group_ready_is_written_before_the_pod_group_fails() -> None:
     lws = hash_lws()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(
-        rev.revision_key(revision), **{c.ANNOTATION_POD_GROUP_NAME: "lws-group-podgroup"}
+        revision_key_of(revision), **{c.ANNOTATION_POD_GROUP_NAME: "lws-group-podgroup"}
     )
     client, events = FakeClient(), Events()
     client.fail[("get", "podgroups")] = ApiError(503, {"message": "volcano is down"})
@@ -226,7 +228,7 @@ async def test_group_ready_is_written_before_the_pod_group_fails() -> None:
 async def test_a_service_owned_by_another_pod_is_not_adopted() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
-    leader = hash_leader(rev.revision_key(revision), group_ready=None)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
     foreign = service(GROUP_SERVICE, "uid-of-another-leader")
     client, events = FakeClient(), Events()
     async with seeded_caches(lws, revision, leader, foreign) as caches:
@@ -250,7 +252,7 @@ async def test_a_service_the_cache_does_not_hold_is_checked_before_use() -> None
     AlreadyExists, and the Service read from the API server is not the leader's."""
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
-    leader = hash_leader(rev.revision_key(revision), group_ready=None)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
     client, events = FakeClient(), Events()
     client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
     client.stored[("services", GROUP_SERVICE)] = service(GROUP_SERVICE, None)
@@ -264,7 +266,7 @@ async def test_a_service_the_cache_does_not_hold_is_checked_before_use() -> None
 async def test_the_leaders_own_service_late_in_the_cache_is_used() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
-    leader = hash_leader(rev.revision_key(revision), group_ready=None)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
     client, events = FakeClient(), Events()
     client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
     client.stored[("services", GROUP_SERVICE)] = service(GROUP_SERVICE, "uid-leader")
@@ -281,7 +283,7 @@ async def test_a_predecessors_service_is_waited_out_quietly() -> None:
         "lws", replicas=1, size=2, networkConfig={"subdomainPolicy": "UniquePerReplica"}
     )
     revision = rev.new_revision(lws, 1)
-    leader = hash_leader(rev.revision_key(revision), group_ready=None)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
     leader["metadata"]["name"] = "lws-0"
     leader["metadata"]["labels"][c.LABEL_GROUP_INDEX] = "0"
     old = service("lws-0", "uid-of-the-old-lws-0", owner_name="lws-0")

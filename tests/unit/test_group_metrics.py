@@ -199,6 +199,14 @@ def test_every_state_is_a_series_and_they_go_with_the_lws(
         assert registry.get_sample_value("lws_groups", {**LABELS, "state": state}) is None
 
 
+def test_an_lws_without_groups_has_a_zero_series_per_state(
+    metrics: GroupMetrics, registry: CollectorRegistry
+) -> None:
+    metrics.count("ns", "lws", "Ordinal", "r1", [], [])
+    for state in ("ready", "not_ready", "gated", "tearing_down", "updating"):
+        assert registry.get_sample_value("lws_groups", {**LABELS, "state": state}) == 0
+
+
 # -- recreations ---------------------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group import gates, roles
 from leaderworkerset.group import names as naming
-from leaderworkerset.group.go_int import GoIntError, go_atoi, go_div, go_mod
+from leaderworkerset.group.go_int import GoIntError, go_atoi, go_atoi_or_none, go_div, go_mod
 from leaderworkerset.group.tpu import pod_requests_tpus
 from leaderworkerset.webhooks.denial import Denied, atoi, display_name
 
@@ -116,6 +116,13 @@ def test_go_atoi_raises_a_value_error_with_go_text_that_webhooks_turn_into_a_den
     assert go_atoi("-12") == -12
 
 
+def test_go_atoi_or_none_reads_what_atoi_reads_and_nothing_else() -> None:
+    assert go_atoi_or_none("+7") == 7 and go_atoi_or_none("-0") == 0
+    assert go_atoi_or_none("9223372036854775807") == 2**63 - 1
+    for unread in (None, 3, "", "+", " 1", "1_0", "\u0663", "9223372036854775808"):
+        assert go_atoi_or_none(unread) is None, unread
+
+
 @given(st.integers(-1000, 1000), st.integers(-50, 50).filter(lambda b: b != 0))
 def test_go_div_and_mod_recompose(a: int, b: int) -> None:
     quotient, remainder = go_div(a, b), go_mod(a, b)
@@ -136,7 +143,7 @@ def test_hash_names_share_the_key_prefix() -> None:
     assert host == KEY[:8]
     assert naming.hash_worker_hostname(KEY, 3) == f"{host}-3"
     assert naming.hash_group_service_name("lws", KEY) == f"lws-{host}"
-    assert naming.hash_subgroup_key(KEY, 1) == naming.subgroup_key(KEY, "1")
+    assert naming.subgroup_key(KEY, 1) == naming.subgroup_key(KEY, "1")
     assert naming.leader_pod_name("lws", "2") == naming.leader_pod_name("lws", 2) == "lws-2"
 
 

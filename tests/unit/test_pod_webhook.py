@@ -13,7 +13,6 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.names import (
     hash_group_service_name,
-    hash_subgroup_key,
     hash_worker_hostname,
     subgroup_index,
 )
@@ -594,7 +593,7 @@ def test_hash_leader_subgroup_key_hashes_the_group_key() -> None:
     out = mutate_pod(hash_leader(annotations=subgroups(c.SUBGROUP_POLICY_LEADER_WORKER)), HASH)
     assert labels_of(out)[c.LABEL_SUBGROUP_INDEX] == "0"
     assert labels_of(out)[c.LABEL_SUBGROUP_KEY] == naming.sha1_hex(f"{KEY}/0")
-    assert hash_subgroup_key(KEY, 0) == naming.sha1_hex(f"{KEY}/0")
+    assert naming.subgroup_key(KEY, 0) == naming.sha1_hex(f"{KEY}/0")
 
 
 def test_hash_leader_gang_annotation_carries_the_key() -> None:
@@ -646,7 +645,7 @@ def test_hash_subgroup_keys_agree_between_leader_and_workers() -> None:
     first = mutate_pod(hash_worker(1, annotations=annotations, subdomain="test"), HASH)
     second = mutate_pod(hash_worker(2, annotations=annotations, subdomain="test"), HASH)
     assert labels_of(first)[c.LABEL_SUBGROUP_KEY] == labels_of(leader_out)[c.LABEL_SUBGROUP_KEY]
-    assert labels_of(second)[c.LABEL_SUBGROUP_KEY] == hash_subgroup_key(KEY, "1")
+    assert labels_of(second)[c.LABEL_SUBGROUP_KEY] == naming.subgroup_key(KEY, "1")
 
 
 def test_hash_workers_get_no_gates() -> None:

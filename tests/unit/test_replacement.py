@@ -11,17 +11,25 @@ from hypothesis import strategies as st
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.lws.status import hash_groups
 from leaderworkerset.controllers.replacement.post_termination import (
+    decide,
     gated_leaders,
     tearing_down_groups,
-    to_admit,
 )
 from leaderworkerset.controllers.replacement.triggers import replacement_events
+from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.group.readiness import leader_lost, pod_finished
 
 from .group_objects import NOW, lws_object
 
 JSON = dict[str, Any]
 NAME = "lws"
+# No bound on the wait: the plain T/G rule.
+UNBOUNDED = ReleaseThresholds(node_not_ready=0, termination_overrun=0)
+
+
+def to_admit(pods: list[JSON], immediate: bool = False) -> list[JSON]:
+    """The gated leaders the replacement reconciler releases now."""
+    return decide(pods, None, 0.0, UNBOUNDED, immediate=immediate).admit
 
 
 def pod(

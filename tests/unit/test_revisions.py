@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.controllers import revisions as rv
 from leaderworkerset.controllers.events import NORMAL
 from leaderworkerset.controllers.semantic_json import normalized
@@ -177,7 +178,7 @@ def test_new_revision_object() -> None:
 def test_key_override_changes_the_label_not_the_name() -> None:
     lws = _lws()
     rev = rv.new_revision(lws, 1, key_override="oldkey")
-    assert rv.revision_key(rev) == "oldkey"
+    assert revision_key_of(rev) == "oldkey"
     assert rev["metadata"]["name"] == f"test-sample-{rv.snapshot_key(lws)}-1"
 
 
@@ -230,7 +231,7 @@ def test_new_lws_creates_its_first_revision() -> None:
     choice = rv.current_revision(lws, None, [])
     key = rv.snapshot_key(lws)
     assert choice.create
-    assert rv.revision_key(choice.revision) == key and choice.revision["revision"] == 1
+    assert revision_key_of(choice.revision) == key and choice.revision["revision"] == 1
     assert choice.event is not None and choice.event.type == NORMAL
     assert choice.event.reason == "CreatingRevision" and choice.event.action == "Create"
     assert choice.event.note == (
@@ -244,7 +245,7 @@ def test_existing_revision_of_the_statefulset_key_is_used() -> None:
     lws = _lws()
     old = _stored(lws, 1)
     _template(lws)["size"] = 5
-    choice = rv.current_revision(lws, _sts_with_key(rv.revision_key(old)), [old])
+    choice = rv.current_revision(lws, _sts_with_key(revision_key_of(old)), [old])
     assert not choice.create and choice.revision is old and choice.event is None
 
 
@@ -252,7 +253,7 @@ def test_missing_revision_is_recreated_under_the_statefulset_key_without_a_rollo
     """A controller upgrade finds a leader sts whose key has no revision."""
     lws = _lws()
     choice = rv.current_revision(lws, _sts_with_key("legacy"), [])
-    assert choice.create and rv.revision_key(choice.revision) == "legacy"
+    assert choice.create and revision_key_of(choice.revision) == "legacy"
     assert choice.revision["data"] == rv.snapshot(lws)
     assert choice.event is not None and choice.event.note == (
         "Creating missing revision with key legacy for existing LeaderWorkerSet"
@@ -288,17 +289,17 @@ def test_no_update_without_a_leader_statefulset() -> None:
 def test_no_update_while_the_spec_matches() -> None:
     lws = _lws()
     rev = _stored(lws)
-    assert rv.detect_update(lws, _sts_with_key(rv.revision_key(rev)), rev, [rev]) is None
+    assert rv.detect_update(lws, _sts_with_key(revision_key_of(rev)), rev, [rev]) is None
 
 
 def test_template_change_proposes_the_next_revision() -> None:
     lws = _lws()
     rev = _stored(lws, 4)
     _template(lws)["workerTemplate"]["spec"]["containers"][0]["name"] = "renamed"
-    proposed = rv.detect_update(lws, _sts_with_key(rv.revision_key(rev)), rev, [rev])
+    proposed = rv.detect_update(lws, _sts_with_key(revision_key_of(rev)), rev, [rev])
     assert proposed is not None
     assert proposed["revision"] == 5
-    assert rv.revision_key(proposed) == rv.snapshot_key(lws) != rv.revision_key(rev)
+    assert revision_key_of(proposed) == rv.snapshot_key(lws) != revision_key_of(rev)
 
 
 def test_serialization_drift_is_not_an_update() -> None:
@@ -408,7 +409,7 @@ def test_revisions_to_delete_keeps_only_the_current_key() -> None:
     second = _stored(lws, 2)
     foreign = _stored(lws, 3)
     foreign["metadata"]["ownerReferences"][0]["uid"] = "other"
-    assert rv.revisions_to_delete(lws, [first, second, foreign], rv.revision_key(second)) == [first]
+    assert rv.revisions_to_delete(lws, [first, second, foreign], revision_key_of(second)) == [first]
 
 
 def test_each_template_change_adds_a_revision_and_truncation_leaves_the_last() -> None:
@@ -416,7 +417,7 @@ def test_each_template_change_adds_a_revision_and_truncation_leaves_the_last() -
     stored: list[JSON] = []
     choice = rv.current_revision(lws, None, stored)
     stored.append(choice.revision)
-    sts = _sts_with_key(rv.revision_key(choice.revision))
+    sts = _sts_with_key(revision_key_of(choice.revision))
     current = choice.revision
     for size in (3, 4):
         _template(lws)["size"] = size
@@ -424,7 +425,7 @@ def test_each_template_change_adds_a_revision_and_truncation_leaves_the_last() -
         assert proposed is not None
         stored.append(proposed)
         current = proposed
-        sts = _sts_with_key(rv.revision_key(proposed))
+        sts = _sts_with_key(revision_key_of(proposed))
     assert [r["revision"] for r in stored] == [1, 2, 3]
-    doomed = rv.revisions_to_delete(lws, stored, rv.revision_key(current))
+    doomed = rv.revisions_to_delete(lws, stored, revision_key_of(current))
     assert [r["revision"] for r in doomed] == [1, 2]

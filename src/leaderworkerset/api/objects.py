@@ -40,9 +40,12 @@ def annotations_of(obj: JSON | None) -> dict[str, Any]:
     return annotations
 
 
-def revision_key_of(obj: JSON | None) -> Any:
-    """The template revision an object was built from (its revision-hash label)."""
-    return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)
+def revision_key_of(obj: JSON | None) -> str:
+    """The template revision an object was built from or stands for (its revision-hash
+    label): of a ControllerRevision, a leader StatefulSet or Deployment pod template, a
+    worker StatefulSet, a group pod. "" when there is none: the controller never writes
+    an empty key, so an empty label and no label both mean "no revision"."""
+    return str(labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH) or "")
 
 
 def timestamp_of(text: object) -> float | None:
@@ -57,6 +60,26 @@ def timestamp_of(text: object) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
     return moment.timestamp()
+
+
+def format_time(moment: datetime.datetime | float | None = None) -> str:
+    """metav1.Time as the API writes it (condition transitions, status times): RFC 3339
+    in UTC, whole seconds. `moment` is an aware datetime or epoch seconds; None is now."""
+    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(moment: datetime.datetime | float | None = None) -> str:
+    """metav1.MicroTime (Event times, Lease acquire and renew times): as `format_time`,
+    with microseconds."""
+    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _utc(moment: datetime.datetime | float | None) -> datetime.datetime:
+    if moment is None:
+        return datetime.datetime.now(datetime.UTC)
+    if isinstance(moment, datetime.datetime):
+        return moment.astimezone(datetime.UTC)
+    return datetime.datetime.fromtimestamp(moment, datetime.UTC)
 
 
 def condition_of(obj: JSON | None, condition_type: str) -> JSON | None:

@@ -348,8 +348,18 @@ class LeaderWorkerSet:
         return str((self.metadata or {}).get("namespace", ""))
 
 
-def group_identity_of(spec: LeaderWorkerSetSpec | None) -> str:
-    """The effective group identity: an absent field means Ordinal."""
+def group_identity_of(spec: LeaderWorkerSetSpec | JSON | None) -> str:
+    """The effective group identity of a spec, typed or as the API stores it (a JSON
+    object, read without decoding the whole LeaderWorkerSet): absent means Ordinal."""
+    if isinstance(spec, dict):
+        value = spec.get("groupIdentity")
+        return c.GROUP_IDENTITY_ORDINAL if value is None else str(value)
     if spec is None or spec.group_identity is None:
         return c.GROUP_IDENTITY_ORDINAL
     return spec.group_identity
+
+
+def is_hash_mode(group_identity: str) -> bool:
+    """Whether a group identity (as `group_identity_of` reads it) is Hash: leaders of a
+    Deployment with random group keys, rather than Ordinal's leader StatefulSet."""
+    return group_identity == c.GROUP_IDENTITY_HASH

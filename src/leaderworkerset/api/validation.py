@@ -29,6 +29,7 @@ from leaderworkerset.api.types import (
     LeaderWorkerSetSpec,
     SubGroupPolicy,
     group_identity_of,
+    is_hash_mode,
 )
 
 SPEC = "spec"
@@ -313,7 +314,7 @@ def _validate_group_identity(spec: LeaderWorkerSetSpec) -> list[FieldError]:
                 "waits for the previous leader pod to be gone",
             )
         )
-    if identity != c.GROUP_IDENTITY_HASH:
+    if not is_hash_mode(identity):
         return errs
     template = spec.leader_worker_template
     claims = template.volume_claim_templates if template else None
@@ -387,7 +388,7 @@ def warnings_for(lws: LeaderWorkerSet) -> list[str]:
     if spec is None or not name:
         return []
     longest_owner = len(name)
-    if group_identity_of(spec) == c.GROUP_IDENTITY_HASH:
+    if is_hash_mode(group_identity_of(spec)):
         # Worker StatefulSets are named after Deployment-made leader pods.
         longest_owner += _DEPLOYMENT_POD_SUFFIX
         where = "leader pod names of a Hash-mode LeaderWorkerSet"

@@ -183,17 +183,11 @@ REASON_REPLACEMENT_RELEASED: Final = "ReplacementReleasedEarly"
 _KEY_PREFIX = 8  # as in the leader hostname: what users see of a group's key
 
 
-def _group_list(groups: list[str], limit: int = 3) -> str:
-    shown = ", ".join(g[:_KEY_PREFIX] for g in groups[:limit])
-    more = len(groups) - limit
-    return f"{shown} and {more} more" if more > 0 else shown
-
-
-def replacement_held(leader_name: str, groups: list[str], related: JSON | None = None) -> Event:
-    """A gated leader waits for tearing-down groups (named by key prefix) to be gone."""
-    word = "group" if len(groups) == 1 else "groups"
+def replacement_held(leader_name: str, group: str, related: JSON | None = None) -> Event:
+    """A gated leader waits for the tearing-down group (named by key prefix) whose end
+    will let it in."""
     note = (
-        f"Replacement leader pod {leader_name} waits for {word} {_group_list(groups)} "
+        f"Replacement leader pod {leader_name} waits for group {group[:_KEY_PREFIX]} "
         "to finish terminating (groupReplacementPolicy PostTermination)"
     )
     return Event(NORMAL, REASON_REPLACEMENT_HELD, ACTION_UPDATE, note, related)

@@ -26,13 +26,14 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import (
     JSON,
     condition_of,
-    labels_of,
     meta_of,
     name_of,
     namespace_of,
+    revision_key_of,
     timestamp_of,
     uid_of,
 )
+from leaderworkerset.api.types import group_identity_of, is_hash_mode
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
@@ -99,10 +100,6 @@ def restart_cause(pod: JSON) -> Cause:
     if container_restarted(pod):
         return Cause.CONTAINER_RESTART
     return Cause.POD_FAILED
-
-
-def mode_of(lws: JSON) -> str:
-    return str((lws.get("spec") or {}).get("groupIdentity") or c.GROUP_IDENTITY_ORDINAL)
 
 
 def seconds_since(obj: JSON, now: float) -> float | None:
@@ -390,7 +387,7 @@ class GroupMetrics:
         lws = caches.leaderworkersets.get(namespace, name)
         if lws is None or meta_of(lws).get("deletionTimestamp"):
             return  # the whole LeaderWorkerSet is going
-        mode = mode_of(lws)
+        mode = group_identity_of(lws.get("spec"))
         cause = loss_cause(leader) or self._workload_cause(caches, lws, leader)
         self.recreated(leader, mode, cause)
 
@@ -400,8 +397,8 @@ class GroupMetrics:
         namespace, name = namespace_of(lws), str(meta_of(lws).get("name", ""))
         replicas = int((lws.get("spec") or {}).get("replicas", 1) or 0)
         record = self._lws.get((namespace, name))
-        revision = labels_of(leader).get(c.LABEL_TEMPLATE_REVISION_HASH)
-        if mode_of(lws) != c.GROUP_IDENTITY_HASH:
+        revision = revision_key_of(leader)
+        if not is_hash_mode(group_identity_of(lws.get("spec"))):
             index = group_index(leader) or ""
             if index.isdigit() and int(index) >= replicas:
                 return Cause.SCALE_DOWN

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class HeldReplacements:
-    leaders: tuple[str, ...] = ()  # gated leaders left waiting
-    groups: tuple[str, ...] = ()  # the tearing-down groups they wait for
+    leaders: tuple[str, ...] = ()  # gated leaders left waiting, oldest first
+    groups: tuple[str, ...] = ()  # groups[i]: the tearing-down group leaders[i] waits for
 
     @property
     def any(self) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, labels_of, meta_of, revision_key_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.semantic_json import normalized
 from leaderworkerset.group.names import revision_name
@@ -97,10 +97,6 @@ def snapshot_key(lws: JSON) -> str:
 
 
 # --- ControllerRevision objects --------------------------------------------------------
-def revision_key(revision: JSON) -> str:
-    return str(labels_of(revision).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
-
-
 def revision_number(revision: JSON) -> int:
     value = revision.get("revision")
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
@@ -149,7 +145,7 @@ def owned_revisions(lws: JSON, revisions: Iterable[JSON], key: str | None = None
         labels = labels_of(rev)
         if labels.get(c.LABEL_SET_NAME) != name:
             continue
-        if key is not None and labels.get(c.LABEL_TEMPLATE_REVISION_HASH) != key:
+        if key is not None and revision_key_of(rev) != key:
             continue
         owner = controller_ref(rev)
         if owner is None or owner.get("uid") == uid:
@@ -182,17 +178,17 @@ class RevisionChoice:
 
 def current_revision(lws: JSON, sts: JSON | None, revisions: Sequence[JSON]) -> RevisionChoice:
     """Upstream's get-or-create of the revision, minus the I/O."""
-    key = str(labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH, "")) if sts is not None else ""
+    key = revision_key_of(sts)
     existing = find_revision(lws, revisions, key)
     if existing is not None:
         return RevisionChoice(existing, create=False)
     number = next_revision_number(lws, revisions)
     fresh = new_revision(lws, number, key_override=key)
     if sts is None:
-        reusable = find_revision(lws, revisions, revision_key(fresh))
+        reusable = find_revision(lws, revisions, revision_key_of(fresh))
         if reusable is not None and same_content(lws, fresh, reusable):
             return RevisionChoice(reusable, create=False)
-        event = events.revision_for_new_lws(revision_key(fresh), object_reference(fresh))
+        event = events.revision_for_new_lws(revision_key_of(fresh), object_reference(fresh))
     else:
         event = events.revision_missing(key, object_reference(fresh))
     return RevisionChoice(fresh, create=True, event=event)
@@ -246,4 +242,4 @@ def apply_revision(lws: JSON, revision: JSON) -> JSON:
 def revisions_to_delete(lws: JSON, revisions: Iterable[JSON], keep_key: str) -> list[JSON]:
     """Every revision of this LWS whose key is not `keep_key`. Call only when the status
     computation says the rollout is done: older groups are rebuilt from old revisions."""
-    return [r for r in owned_revisions(lws, revisions) if revision_key(r) != keep_key]
+    return [r for r in owned_revisions(lws, revisions) if revision_key_of(r) != keep_key]

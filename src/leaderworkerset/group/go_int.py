@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 _DECIMAL = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -25,6 +24,8 @@ def go_atoi(text: str) -> int:
     Python's int() accepts spaces and underscores that Go rejects, and users
     compare these messages with the upstream controller's.
     """
+    if isinstance(text, str) and len(text) < 19 and text.isascii() and text.isdigit():
+        return int(text)  # the usual size or index, read without building an error text
     quoted = json.dumps(text, ensure_ascii=False)
     if _DECIMAL.fullmatch(text) is None:
         raise GoIntError(f"strconv.Atoi: parsing {quoted}: invalid syntax")
@@ -34,14 +35,15 @@ def go_atoi(text: str) -> int:
     return value
 
 
-def parse_index(value: Any) -> int | None:
-    """A decimal group index as Go's strconv.Atoi reads it; None when it is not one."""
+def go_atoi_or_none(value: object) -> int | None:
+    """`go_atoi` for a value read off an object (a label, an annotation): None when it
+    is not a string Go's strconv.Atoi reads."""
     if not isinstance(value, str):
         return None
-    body = value[1:] if value[:1] in "+-" else value
-    if not body.isascii() or not body.isdigit():
+    try:
+        return go_atoi(value)
+    except GoIntError:
         return None
-    return int(value)
 
 
 def go_div(a: int, b: int) -> int:

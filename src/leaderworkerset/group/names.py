@@ -47,8 +47,11 @@ def random_group_key(namespace: str) -> str:
     return sha1_hex(f"{namespace}/{secrets.token_hex(8)}")
 
 
-def subgroup_key(leader_pod_name: str, subgroup_index: str | int) -> str:
-    return sha1_hex(f"{leader_pod_name}/{subgroup_index}")
+def subgroup_key(owner: str, subgroup_index: str | int) -> str:
+    """`owner` is the leader's pod name in Ordinal mode. In Hash mode it is the group
+    key: leader and workers both know it at admission, while the leader's pod name
+    does not exist yet."""
+    return sha1_hex(f"{owner}/{subgroup_index}")
 
 
 def subgroup_index(size: int, subgroup_size: int, worker_index: int) -> str:
@@ -56,12 +59,6 @@ def subgroup_index(size: int, subgroup_size: int, worker_index: int) -> str:
     if go_mod(size - 1, subgroup_size) == 0 and go_mod(size, subgroup_size) != 0:
         return str(go_div(worker_index - 1, subgroup_size))
     return str(go_div(worker_index, subgroup_size))
-
-
-def hash_subgroup_key(group_key: str, subgroup: str | int) -> str:
-    """Hash mode: leader and workers both know the group key at admission, while the
-    leader's pod name does not exist yet, so the key stands in for it."""
-    return subgroup_key(group_key, subgroup)
 
 
 def leader_pod_name(lws_name: str, group_index: int | str) -> str:

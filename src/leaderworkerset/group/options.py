@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from leaderworkerset.api.limits import SizeLimits
+
 # How long a tearing-down group may hold back its replacement in the two cases where
 # the capacity it holds will not come back by waiting (see docs/hash-mode.md).
 DEFAULT_NODE_NOT_READY_RELEASE = 120.0
@@ -42,3 +44,5 @@ class ControllerOptions:
     replacement_release: ReleaseThresholds = field(default_factory=ReleaseThresholds)
     # Seconds between LWS passes caused by its children's events; 0 turns pacing off.
     child_event_pace: float = DEFAULT_CHILD_EVENT_PACE
+    # leaderWorkerSetLimits in the manager Configuration, enforced at admission.
+    limits: SizeLimits = field(default_factory=SizeLimits)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, condition_of, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, condition_of, meta_of, revision_key_of
 
 
 def pod_condition_true(pod: JSON, condition_type: str) -> bool:
@@ -61,14 +60,32 @@ def statefulset_ready(sts: JSON) -> bool:
     )
 
 
+def ordinal_group_ready(leader_pod: JSON, worker_sts: JSON | None) -> bool:
+    """An Ordinal group as the status counters and the rolling update count it, as
+    upstream does: its leader Running and Ready and its worker StatefulSet ready
+    (`worker_sts` None: a group of size 1, which has none). Its revision is a separate
+    question (`ordinal_group_updated`); the lifecycle state's `group.state.group_ready`,
+    the same for both modes, asks for the workers on the leader's revision too."""
+    return pod_running_and_ready(leader_pod) and (
+        worker_sts is None or statefulset_ready(worker_sts)
+    )
+
+
+def ordinal_group_updated(leader_pod: JSON, worker_sts: JSON | None, key: str) -> bool:
+    """An Ordinal group on revision `key`: its leader and (size > 1) its worker
+    StatefulSet were built from it."""
+    return revision_key_of(leader_pod) == key and (
+        worker_sts is None or revision_key_of(worker_sts) == key
+    )
+
+
 def workers_ready_for_leader(leader_pod: JSON, worker_sts: JSON | None) -> bool:
     """Hash-mode group-ready gate: the group's workers are all ready and were built
     from the leader's revision (a stale worker StatefulSet does not count)."""
     if worker_sts is None:
         return False
-    leader_key = labels_of(leader_pod).get(c.LABEL_TEMPLATE_REVISION_HASH)
     return statefulset_ready(worker_sts) and (
-        labels_of(worker_sts).get(c.LABEL_TEMPLATE_REVISION_HASH) == leader_key
+        revision_key_of(worker_sts) == revision_key_of(leader_pod)
     )
 
 
@@ -82,14 +99,12 @@ def worker_pods_ready(
     worker turned Ready."""
     if worker_sts is None:
         return False
-    leader_key = labels_of(leader_pod).get(c.LABEL_TEMPLATE_REVISION_HASH)
-    if labels_of(worker_sts).get(c.LABEL_TEMPLATE_REVISION_HASH) != leader_key:
+    leader_key = revision_key_of(leader_pod)
+    if revision_key_of(worker_sts) != leader_key:
         return False
     ready = 0
     for pod in worker_pods:
-        if labels_of(pod).get(
-            c.LABEL_TEMPLATE_REVISION_HASH
-        ) != leader_key or not pod_counts_as_ready(pod):
+        if revision_key_of(pod) != leader_key or not pod_counts_as_ready(pod):
             return False
         ready += 1
     return ready == _desired_replicas(worker_sts)

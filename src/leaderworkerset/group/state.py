@@ -24,15 +24,19 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of, name_of
+from leaderworkerset.api.objects import (
+    JSON,
+    meta_of,
+    name_of,
+    revision_key_of,
+)
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import (
     leader_lost,
     pod_counts_as_ready,
     workers_ready_for_leader,
 )
-from leaderworkerset.group.roles import group_index, is_leader
+from leaderworkerset.group.roles import group_index, group_size, is_leader
 
 
 class GroupState(enum.Enum):
@@ -60,18 +64,13 @@ class Group:
     def revision(self) -> str | None:
         """The template revision the group was built from (its leader's label)."""
         source = self.leader if self.leader is not None else next(iter(self.workers), None)
-        value = labels_of(source).get(c.LABEL_TEMPLATE_REVISION_HASH)
-        return None if value is None else str(value)
+        return revision_key_of(source) or None
 
     @property
     def size(self) -> int | None:
         """The group's own size (its leader's annotation), which during a size-changing
         rollout may differ from the LeaderWorkerSet's."""
-        value = annotations_of(self.leader).get(c.ANNOTATION_SIZE)
-        try:
-            return int(value) if value is not None else None
-        except ValueError:
-            return None
+        return group_size(self.leader)
 
 
 def groups_of(pods: Iterable[JSON], worker_statefulsets: Iterable[JSON] = ()) -> list[Group]:
@@ -149,7 +148,7 @@ def _moving(group: Group, current_revision: str | None) -> bool:
     sts = group.worker_statefulset
     if sts is None:
         return False
-    if labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH) != revision:
+    if (revision_key_of(sts) or None) != revision:
         return True
     status = sts.get("status") or {}
     return bool(status.get("currentRevision", "") != status.get("updateRevision", ""))
@@ -180,11 +179,3 @@ def leader_node(group: Group) -> str:
 
 def leader_name(group: Group) -> str:
     return name_of(group.leader)
-
-
-def count_by_state(groups: Iterable[Group], current_revision: str | None) -> dict[GroupState, int]:
-    """Every state with its count, zeros included (a gauge series must not vanish)."""
-    counts = dict.fromkeys(GroupState, 0)
-    for group in groups:
-        counts[group_state(group, current_revision)] += 1
-    return counts

@@ -21,6 +21,7 @@ from leaderworkerset.api.types import (
     LeaderWorkerTemplate,
     RollingUpdateConfiguration,
     group_identity_of,
+    is_hash_mode,
 )
 
 
@@ -50,7 +51,7 @@ class LwsView:
 
     @property
     def hash_mode(self) -> bool:
-        return self.group_identity == c.GROUP_IDENTITY_HASH
+        return is_hash_mode(self.group_identity)
 
     @property
     def replaces_immediately(self) -> bool:

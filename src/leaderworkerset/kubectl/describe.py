@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of, name_of
+from leaderworkerset.api.objects import JSON, meta_of, name_of, revision_key_of
 from leaderworkerset.group.readiness import (
     pod_condition_true,
     pod_counts_as_ready,
@@ -99,7 +99,7 @@ def why(snapshot: Snapshot, group: Group, pairing: Pairing, now: datetime) -> st
                 f"updating: the group runs revision {_short_revision(revision)} while the "
                 f"current one is {_short_revision(current)}, and it is not ready."
             )
-        if sts is not None and labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH) != revision:
+        if sts is not None and (revision_key_of(sts) or None) != revision:
             return (
                 f"updating: worker StatefulSet {name_of(sts)} is not yet on the leader's "
                 f"revision {_short_revision(revision)}."
@@ -256,7 +256,7 @@ def _statefulset_section(sts: JSON | None) -> str:
     if sts is None:
         return "  <none>"
     spec, status = sts.get("spec") or {}, sts.get("status") or {}
-    sts_revision = labels_of(sts).get(c.LABEL_TEMPLATE_REVISION_HASH)
+    sts_revision = revision_key_of(sts)
     rollout = (
         "up to date"
         if status.get("currentRevision", "") == status.get("updateRevision", "")

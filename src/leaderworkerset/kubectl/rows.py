@@ -7,7 +7,7 @@ from datetime import datetime
 
 from leaderworkerset.api.objects import meta_of, name_of
 from leaderworkerset.group.names import HASH_HOSTNAME_LENGTH
-from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.group.state import (
     Group,
     GroupState,
@@ -79,7 +79,7 @@ def _age(group: Group, now: datetime) -> str:
 
 
 def _group_size(group: Group, snapshot: Snapshot) -> int:
-    return group.size or snapshot.view.size or 1
+    return group_size(group.leader, snapshot.view) or 1
 
 
 def scale_down_ranks(snapshot: Snapshot, now: datetime | None) -> dict[str, int]:

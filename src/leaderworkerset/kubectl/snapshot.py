@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, meta_of, revision_key_of
 from leaderworkerset.group.state import Group, groups_of
 from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.client import (
@@ -20,6 +20,7 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
     Resource,
+    list_pages,
 )
 
 
@@ -55,10 +56,8 @@ class Snapshot:
             return None
         if self.hash_mode:
             template = (workload.get("spec") or {}).get("template") or {}
-            value = labels_of(template).get(c.LABEL_TEMPLATE_REVISION_HASH)
-        else:
-            value = labels_of(workload).get(c.LABEL_TEMPLATE_REVISION_HASH)
-        return None if value is None else str(value)
+            return revision_key_of(template) or None
+        return revision_key_of(workload) or None
 
     @property
     def worker_statefulsets(self) -> list[JSON]:
@@ -80,19 +79,9 @@ async def _items(
 ) -> list[JSON]:
     """Every page of a LIST."""
     items: list[JSON] = []
-    token: str | None = None
-    while True:
-        page = await client.list(
-            resource,
-            namespace,
-            label_selector=selector,
-            limit=500,
-            continue_token=token,
-        )
+    async for page in list_pages(client, resource, namespace, label_selector=selector):
         items.extend(page.get("items") or [])
-        token = (page.get("metadata") or {}).get("continue") or None
-        if not token:
-            return items
+    return items
 
 
 async def read(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.types import group_identity_of, is_hash_mode
 from leaderworkerset.group.state import GroupState, group_state, groups_of, leader_node, ready_pods
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
 from leaderworkerset.tables import table
@@ -38,7 +39,7 @@ def group_rows(lws: JSON, pods: list[JSON], statefulsets: Sequence[JSON] = ()) -
     order their leaders were created."""
     spec = lws.get("spec") or {}
     size = int((spec.get("leaderWorkerTemplate") or {}).get("size") or 1)
-    hash_mode = spec.get("groupIdentity") == c.GROUP_IDENTITY_HASH
+    hash_mode = is_hash_mode(group_identity_of(spec))
     rows = [
         GroupRow(
             group=group.index[:KEY_PREFIX] if hash_mode else group.index,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from leaderworkerset.api.objects import JSON, meta_of, uid_of
-from leaderworkerset.runtime.client import ApiError, Resource
+from leaderworkerset.runtime.client import ApiError, Lister, Resource, list_pages
 from leaderworkerset.runtime.indexes import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,
@@ -42,20 +42,9 @@ DeleteHandler = Callable[[JSON], None]
 Sleep = Callable[[float], Awaitable[None]]
 
 
-class ListerWatcher(Protocol):
-    """What the cache needs of :class:`~leaderworkerset.runtime.client.ApiClient`."""
-
-    async def list(
-        self,
-        resource: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-    ) -> JSON: ...
+class ListerWatcher(Lister, Protocol):
+    """What the cache needs of :class:`~leaderworkerset.runtime.client.ApiClient`: its
+    paged LIST and its WATCH."""
 
     def watch(
         self,
@@ -330,21 +319,20 @@ class Informer:
     async def _list_all(self) -> tuple[dict[str, JSON], str]:
         for attempt in itertools.count(1):
             items: dict[str, JSON] = {}
-            version = ""
-            token: str | None = None
+            version, paged = "", False
+            pages = list_pages(
+                self.client,
+                self.resource,
+                self.namespace,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                page_size=self.page_size,
+            )
             try:
-                while True:
-                    page = await self.client.list(
-                        self.resource,
-                        self.namespace,
-                        label_selector=self.label_selector,
-                        field_selector=self.field_selector,
-                        limit=self.page_size,
-                        continue_token=token,
-                    )
-                    meta = meta_of(page)
+                async for page in pages:
+                    paged = True
                     # Every page is cut from the first page's snapshot.
-                    version = version or str(meta.get("resourceVersion", ""))
+                    version = version or str(meta_of(page).get("resourceVersion", ""))
                     for item in page.get("items") or ():
                         # List items lack kind and apiVersion; watch objects have them.
                         item.setdefault("kind", self.resource.kind)
@@ -352,12 +340,11 @@ class Informer:
                         if self._transform is not None:
                             item = self._transform(item)
                         items[object_key(item)] = item
-                    token = meta.get("continue") or None
-                    if token is None:
-                        return items, version
+                return items, version
             except ApiError as exc:
-                # Compaction overtook a slow paged list; start over, but not forever.
-                if not (exc.gone and token) or attempt >= 3:
+                # Compaction overtook a slow paged list (a continue token expired);
+                # start over, but not forever.
+                if not (exc.gone and paged) or attempt >= 3:
                     raise
                 log.info("%s: list continue token expired, listing from the start", self.name)
         raise AssertionError("unreachable")

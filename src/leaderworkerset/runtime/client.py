@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -507,6 +507,51 @@ class ApiClient:
     def _observe(self, method: str, status: int) -> None:
         if self._on_response is not None:
             self._on_response(method, str(status), self._host)
+
+
+class Lister(Protocol):
+    """What a paged LIST needs: :meth:`ApiClient.list`, or a test's fake of it."""
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> JSON: ...
+
+
+async def list_pages(
+    lister: Lister,
+    resource: Resource,
+    namespace: str | None = None,
+    *,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    page_size: int = 500,
+) -> AsyncIterator[JSON]:
+    """Every page of a LIST in turn, each asked for with the previous page's continue
+    token, until a page comes without one. The pages are cut from the first page's
+    snapshot (its resourceVersion); a token that expired meanwhile fails the next
+    request with 410 Gone, and only the caller knows whether to start over."""
+    token: str | None = None
+    while True:
+        page = await lister.list(
+            resource,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=page_size,
+            continue_token=token,
+        )
+        yield page
+        token = (page.get("metadata") or {}).get("continue") or None
+        if token is None:
+            return
 
 
 class LineSplitter:

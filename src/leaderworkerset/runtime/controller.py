@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from leaderworkerset.api.objects import JSON, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.indexes import controller_ref, object_key
@@ -107,13 +107,8 @@ def _generation(obj: JSON) -> object:
     return meta_of(obj).get("generation")
 
 
-def _labels(obj: JSON) -> object:
-    return labels_of(obj)
-
-
 # Status-only writes bump resourceVersion but not generation; these skip them.
 GENERATION_CHANGED = Predicate(update=lambda old, new: _generation(old) != _generation(new))
-LABELS_CHANGED = Predicate(update=lambda old, new: _labels(old) != _labels(new))
 
 # What a status write changes in metadata besides the status itself.
 _STATUS_WRITE_TOUCHES = frozenset({"resourceVersion", "managedFields"})

@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderworkerset.api.objects import JSON
+from leaderworkerset.api.objects import JSON, format_micro_time
 from leaderworkerset.runtime import metrics
 from leaderworkerset.runtime.client import LEASES, TRANSPORT_ERRORS, ApiClient, ApiError
-from leaderworkerset.runtime.events import NORMAL, EventRecorder, micro_time
+from leaderworkerset.runtime.events import NORMAL, EventRecorder
 from leaderworkerset.runtime.logging import v
 
 log = logging.getLogger("leader-election")
@@ -154,7 +154,7 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         cfg = self.config
-        now = micro_time()
+        now = format_micro_time()
         desired: JSON = {
             "holderIdentity": cfg.identity,
             "leaseDurationSeconds": max(1, round(cfg.lease_duration)),
@@ -249,7 +249,7 @@ class LeaderElector:
         spec = (lease or {}).get("spec") or {}
         if lease is None or spec.get("holderIdentity") != self.config.identity:
             return True
-        now = micro_time()
+        now = format_micro_time()
         # A copy: what was observed stays what the server holds if the release fails.
         released = {
             **lease,

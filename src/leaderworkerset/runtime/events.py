@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.objects import JSON, format_micro_time, meta_of
 from leaderworkerset.runtime.client import EVENTS, ApiClient, ApiError
 
 log = logging.getLogger("events")
@@ -48,12 +48,6 @@ def object_reference(obj: JSON, field_path: str = "") -> JSON:
         "fieldPath": field_path,
     }
     return {k: v for k, v in ref.items() if v}
-
-
-def micro_time(moment: datetime.datetime | None = None) -> str:
-    """metav1.MicroTime's wire format."""
-    moment = moment or datetime.datetime.now(datetime.UTC)
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _ref_key(ref: JSON | None) -> tuple[str, ...]:
@@ -166,7 +160,7 @@ class EventRecorder:
                 "name": f"{regarding_ref.get('name', 'unknown')}.{time.time_ns():x}",
                 "namespace": namespace,
             },
-            "eventTime": micro_time(now),
+            "eventTime": format_micro_time(now),
             "reportingController": self.reporting_controller,
             "reportingInstance": self.reporting_instance,
             "action": action[:MAX_NAME_LENGTH],
@@ -191,18 +185,6 @@ class EventRecorder:
         except asyncio.QueueFull:
             self.dropped += 1
             log.error("event queue full, dropping event", extra={"reason": reason})
-
-    def eventf(
-        self,
-        regarding: JSON,
-        type_: str,
-        reason: str,
-        action: str,
-        note: str,
-        *args: Any,
-        related: JSON | None = None,
-    ) -> None:
-        self.event(regarding, type_, reason, action, note % args if args else note, related)
 
     async def flush(self) -> None:
         """Wait until everything recorded so far has reached the API server."""
@@ -257,7 +239,7 @@ class EventRecorder:
                 patch = {
                     "series": {
                         "count": count,
-                        "lastObservedTime": micro_time(),
+                        "lastObservedTime": format_micro_time(),
                     }
                 }
                 try:

@@ -26,12 +26,6 @@ def object_key(obj: JSON) -> str:
     return f"{namespace}/{name}" if namespace else str(name)
 
 
-def split_key(key: str) -> tuple[str | None, str]:
-    """The (namespace, name) of a key made by :func:`object_key`."""
-    namespace, sep, name = key.partition("/")
-    return (namespace, name) if sep else (None, key)
-
-
 def resource_version(obj: JSON) -> str:
     return str(meta_of(obj).get("resourceVersion", ""))
 

@@ -16,6 +16,8 @@ from typing import IO, Any
 
 import orjson
 
+from leaderworkerset.api.objects import format_micro_time, format_time
+
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _STANDARD_ATTRS = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}
@@ -82,9 +84,9 @@ def _timestamp(created: float, encoding: str) -> Any:
         return int(created * 1_000_000_000)
     stamp = datetime.datetime.fromtimestamp(created, datetime.UTC)
     if encoding == "rfc3339":
-        return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return format_time(stamp)
     if encoding == "rfc3339nano":
-        return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_micro_time(stamp)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 

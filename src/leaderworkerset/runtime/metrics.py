@@ -34,12 +34,6 @@ RECONCILE_ERRORS = Counter(
     ["controller"],
     registry=REGISTRY,
 )
-RECONCILE_PANICS = Counter(
-    "controller_runtime_reconcile_panics_total",
-    "Total number of reconciliation panics per controller",
-    ["controller"],
-    registry=REGISTRY,
-)
 RECONCILE_TIME = Histogram(
     "controller_runtime_reconcile_time_seconds",
     "Length of time per reconciliation per controller",

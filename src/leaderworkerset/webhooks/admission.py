@@ -18,7 +18,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.limits import SizeLimits
 from leaderworkerset.api.objects import JSON, meta_of, name_of
+from leaderworkerset.api.types import group_identity_of
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.options import ControllerOptions
@@ -86,9 +88,12 @@ def invalid_status(obj: JSON, verdict: Verdict) -> JSON:
     }
 
 
-def leaderworkerset_validator(check: TemplateCheck | None = None) -> AdmissionHandler:
+def leaderworkerset_validator(
+    check: TemplateCheck | None = None, limits: SizeLimits | None = None
+) -> AdmissionHandler:
     """The LWS validating handler; `check` (when given) asks the API server about the
-    workloads built from an LWS that passes its own rules."""
+    workloads built from an LWS that passes its own rules; `limits` are the cluster's
+    own bounds on its size."""
 
     async def validate(request: JSON) -> AdmissionResponse:
         obj = request.get("object")
@@ -103,15 +108,13 @@ def leaderworkerset_validator(check: TemplateCheck | None = None) -> AdmissionHa
             obj,
             old if isinstance(old, dict) else None,
             check,
+            limits,
         )
         if verdict.allowed:
             return allow(warnings=verdict.warnings)
         return deny_status(invalid_status(obj, verdict), verdict.warnings)
 
     return validate
-
-
-validate_leaderworkerset = leaderworkerset_validator()
 
 
 def pod_context(
@@ -122,7 +125,7 @@ def pod_context(
 ) -> PodAdmissionContext:
     spec = (lws or {}).get("spec") or {}
     return PodAdmissionContext(
-        group_identity=spec.get("groupIdentity") or c.GROUP_IDENTITY_ORDINAL,
+        group_identity=group_identity_of(spec),
         group_replacement_policy=spec.get("groupReplacementPolicy")
         or c.GROUP_REPLACEMENT_POST_TERMINATION,
         gang_scheduling=options.gang_scheduling,
@@ -225,7 +228,7 @@ def register_webhooks(
     if template_check is not None:
         check = server.on_manager_loop(template_check)
     server.register(MUTATING_PATH, mutate_leaderworkerset)
-    server.register(VALIDATING_PATH, leaderworkerset_validator(check))
+    server.register(VALIDATING_PATH, leaderworkerset_validator(check, options.limits))
     server.register(POD_MUTATING_PATH, pod_mutator(caches, options, fetch_lws))
     server.register(POD_VALIDATING_PATH, validate_pod)
     server.register_conversion()

@@ -18,8 +18,6 @@ class Denied(Exception):
 
 def atoi(text: str) -> int:
     """Parse like Go's strconv.Atoi, denying with its exact error text."""
-    if isinstance(text, str) and len(text) < 19 and text.isascii() and text.isdigit():
-        return int(text)  # the usual size or index, read without building an error text
     try:
         return go_atoi(text)
     except GoIntError as exc:

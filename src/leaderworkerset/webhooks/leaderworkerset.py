@@ -20,6 +20,7 @@ from typing import Any
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError, InvalidObjectError
+from leaderworkerset.api.limits import SizeLimits
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
 
@@ -88,14 +89,20 @@ def _refused(name: str, errors: list[FieldError], warnings: list[str]) -> Verdic
 
 
 def validate_object(
-    operation: str, obj: dict[str, Any], old: dict[str, Any] | None = None
+    operation: str,
+    obj: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    limits: SizeLimits | None = None,
 ) -> Verdict:
     lws, errors = LeaderWorkerSet.from_json(obj)
+    previous = None
     if operation == "UPDATE" and old is not None:
         previous, _ = LeaderWorkerSet.from_json(old)
         errors += validate_update(lws, previous)
     else:
         errors += validate_create(lws)
+    if limits is not None:
+        errors += limits.errors(lws, previous)
     warnings = warnings_for(lws)
     if errors:
         return _refused(lws.name, errors, warnings)
@@ -107,10 +114,11 @@ async def validate_with_workloads(
     obj: dict[str, Any],
     old: dict[str, Any] | None,
     check: TemplateCheck | None,
+    limits: SizeLimits | None = None,
 ) -> Verdict:
     """`validate_object`, then, for an object that passes, the template check: the
     workloads are only worth asking about once the LWS's own rules hold."""
-    verdict = validate_object(operation, obj, old)
+    verdict = validate_object(operation, obj, old, limits)
     if not verdict.allowed or check is None or operation not in ("CREATE", "UPDATE"):
         return verdict
     causes = await check(obj, old if operation == "UPDATE" else None)

@@ -22,6 +22,7 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import labels_of, namespace_of
+from leaderworkerset.api.types import is_hash_mode
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.gates import add_group_ready_gate, add_scheduling_gate
 from leaderworkerset.group.roles import is_leader
@@ -64,7 +65,7 @@ class PodAdmissionContext:
 
     @property
     def hash_mode(self) -> bool:
-        return self.group_identity == c.GROUP_IDENTITY_HASH
+        return is_hash_mode(self.group_identity)
 
 
 DEFAULT_CONTEXT = PodAdmissionContext()

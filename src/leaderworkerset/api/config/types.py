@@ -88,6 +88,19 @@ class GroupReplacement:
 
 
 @dataclass
+class LeaderWorkerSetLimits:
+    """Our addition, for clusters shared by many teams: admission refuses a
+    LeaderWorkerSet past these (absent or 0: no limit, as upstream). A `size` in the
+    millions is valid upstream, and kube-controller-manager's StatefulSet controller
+    then takes all the memory of the node it runs on."""
+
+    # Pods in one group (spec.leaderWorkerTemplate.size).
+    max_size: int | None = None
+    # Pods in the whole LeaderWorkerSet (spec.replicas x size).
+    max_pods: int | None = None
+
+
+@dataclass
 class Configuration:
     api_version: str = ""
     kind: str = ""
@@ -100,6 +113,7 @@ class Configuration:
     gang_scheduling_management: GangSchedulingManagement | None = None
     client_connection: ClientConnection | None = None
     group_replacement: GroupReplacement | None = None
+    leader_worker_set_limits: LeaderWorkerSetLimits | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form (durations as Go strings, unset members left out)."""

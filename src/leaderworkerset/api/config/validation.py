@@ -9,6 +9,7 @@ from leaderworkerset.api.config.types import (
     GangSchedulingManagement,
     GroupReplacement,
     InternalCertManagement,
+    LeaderWorkerSetLimits,
 )
 from leaderworkerset.api.errors import FieldError, invalid, not_supported, required
 from leaderworkerset.api.godurations import format_duration
@@ -35,6 +36,8 @@ def validate(cfg: Configuration) -> list[FieldError]:
         )
     if cfg.group_replacement is not None:
         errs += _validate_group_replacement(cfg.group_replacement)
+    if cfg.leader_worker_set_limits is not None:
+        errs += _validate_limits(cfg.leader_worker_set_limits)
     port = cfg.webhook.port
     if port is not None and not 0 < port < 65536:
         errs.append(invalid("webhook.port", port, "must be between 1 and 65535, inclusive"))
@@ -90,6 +93,14 @@ def _validate_gang_scheduling(gang: GangSchedulingManagement) -> list[FieldError
             )
         ]
     return []
+
+
+def _validate_limits(limits: LeaderWorkerSetLimits) -> list[FieldError]:
+    return [
+        invalid(f"leaderWorkerSetLimits.{name}", value, "must be greater than or equal to 0")
+        for name, value in (("maxSize", limits.max_size), ("maxPods", limits.max_pods))
+        if value is not None and value < 0
+    ]
 
 
 def _validate_group_replacement(gr: GroupReplacement) -> list[FieldError]:

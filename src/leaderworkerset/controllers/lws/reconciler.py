@@ -9,12 +9,11 @@ share: a StatefulSet steered by the rolling-update arithmetic (`leader_statefuls
 
 from __future__ import annotations
 
-import datetime
 import logging
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.objects import JSON, format_time, meta_of, revision_key_of
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
@@ -53,10 +52,6 @@ log = logging.getLogger(__name__)
 
 # A leader workload being deleted is waited out, as upstream does.
 DELETING_REQUEUE = 5.0
-
-
-def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -118,7 +113,7 @@ class LeaderWorkerSetReconciler:
             record(self.recorder, lws, event)
         await self._ensure_shared_service(lws)
         memo = self._memo(view)
-        update = ordinal_status(lws, key, sts, leader_pods, worker_sets, now_rfc3339(), memo)
+        update = ordinal_status(lws, key, sts, leader_pods, worker_sets, format_time(), memo)
         return await self._finish(lws, view, update, leader)
 
     # -- Hash: a leader Deployment ------------------------------------------------------
@@ -135,7 +130,7 @@ class LeaderWorkerSetReconciler:
         leader_pods, _ = self._groups(view)
         held = self.held.get(f"{view.namespace}/{view.name}")
         memo = self._memo(view)
-        update = hash_status(lws, leader.key, leader_pods, now_rfc3339(), held=held, memo=memo)
+        update = hash_status(lws, leader.key, leader_pods, format_time(), held=held, memo=memo)
         return await self._finish(lws, view, update, leader)
 
     # -- shared steps ------------------------------------------------------------------
@@ -145,14 +140,18 @@ class LeaderWorkerSetReconciler:
     ) -> _LeaderRevision | None:
         """The leader workload as cached and the revision it is to run (made now if
         the spec changed); None while that workload is being deleted."""
-        live = self._owned(informer, view)
-        if live is not None and meta_of(live).get("deletionTimestamp"):
+        cached: JSON | None = informer.get(view.namespace, view.name)
+        if cached is not None and meta_of(cached).get("deletionTimestamp"):
+            # Deletion first, ownership after: a workload still being deleted may be a
+            # predecessor's (an LWS deleted and made again under its name), and that
+            # is a wait for the garbage collector, not an error.
             return None
+        live = self._owned(cached, view)
         revision = await self._current_revision(lws, live, revisions)
         updated = rev.detect_update(lws, live, revision, revisions)
         if updated is not None:
             revision = await self._revision_for_update(lws, updated, revisions)
-        key = rev.revision_key(revision)
+        key = revision_key_of(revision)
         return _LeaderRevision(live, revision, key, updated is not None, revisions)
 
     async def _apply_leader_workload(
@@ -176,8 +175,7 @@ class LeaderWorkerSetReconciler:
     def _memo(self, view: LwsView) -> ObservationMemo:
         return self._observations.setdefault(f"{view.namespace}/{view.name}", {})
 
-    def _owned(self, informer: Informer, view: LwsView) -> JSON | None:
-        obj: JSON | None = informer.get(view.namespace, view.name)
+    def _owned(self, obj: JSON | None, view: LwsView) -> JSON | None:
         if obj is None:
             return None
         owner = controller_ref(obj)
@@ -207,7 +205,7 @@ class LeaderWorkerSetReconciler:
             # Adopting a workload whose revision we do not see writes the live
             # spec under its key. A revision cache that merely lags must not make us do
             # that, so ask the API server first; this path is rare.
-            key = rev.revision_key(choice.revision)
+            key = revision_key_of(choice.revision)
             stored = await self._stored_revision(lws, key)
             if stored is not None:
                 revisions.append(stored)
@@ -228,7 +226,7 @@ class LeaderWorkerSetReconciler:
     async def _revision_for_update(self, lws: JSON, proposed: JSON, revisions: list[JSON]) -> JSON:
         """The revision of a changed spec: one we already made for it (seen through a
         leader workload the cache has not caught up with), else a new one."""
-        key = rev.revision_key(proposed)
+        key = revision_key_of(proposed)
         existing = rev.find_revision(lws, revisions, key)
         if existing is not None and rev.same_content(lws, proposed, existing):
             return existing

@@ -19,9 +19,9 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.intstr import scaled_value
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events
-from leaderworkerset.group.go_int import parse_index
+from leaderworkerset.group.go_int import go_atoi_or_none
 from leaderworkerset.group.names import leader_pod_name
-from leaderworkerset.group.readiness import pod_running_and_ready, statefulset_ready
+from leaderworkerset.group.readiness import ordinal_group_ready, ordinal_group_updated
 from leaderworkerset.group.view import LwsView, view_of
 
 
@@ -102,16 +102,11 @@ def replica_states(
             states.append(ReplicaState(ready=False, updated=False))
             continue
         assert pod is not None
-        leader_ready = pod_running_and_ready(pod)
-        leader_updated = _key_of(pod) == key
-        if no_workers:
-            states.append(ReplicaState(ready=leader_ready, updated=leader_updated))
-            continue
-        assert sts is not None
+        workers = None if no_workers else sts
         states.append(
             ReplicaState(
-                ready=leader_ready and statefulset_ready(sts),
-                updated=leader_updated and _key_of(sts) == key,
+                ready=ordinal_group_ready(pod, workers),
+                updated=ordinal_group_updated(pod, workers, key),
             )
         )
     return states
@@ -120,7 +115,7 @@ def replica_states(
 def _by_index(objects: Iterable[JSON], limit: int) -> dict[int, JSON]:
     slots: dict[int, JSON] = {}
     for obj in objects:
-        index = parse_index(labels_of(obj).get(c.LABEL_GROUP_INDEX))
+        index = go_atoi_or_none(labels_of(obj).get(c.LABEL_GROUP_INDEX))
         if index is not None and 0 <= index < limit:
             slots[index] = obj  # a later object for the same slot wins, as upstream
     return slots
@@ -250,7 +245,7 @@ def sts_partition(sts: JSON) -> int:
 
 
 def _recorded_replicas(sts: JSON) -> int | None:
-    return parse_index(_annotations(sts).get(c.ANNOTATION_REPLICAS))
+    return go_atoi_or_none(_annotations(sts).get(c.ANNOTATION_REPLICAS))
 
 
 def _annotations(obj: JSON) -> dict[str, Any]:
@@ -259,7 +254,3 @@ def _annotations(obj: JSON) -> dict[str, Any]:
 
 def _name(obj: JSON | None) -> str | None:
     return None if obj is None else meta_of(obj).get("name")
-
-
-def _key_of(obj: JSON) -> Any:
-    return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)

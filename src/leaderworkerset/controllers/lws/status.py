@@ -19,16 +19,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of
+from leaderworkerset.api.objects import JSON, labels_of, revision_key_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.held import HeldReplacements
-from leaderworkerset.group.go_int import parse_index
+from leaderworkerset.group.go_int import go_atoi_or_none
 from leaderworkerset.group.names import hpa_pod_selector
 from leaderworkerset.group.readiness import (
+    ordinal_group_ready,
+    ordinal_group_updated,
     pod_finished,
     pod_running_and_ready,
     pod_terminating,
-    statefulset_ready,
 )
 from leaderworkerset.group.view import LwsView, view_of
 
@@ -113,7 +114,7 @@ def ordinal_groups(
         fresh[name] = (pod, workers, depends, observed)
         if observed is not None:
             groups.append(observed)
-        elif parse_index(labels_of(pod).get(c.LABEL_GROUP_INDEX)) is None:
+        elif go_atoi_or_none(labels_of(pod).get(c.LABEL_GROUP_INDEX)) is None:
             skipped.append(name)
     if memo is not None:
         memo.clear()
@@ -124,14 +125,12 @@ def ordinal_groups(
 def _observe_ordinal(
     view: LwsView, key: str, pod: JSON, workers: JSON | None, no_workers: bool
 ) -> GroupObservation | None:
-    index = parse_index(labels_of(pod).get(c.LABEL_GROUP_INDEX))
+    index = go_atoi_or_none(labels_of(pod).get(c.LABEL_GROUP_INDEX))
     if index is None or (not no_workers and workers is None):
         return None
-    ready = pod_running_and_ready(pod) and (workers is None or statefulset_ready(workers))
-    updated = _key(pod) == key and (workers is None or _key(workers) == key)
     return GroupObservation(
-        ready=ready,
-        updated=updated,
+        ready=ordinal_group_ready(pod, workers),
+        updated=ordinal_group_updated(pod, workers, key),
         desired=index < view.replicas,
         in_range=view.partition <= index < view.replicas,
     )
@@ -164,7 +163,7 @@ def hash_groups(
         elif pod_terminating(pod) or pod_finished(pod):
             ready_updated = None
         else:
-            ready_updated = (pod_running_and_ready(pod), _key(pod) == key)
+            ready_updated = (pod_running_and_ready(pod), revision_key_of(pod) == key)
         fresh[name] = (pod, None, depends, ready_updated)
         if ready_updated is not None:
             observed.append(ready_updated)
@@ -303,18 +302,21 @@ REASON_NO_REPLACEMENT_HELD: Final = "NoReplacementHeld"
 _SHOWN = 3
 
 
-def _listed(items: Sequence[str], width: int | None = None) -> str:
-    shown = ", ".join(i[:width] if width else i for i in items[:_SHOWN])
-    more = len(items) - _SHOWN
-    return f"{shown} and {more} more" if more > 0 else shown
+def _waits(held: HeldReplacements) -> str:
+    pairs = [
+        f"{leader} waits for group {group[:8]}"
+        for leader, group in zip(held.leaders[:_SHOWN], held.groups, strict=False)
+    ]
+    more = len(held.leaders) - _SHOWN
+    return "; ".join(pairs) + (f"; and {more} more" if more > 0 else "")
 
 
 def held_condition(held: HeldReplacements, generation: int, now: str) -> JSON:
     if held.any:
         status, reason = "True", REASON_WAITING_FOR_TERMINATION
         message = (
-            f"{len(held.leaders)} replacement leader(s) ({_listed(held.leaders)}) wait for "
-            f"group(s) {_listed(held.groups, 8)} to finish terminating"
+            f"{len(held.leaders)} replacement leader(s) wait for tearing-down groups to "
+            f"finish terminating: {_waits(held)}"
         )
     else:
         status, reason = "False", REASON_NO_REPLACEMENT_HELD
@@ -422,7 +424,3 @@ def _name(obj: JSON) -> str:
     # name_of without its str(): cached objects always carry their name as a string.
     name: str = (obj.get("metadata") or {}).get("name") or ""
     return name
-
-
-def _key(obj: JSON) -> Any:
-    return labels_of(obj).get(c.LABEL_TEMPLATE_REVISION_HASH)

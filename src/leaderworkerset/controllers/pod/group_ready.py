@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.objects import JSON, format_time, meta_of
 from leaderworkerset.group.gates import group_ready_condition, has_group_ready_gate
 from leaderworkerset.group.readiness import worker_pods_ready, workers_ready_for_leader
 from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
@@ -26,7 +26,6 @@ REASON_WORKERS_NOT_READY = "WorkersNotReady"
 
 
 def group_ready_patch(ready: bool, now: datetime.datetime | None = None) -> JSON:
-    moment = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "status": {
             "conditions": [
@@ -34,7 +33,7 @@ def group_ready_patch(ready: bool, now: datetime.datetime | None = None) -> JSON
                     "type": c.CONDITION_GROUP_READY,
                     "status": "True" if ready else "False",
                     "reason": REASON_WORKERS_READY if ready else REASON_WORKERS_NOT_READY,
-                    "lastTransitionTime": moment,
+                    "lastTransitionTime": format_time(now),
                 }
             ]
         }

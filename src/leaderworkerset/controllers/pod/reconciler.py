@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import (
     JSON,
-    annotations_of,
     labels_of,
     meta_of,
     name_of,
     namespace_of,
+    revision_key_of,
     uid_of,
 )
 from leaderworkerset.caches import LwsCaches
@@ -45,7 +45,7 @@ from leaderworkerset.group.readiness import (
     pod_finished,
     pod_terminating,
 )
-from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.client import (
     NODES,
@@ -73,16 +73,10 @@ _GROUP_RECREATED = object()
 
 
 def _group_size(leader: JSON, view: LwsView) -> int:
-    """Hash mode: the size of the leader's own revision, which its annotation records;
-    mid-rollout it can differ from the live spec, and so does its gate. Ordinal mode
-    follows the live spec, as upstream."""
-    if view.hash_mode:
-        annotations = annotations_of(leader)
-        try:
-            return int(annotations.get(c.ANNOTATION_SIZE, view.size))
-        except (TypeError, ValueError):
-            return view.size
-    return view.size
+    """Hash mode: the size of the leader's own revision (mid-rollout it can differ from
+    the live spec, and so does its gate). Ordinal mode follows the live spec, as
+    upstream."""
+    return group_size(leader, view) if view.hash_mode else view.size
 
 
 def _uid(pod: JSON) -> str:
@@ -215,7 +209,7 @@ class PodReconciler:
         reach the cache and, under exclusive placement, for the leader's node."""
         meta = meta_of(pod)
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
-        key = str((meta.get("labels") or {}).get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
+        key = revision_key_of(pod)
         revision = rev.find_revision(lws, revisions, key) if key else None
         if revision is None:
             delay, misses = self.waits.next(_wait_key(_WAIT_REVISION, pod))

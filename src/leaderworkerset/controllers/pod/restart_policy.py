@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
+from leaderworkerset.api.objects import JSON, labels_of, meta_of, revision_key_of
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
-from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
@@ -49,16 +49,6 @@ def waits_for_start(view: LwsView) -> bool:
         view.template.restart_policy == c.RESTART_POLICY_RECREATE_GROUP_AFTER_START
         or c.ANNOTATION_RECREATE_GROUP_AFTER_START in view.annotations
     )
-
-
-def group_size(pod: JSON, view: LwsView) -> int:
-    """The size of the revision `pod` was built from, which its size annotation records
-    (the webhook refuses a group pod without it). Mid-rollout that can differ from the
-    live spec, and a group of the old size must still be complete when it is."""
-    try:
-        return int(annotations_of(pod)[c.ANNOTATION_SIZE])
-    except (KeyError, TypeError, ValueError):
-        return view.size
 
 
 @dataclass
@@ -96,8 +86,7 @@ class GroupRestarter:
         leader = self.caches.pods.get(view.namespace, leader_name) if leader_name else None
         if leader is None:
             return None
-        key = c.LABEL_TEMPLATE_REVISION_HASH
-        if labels_of(leader).get(key) != labels_of(pod).get(key):
+        if revision_key_of(leader) != revision_key_of(pod):
             return None
         return leader if self.belongs_to(pod, leader) else None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of, name_of
+from leaderworkerset.api.objects import JSON, meta_of, name_of, revision_key_of
 from leaderworkerset.controllers.leader_template import (
     add_claims_and_retention,
     copied_metadata,
@@ -48,7 +48,7 @@ def build_worker_statefulset(
         c.LABEL_SET_NAME: live.name,
         c.LABEL_GROUP_KEY: str(pod_labels.get(c.LABEL_GROUP_KEY, "")),
     }
-    key = str(pod_labels.get(c.LABEL_TEMPLATE_REVISION_HASH, ""))
+    key = revision_key_of(leader_pod)
     group_labels = {**identity, c.LABEL_TEMPLATE_REVISION_HASH: key}
     labels, annotations = copied_metadata(live, group_labels)
 

@@ -166,6 +166,8 @@ class Decision:
     released: list[GroupRelease] = field(default_factory=list)  # no longer counted
     # The earliest moment a group still counted will stop counting, if any does.
     next_release_at: float | None = None
+    # The group each held leader waits for (by leader name): see `_pair`.
+    waits_for: dict[str, str] = field(default_factory=dict)
 
 
 def decide(
@@ -186,34 +188,34 @@ def decide(
     waiting = [p for p in gated_leaders(pods) if name_of(p) not in ungating]
     if immediate:
         return Decision(admit=waiting, held=[], holding=[])
-    holding, released, upcoming = [], [], []
+    holding: list[str] = []
+    released: list[GroupRelease] = []
+    due: dict[str, float | None] = {}
     for group, members in sorted(_groups_tearing_down(pods).items()):
         release = group_release(group, members, nodes, thresholds)
         if release is not None and release.at <= now:
             released.append(release)
             continue
         holding.append(group)
-        if release is not None:
-            upcoming.append(release.at)
+        due[group] = release.at if release is not None else None
     count = max(0, len(waiting) - len(holding))
+    held = waiting[count:]
+    upcoming = [at for at in due.values() if at is not None]
     return Decision(
         admit=waiting[:count],
-        held=waiting[count:],
+        held=held,
         holding=holding,
         released=released,
         next_release_at=min(upcoming, default=None),
+        waits_for=_pair(held, due),
     )
 
 
-def to_admit(
-    pods: list[JSON],
-    immediate: bool = False,
-    *,
-    nodes: Mapping[str, JSON] | None = None,
-    now: float = 0.0,
-    thresholds: ReleaseThresholds | None = None,
-) -> list[JSON]:
-    """The gated leaders to release now; all of them under `immediate`. Without
-    thresholds the wait is unbounded (the plain T/G rule)."""
-    bounds = thresholds or ReleaseThresholds(node_not_ready=0, termination_overrun=0)
-    return decide(pods, nodes, now, bounds, immediate=immediate).admit
+def _pair(held: list[JSON], due: Mapping[str, float | None]) -> dict[str, str]:
+    """Which group each held leader waits for. T/G counting admits the oldest held
+    leader whenever any group goes, so the oldest is paired with the group expected to
+    go first (a bounded release soonest, then unbounded ones by key), the next with the
+    next: what a user reads is the one group whose end lets that leader in, not every
+    group tearing down. There are never more held leaders than counted groups."""
+    order = sorted(due, key=lambda g: (due[g] is None, due[g] or 0.0, g))
+    return {name_of(leader): group for leader, group in zip(held, order, strict=False)}

@@ -40,8 +40,6 @@ log = logging.getLogger(__name__)
 
 # Expectations kind: a scheduling gate this controller removed.
 UNGATED = "scheduling-gate"
-# After a lost race on the gates (409/422), look again this soon whatever events come.
-CONFLICT_REQUEUE = 1.0
 # Wake a little after a release moment, so that the clock has passed it.
 RELEASE_SLACK = 0.05
 # Gate removals in flight at once for one LWS; the client's token bucket bounds the
@@ -51,9 +49,9 @@ UNGATE_IN_FLIGHT = 32
 
 def held_of(decision: Decision) -> HeldReplacements:
     """What `decision` holds back, as the LWS reconciler reports it."""
+    leaders = tuple(name_of(p) for p in decision.held)
     return HeldReplacements(
-        leaders=tuple(name_of(p) for p in decision.held),
-        groups=tuple(decision.holding) if decision.held else (),
+        leaders=leaders, groups=tuple(decision.waits_for[name] for name in leaders)
     )
 
 
@@ -126,7 +124,9 @@ class ReplacementReconciler:
             names = [name_of(p) for p in decision.admit]
             self.expectations.expect_deletions(key, UNGATED, names)
         if not await self._ungate_all(key, decision.admit):
-            return Result(requeue_after=CONFLICT_REQUEUE)
+            # The gates changed under us: look again with the queue's growing backoff
+            # (a flat retry kept hammering a pod that stays in conflict).
+            return Result(requeue=True)
         if decision.held and decision.next_release_at is not None:
             return Result(requeue_after=max(decision.next_release_at - now, 0.0) + RELEASE_SLACK)
         return None
@@ -137,7 +137,8 @@ class ReplacementReconciler:
         told = self._told_held.get(key, set())
         for leader in decision.held:
             if name_of(leader) not in told:
-                event = ev.replacement_held(name_of(leader), decision.holding, related=leader)
+                group = decision.waits_for[name_of(leader)]
+                event = ev.replacement_held(name_of(leader), group, related=leader)
                 ev.record(self.recorder, lws, event)
         self._told_held[key] = {name_of(p) for p in decision.held}
         released = decision.released

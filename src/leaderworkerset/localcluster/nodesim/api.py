@@ -4,11 +4,10 @@ paginated lists, deletes that tolerate a vanished object, and Kubernetes time fo
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 
 from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
+from leaderworkerset.runtime.client import ApiClient, ApiError, Resource, list_pages
 
 JsonObj = JSON
 
@@ -30,21 +29,19 @@ async def list_all(
 ) -> tuple[list[JsonObj], str]:
     """Every item of a collection, page by page, and the list's resourceVersion."""
     items: list[JsonObj] = []
-    token: str | None = None
-    while True:
-        page = await api.list(
-            resource,
-            namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            limit=page_size,
-            continue_token=token,
-        )
+    version = ""
+    pages = list_pages(
+        api,
+        resource,
+        namespace,
+        label_selector=label_selector,
+        field_selector=field_selector,
+        page_size=page_size,
+    )
+    async for page in pages:
         items.extend(page.get("items") or [])
-        meta = meta_of(page)
-        token = meta.get("continue")
-        if not token:
-            return items, str(meta.get("resourceVersion", ""))
+        version = str(meta_of(page).get("resourceVersion", ""))
+    return items, version
 
 
 async def delete_if_present(
@@ -71,17 +68,6 @@ async def delete_if_present(
             return False
         raise
     return True
-
-
-def rfc3339(ts: float | None = None) -> str:
-    """metav1.Time: second precision, UTC."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
-
-
-def micro_time(ts: float | None = None) -> str:
-    """metav1.MicroTime, as Lease.spec.renewTime requires."""
-    now = time.time() if ts is None else ts
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
 def resource_version_newer(candidate: str | None, current: str | None) -> bool:

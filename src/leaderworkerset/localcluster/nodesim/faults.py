@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from leaderworkerset.localcluster.nodesim.api import JsonObj, rfc3339
+from leaderworkerset.api.objects import format_time
+from leaderworkerset.localcluster.nodesim.api import JsonObj
 from leaderworkerset.localcluster.nodesim.pods import (
     ContainerRuntime,
     PodRuntime,
@@ -40,15 +41,12 @@ class PodFaults:
         pod_message: str | None = None,
     ) -> None:
         """Terminate all containers with ``exit_code``: phase Failed (Succeeded for 0)."""
-        finished = rfc3339()
+        finished = format_time()
 
         def fail(rt: PodRuntime, pod: JsonObj) -> None:
             rt.terminal = Termination(exit_code, reason, finished, message, pod_reason, pod_message)
 
         await self._change_pod(namespace, name, fail)
-
-    async def complete_pod(self, namespace: str, name: str) -> None:
-        await self.fail_pod(namespace, name, exit_code=0, reason="Completed")
 
     async def restart_container(
         self,
@@ -61,7 +59,7 @@ class PodFaults:
     ) -> None:
         """Crash a container and start it again: restartCount+1 and lastState terminated.
         With ``downtime`` it first sits in CrashLoopBackOff, not ready, that long."""
-        finished = rfc3339()
+        finished = format_time()
 
         def crash(rt: PodRuntime, pod: JsonObj) -> None:
             c = container_of(rt, pod, container)
@@ -122,7 +120,7 @@ class PodFaults:
 
 def container_of(rt: PodRuntime, pod: JsonObj, name: str | None) -> ContainerRuntime:
     """The named container (default: the first regular one) of a simulated pod."""
-    ensure_containers(rt, pod, rfc3339())
+    ensure_containers(rt, pod, format_time())
     name = name or pod["spec"]["containers"][0]["name"]
     try:
         return rt.containers[name]
@@ -131,5 +129,5 @@ def container_of(rt: PodRuntime, pod: JsonObj, name: str | None) -> ContainerRun
 
 
 def _start_again(c: ContainerRuntime) -> None:
-    c.started_at = rfc3339()
+    c.started_at = format_time()
     c.container_id = new_container_id()

@@ -7,12 +7,11 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from leaderworkerset.api.objects import format_micro_time, format_time
 from leaderworkerset.localcluster.nodesim.api import (
     JsonObj,
     delete_if_present,
     list_all,
-    micro_time,
-    rfc3339,
 )
 from leaderworkerset.localcluster.nodesim.nodes import (
     LEASE_NAMESPACE,
@@ -65,7 +64,7 @@ class NodeFleet:
     async def register(self, spec: NodeSpec) -> SimNode:
         if spec.name in self.nodes:
             raise ValueError(f"node {spec.name} is already simulated")
-        now = rfc3339()
+        now = format_time()
         node = SimNode(spec, self._addresses.allocate(), ready_since=now, registered_at=now)
         self.nodes[spec.name] = node
         body = node_object(spec)
@@ -141,7 +140,7 @@ class NodeFleet:
             await asyncio.sleep(0.2)
 
     async def renew_lease(self, node: SimNode) -> None:
-        renewal = {"spec": {"renewTime": micro_time()}}
+        renewal = {"spec": {"renewTime": format_micro_time()}}
         try:
             await self._api.patch(LEASES, node.name, renewal, namespace=LEASE_NAMESPACE)
         except ApiError as err:
@@ -165,7 +164,7 @@ class NodeFleet:
     async def set_ready(self, name: str, ready: bool, not_ready_status: str = "False") -> None:
         node = self.nodes[name]
         if node.ready != ready or node.not_ready_status != not_ready_status:
-            node.ready_since = rfc3339()
+            node.ready_since = format_time()
         node.ready = ready
         node.not_ready_status = not_ready_status
         await self.post_status(node)

@@ -8,7 +8,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderworkerset.localcluster.nodesim.api import JsonObj, micro_time, rfc3339
+from leaderworkerset.api.objects import format_micro_time, format_time
+from leaderworkerset.localcluster.nodesim.api import JsonObj
 
 KUBELET_VERSION = "v1.37.2"
 LEASE_NAMESPACE = "kube-node-lease"
@@ -182,7 +183,7 @@ def node_object(spec: NodeSpec) -> JsonObj:
 def node_conditions(
     ready: bool, not_ready_status: str, ready_since: str, registered_at: str
 ) -> list[JsonObj]:
-    now = rfc3339()
+    now = format_time()
 
     def condition(kind: str, status: str, reason: str, message: str, since: str) -> JsonObj:
         return {
@@ -271,7 +272,7 @@ def lease_object(node_name: str, node_uid: str) -> JsonObj:
         "spec": {
             "holderIdentity": node_name,
             "leaseDurationSeconds": LEASE_DURATION_SECONDS,
-            "renewTime": micro_time(),
+            "renewTime": format_micro_time(),
         },
     }
 

@@ -12,8 +12,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderworkerset.api.objects import annotations_of
-from leaderworkerset.localcluster.nodesim.api import JsonObj, rfc3339
+from leaderworkerset.api.objects import annotations_of, format_time
+from leaderworkerset.localcluster.nodesim.api import JsonObj
 
 ANNOTATION_PREFIX = "nodesim.leaderworkerset.dev/"
 TERMINATION_DELAY_ANNOTATION = ANNOTATION_PREFIX + "termination-delay-seconds"
@@ -21,7 +21,6 @@ STARTUP_DELAY_ANNOTATION = ANNOTATION_PREFIX + "startup-delay-seconds"
 
 # Condition types the kubelet owns; every other type (readiness gates, DisruptionTarget,
 # anything a controller adds) is left exactly as someone else wrote it.
-KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
@@ -280,7 +279,7 @@ def status_patch(pod: JsonObj, desired: JsonObj, now: str | None = None) -> Json
     """
     current = pod.get("status") or {}
     existing = {c.get("type"): c for c in current.get("conditions") or []}
-    stamp = now or rfc3339()
+    stamp = now or format_time()
     conditions: list[JsonObj] = []
     changed = False
     for want in desired["conditions"]:

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from leaderworkerset.api.objects import meta_of
+from leaderworkerset.api.objects import format_time, meta_of
 from leaderworkerset.localcluster.nodesim.api import (
     JsonObj,
     delete_if_present,
     list_all,
-    rfc3339,
     simulator_client,
 )
 from leaderworkerset.localcluster.nodesim.cache import PodCache, PodKey
@@ -279,7 +278,7 @@ class NodeSimulator(PodFaults):
             name=meta["name"],
             node=node.name,
             pod_ip=ip,
-            start_time=status.get("startTime") or rfc3339(),
+            start_time=status.get("startTime") or format_time(),
             first_seen=asyncio.get_running_loop().time(),
         )
         adopt_containers(rt, pod)
@@ -362,7 +361,7 @@ class NodeSimulator(PodFaults):
                 self._wake_at(key, deadline)
                 await self._write_status(key, pod, rt, node)
                 return
-            rt.terminal = Termination(0, "Completed", rfc3339())
+            rt.terminal = Termination(0, "Completed", format_time())
             if self.write_terminal_status:
                 await self._write_status(key, pod, rt, node)
         meta = meta_of(pod)
@@ -385,7 +384,7 @@ class NodeSimulator(PodFaults):
         return delay if grace is None else min(delay, float(grace))
 
     async def _write_status(self, key: PodKey, pod: JsonObj, rt: PodRuntime, node: SimNode) -> None:
-        ensure_containers(rt, pod, rfc3339())
+        ensure_containers(rt, pod, format_time())
         desired = desired_status(pod, rt, node.internal_ip)
         patch = status_patch(pod, desired)
         if patch is None:
@@ -430,13 +429,6 @@ class NodeSimulator(PodFaults):
     def cached_pod(self, namespace: str, name: str) -> JsonObj | None:
         """The simulator's latest copy of a pod bound to one of its nodes."""
         return self.cache.pods.get((namespace, name))
-
-    def pod_runtime(self, namespace: str, name: str) -> PodRuntime | None:
-        return self.cache.runtime((namespace, name))
-
-    @property
-    def pending_work(self) -> int:
-        return len(self._queue)
 
     async def settle(self) -> None:
         """Return once no pod sync is queued or running (callers bound the wait)."""
