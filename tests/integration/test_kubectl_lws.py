@@ -206,6 +206,9 @@ async def test_hash_gated_replacement_waits_for_the_tearing_down_group(cluster: 
     )
     assert code == 0, err
     assert f"gated leader {gated['leaderPod']} waits for it" in out
+    # deletionTimestamp is the end of the grace period, not when the deletion began.
+    assert f"its leader {tearing['leaderPod']} is terminating (grace period end" in out
+    assert "<invalid>" not in out
 
     await release_all(sim, old_group)
     await states_become(kubeconfig, "serve", namespace, {"Ready": 3}, "all Ready again")

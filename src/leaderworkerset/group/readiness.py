@@ -25,6 +25,14 @@ def pod_terminating(pod: JSON) -> bool:
     return bool(meta_of(pod).get("deletionTimestamp"))
 
 
+def pod_counts_as_ready(pod: JSON) -> bool:
+    """Running, Ready and not terminating: a pod that serves and will go on serving.
+    What every count of ready pods shown to a user counts (`kubectl lws`, the demo
+    tables) and what a Ready group is made of. A terminating pod keeps its Ready
+    condition through its grace period, but its group is going or losing it."""
+    return pod_running_and_ready(pod) and not pod_terminating(pod)
+
+
 def pod_finished(pod: JSON) -> bool:
     """Failed or Succeeded: its containers will not run again. A StatefulSet replaces
     such a pod itself; a ReplicaSet only creates another beside it and leaves it."""
@@ -96,11 +104,7 @@ def worker_pods_ready(
         return False
     ready = 0
     for pod in worker_pods:
-        if (
-            pod_terminating(pod)
-            or revision_key_of(pod) != leader_key
-            or not pod_running_and_ready(pod)
-        ):
+        if revision_key_of(pod) != leader_key or not pod_counts_as_ready(pod):
             return False
         ready += 1
     return ready == _desired_replicas(worker_sts)

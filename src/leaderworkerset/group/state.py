@@ -10,8 +10,8 @@ key in Hash mode). The states, in the order they take precedence:
   what a gated replacement waits for.
 - Gated: its leader still carries the group-replacement scheduling gate (also
   when that leader is being deleted: a group never admitted holds no capacity).
-- Ready: its leader is Running and Ready and its workers are all ready on the
-  leader's revision.
+- Ready: its leader and workers are all Running, Ready and not terminating, and
+  its workers are on the leader's revision.
 - Updating: not Ready, and some part of it is being moved to another revision
   (the group is on an old revision, or its workers are not on the leader's, or
   the worker StatefulSet has a rollout pending).
@@ -33,7 +33,7 @@ from leaderworkerset.api.objects import (
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import (
     leader_lost,
-    pod_running_and_ready,
+    pod_counts_as_ready,
     workers_ready_for_leader,
 )
 from leaderworkerset.group.roles import group_index, group_size, is_leader
@@ -109,12 +109,17 @@ def _order(group: Group) -> tuple[int, int, str]:
 
 
 def group_ready(group: Group) -> bool:
+    """Every pod of the group counts as ready and the worker StatefulSet is ready on
+    the leader's revision. Its status counts a terminating worker as available, so
+    the pods are asked too: a Ready group always shows all its pods READY."""
     leader = group.leader
-    if leader is None or not pod_running_and_ready(leader):
+    if leader is None or not pod_counts_as_ready(leader):
         return False
     if (group.size or 1) <= 1:
         return True
-    return workers_ready_for_leader(leader, group.worker_statefulset)
+    return workers_ready_for_leader(leader, group.worker_statefulset) and all(
+        pod_counts_as_ready(worker) for worker in group.workers
+    )
 
 
 def group_state(group: Group, current_revision: str | None) -> GroupState:
@@ -150,7 +155,9 @@ def _moving(group: Group, current_revision: str | None) -> bool:
 
 
 def ready_pods(group: Group) -> int:
-    return sum(1 for pod in group.pods if pod_running_and_ready(pod))
+    """The READY of `kubectl lws` and the demo tables: pods that count as ready, so a
+    group going away (its pods Ready until their grace period ends) shows none."""
+    return sum(1 for pod in group.pods if pod_counts_as_ready(pod))
 
 
 def restarts(group: Group) -> int:

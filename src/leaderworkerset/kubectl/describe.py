@@ -10,20 +10,22 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON, meta_of, name_of, revision_key_of
 from leaderworkerset.group.readiness import (
     pod_condition_true,
+    pod_counts_as_ready,
     pod_finished,
-    pod_running_and_ready,
     pod_terminating,
     statefulset_ready,
 )
 from leaderworkerset.group.roles import group_index, is_leader, worker_index
 from leaderworkerset.group.state import Group, GroupState, group_state
-from leaderworkerset.kubectl.ages import age_since, parse_time
+from leaderworkerset.kubectl.ages import age_since, human_age, parse_time
 from leaderworkerset.kubectl.pairing import Pairing
-from leaderworkerset.kubectl.render import NONE, table
 from leaderworkerset.kubectl.rows import pairing_of, rows_of, short
 from leaderworkerset.kubectl.snapshot import Snapshot
+from leaderworkerset.tables import NONE, table
 
 RECENT_EVENTS = 20
+# Sections' tables sit under their titles, as in `kubectl describe`.
+INDENT = "  "
 
 
 class UnknownGroup(Exception):
@@ -65,8 +67,7 @@ def why(snapshot: Snapshot, group: Group, pairing: Pairing, now: datetime) -> st
             phase = (leader.get("status") or {}).get("phase")
             cause = f"its leader {name_of(leader)} is {phase}"
         else:
-            since = age_since(meta_of(leader).get("deletionTimestamp"), now)
-            cause = f"its leader {name_of(leader)} has been terminating for {since}"
+            cause = f"its leader {name_of(leader)} is terminating{grace_period(leader, now)}"
         remaining = len(group.pods)
         waiter = next((n for n, k in pairing.waits_for.items() if k == group.index), None)
         tail = f"; gated leader {waiter} waits for it" if waiter else ""
@@ -111,6 +112,21 @@ def why(snapshot: Snapshot, group: Group, pairing: Pairing, now: datetime) -> st
     return f"not ready: {_not_ready_cause(group)}."
 
 
+def grace_period(pod: JSON, now: datetime) -> str:
+    """When a terminating pod's grace period ends, as " (grace period ends in 25s)" or
+    " (grace period ended 3s ago)"; empty without a deletionTimestamp. The API server
+    sets that timestamp to the end of the grace period, not to when the deletion
+    was asked for, so it lies ahead until the kubelet is late or a finalizer holds
+    the pod."""
+    end = parse_time(meta_of(pod).get("deletionTimestamp"))
+    if end is None:
+        return ""
+    remaining = (end - now).total_seconds()
+    if remaining >= 0:
+        return f" (grace period ends in {human_age(remaining)})"
+    return f" (grace period ended {human_age(-remaining)} ago)"
+
+
 def _not_ready_cause(group: Group) -> str:
     leader = group.leader
     assert leader is not None
@@ -123,7 +139,11 @@ def _not_ready_cause(group: Group) -> str:
     sts = group.worker_statefulset
     if len(group.workers) + 1 < (group.size or 1) and sts is None:
         return f"leader {name} has no worker StatefulSet yet"
-    unready = [name_of(p) for p in group.workers if not pod_running_and_ready(p)]
+    unready = [
+        f"{name_of(p)} (terminating)" if pod_terminating(p) else name_of(p)
+        for p in group.workers
+        if not pod_counts_as_ready(p)
+    ]
     if unready:
         return f"{len(unready)} worker(s) not ready: {', '.join(sorted(unready))}"
     if sts is not None and not statefulset_ready(sts):
@@ -185,10 +205,6 @@ def group_events(snapshot: Snapshot, names: set[tuple[str, str]]) -> list[JSON]:
     return picked[-RECENT_EVENTS:]
 
 
-def _indent(text: str) -> str:
-    return "\n".join(f"  {line}" if line else line for line in text.splitlines())
-
-
 def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
     pods = sorted(
         (p for p in snapshot.pods if group_index(p) == group.index),
@@ -198,11 +214,13 @@ def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
     out += ["", "Pods:"]
     pod_rows = [_pod_line(p, now) for p in pods]
     header = ["NAME", "ROLE", "PHASE", "READY", "NODE", "RESTARTS", "AGE"]
-    out.append(_indent(table(header, pod_rows)) if pod_rows else "  <none>")
+    out.append(table(header, pod_rows, indent=INDENT) if pod_rows else "  <none>")
     out += ["", "Worker StatefulSet:", _statefulset_section(group.worker_statefulset)]
     out += ["", "Services:"]
     services = _services(snapshot.services, group.index)
-    out.append(_indent(table(["NAME", "SCOPE", "SELECTOR"], services)) if services else "  <none>")
+    out.append(
+        table(["NAME", "SCOPE", "SELECTOR"], services, indent=INDENT) if services else "  <none>"
+    )
     out += ["", "Events:", _events_section(snapshot, group, pods, now)]
     return "\n".join(out)
 
@@ -250,7 +268,7 @@ def _statefulset_section(sts: JSON | None) -> str:
         str(sts_revision or NONE),
         rollout,
     ]
-    return _indent(table(["NAME", "READY", "REVISION", "ROLLOUT"], [row]))
+    return table(["NAME", "READY", "REVISION", "ROLLOUT"], [row], indent=INDENT)
 
 
 def _events_section(snapshot: Snapshot, group: Group, pods: list[JSON], now: datetime) -> str:
@@ -271,7 +289,7 @@ def _events_section(snapshot: Snapshot, group: Group, pods: list[JSON], now: dat
         ]
         for e in events
     ]
-    return _indent(table(["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows))
+    return table(["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows, indent=INDENT)
 
 
 def _services(services: Sequence[JSON], index: str) -> list[list[str]]:

@@ -3,10 +3,10 @@
 The controller's PostTermination rule only counts: with T groups tearing down and G
 gated leaders it releases the oldest G - T. It never ties a gated leader to one old
 group. To give the reader a name to look at, the pairing here lines the gated
-leaders up oldest first and the tearing-down groups oldest first (by when their
-leader's deletion began) and, past the G - T about to be admitted, pairs them off in
-that order. It explains the count; it does not promise which old group's departure
-releases which leader.
+leaders up oldest first and the tearing-down groups by when their leader's grace
+period ends (first due, first) and, past the G - T about to be admitted, pairs them
+off in that order. It explains the count; it does not promise which old group's
+departure releases which leader.
 """
 
 from __future__ import annotations
@@ -30,13 +30,15 @@ class Pairing:
     waits_for: dict[str, str] = field(default_factory=dict)
     # Gated leaders the rule releases now (the oldest G - T).
     admitting: set[str] = field(default_factory=set)
-    # Tearing-down group keys, oldest first.
+    # Tearing-down group keys, the first due to go first.
     tearing_order: list[str] = field(default_factory=list)
 
 
-def _teardown_start(members: list[JSON]) -> str:
-    """When the group began to go: its leader's deletion, else its first pod's; a
-    group with no deletion yet (a failed leader not deleted so far) sorts last."""
+def _teardown_due(members: list[JSON]) -> str:
+    """When the group is due to go: the end of its leader's grace period (the
+    deletionTimestamp, which the API server sets to the deletion's time plus the
+    grace period), else its first pod's; a group with no deletion yet (a failed
+    leader not deleted so far) sorts last."""
     leaders = [p for p in members if is_leader(p)]
     for pods in (leaders, members):
         stamps = sorted(
@@ -60,7 +62,7 @@ def pair(pods: Iterable[JSON], *, immediate: bool = False) -> Pairing:
         key = group_key(pod)
         if key in tearing:
             by_key.setdefault(key, []).append(pod)
-    order = sorted(tearing, key=lambda k: (_teardown_start(by_key[k]), k))
+    order = sorted(tearing, key=lambda k: (_teardown_due(by_key[k]), k))
     result = Pairing(gated=len(waiting), tearing_down=len(tearing), tearing_order=order)
     released = len(waiting) if immediate else max(0, len(waiting) - len(tearing))
     result.admitting = {name_of(p) for p in waiting[:released]}

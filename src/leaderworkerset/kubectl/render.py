@@ -1,5 +1,5 @@
-"""Printing rows the way kubectl does: a table of left-aligned columns three spaces
-apart (`<none>` for an empty cell), or the same rows as JSON or YAML objects."""
+"""`kubectl lws groups` output: the group rows as a table (`leaderworkerset.tables`,
+kubectl's layout, `<none>` for an empty cell) or as JSON or YAML objects."""
 
 from __future__ import annotations
 
@@ -9,20 +9,7 @@ from collections.abc import Sequence
 import yaml
 
 from leaderworkerset.kubectl.rows import GroupRow
-
-NONE = "<none>"
-GAP = "   "
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [len(h) for h in header]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
-    lines = []
-    for row in [list(header), *rows]:
-        cells = [cell.ljust(w) for cell, w in zip(row, widths, strict=True)]
-        lines.append(GAP.join(cells).rstrip())
-    return "\n".join(lines)
+from leaderworkerset.tables import NONE, table
 
 
 def _revision(row: GroupRow) -> str:

@@ -42,6 +42,7 @@ from leaderworkerset.localcluster.playground import (
     PlaygroundError,
     find_kubectl,
 )
+from leaderworkerset.tables import table
 
 SERVE_LOG = "serve.log"
 
@@ -243,9 +244,11 @@ def status(name: str, workdir: Path | None) -> None:
     click.echo(f"kubeconfig: {cp.kubeconfig}")
     click.echo(f"owner pid:  {cp.owner_pid}")
     pids = cp.pids
-    for c in COMPONENTS:
-        state = "healthy" if health[c] else "UNHEALTHY"
-        click.echo(f"  {c:<24} pid {pids.get(c, '-')!s:<8} port {port_of[c]:<6} {state}")
+    components = [
+        [c, str(pids.get(c, "-")), str(port_of[c]), "healthy" if health[c] else "UNHEALTHY"]
+        for c in COMPONENTS
+    ]
+    click.echo(table(["COMPONENT", "PID", "PORT", "STATE"], components, indent="  "))
     healthy = all(health.values())
     if health["kube-apiserver"]:
         _show_nodes(cp)
@@ -258,22 +261,33 @@ def status(name: str, workdir: Path | None) -> None:
 def _show_nodes(cp: ControlPlane) -> None:
     nodes: list[dict[str, Any]] = json.loads(cp.api_get("/api/v1/nodes")).get("items") or []
     click.echo(f"nodes:      {len(nodes)}")
-    if not nodes:
-        return
-    click.echo(f"  {'NAME':<16} {'READY':<8} {'CPU':<5} {'MEMORY':<8} {'GPU':<4} ZONE")
-    for node in nodes:
-        status = node.get("status") or {}
-        ready = next(
-            (x.get("status") for x in status.get("conditions") or [] if x.get("type") == "Ready"),
-            "?",
-        )
-        capacity = status.get("capacity") or {}
-        zone = ((node.get("metadata") or {}).get("labels") or {}).get(ZONE_LABEL, "-")
-        ready_text = "Ready" if ready == "True" else f"NotReady({ready})"
-        click.echo(
-            f"  {node['metadata']['name']:<16} {ready_text:<8} {capacity.get('cpu', '-'):<5} "
-            f"{capacity.get('memory', '-'):<8} {capacity.get(GPU, '0'):<4} {zone}"
-        )
+    if nodes:
+        click.echo(nodes_table(nodes))
+
+
+def nodes_table(nodes: list[dict[str, Any]]) -> str:
+    """The nodes of `lws dev status`: each one's Ready condition (with its status when
+    not True: False is down, Unknown is silent), capacity and zone."""
+    header = ["NAME", "READY", "CPU", "MEMORY", "GPU", "ZONE"]
+    return table(header, [_node_row(node) for node in nodes], indent="  ")
+
+
+def _node_row(node: dict[str, Any]) -> list[str]:
+    status = node.get("status") or {}
+    ready = next(
+        (x.get("status") for x in status.get("conditions") or [] if x.get("type") == "Ready"),
+        "?",
+    )
+    capacity = status.get("capacity") or {}
+    zone = ((node.get("metadata") or {}).get("labels") or {}).get(ZONE_LABEL, "-")
+    return [
+        str((node.get("metadata") or {}).get("name", "")),
+        "Ready" if ready == "True" else f"NotReady({ready})",
+        str(capacity.get("cpu", "-")),
+        str(capacity.get("memory", "-")),
+        str(capacity.get(GPU, "0")),
+        str(zone),
+    ]
 
 
 def _show_playground(pg: Playground) -> bool:

@@ -19,6 +19,7 @@ import yaml
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
+from leaderworkerset.group.readiness import pod_terminating
 from leaderworkerset.localcluster.binaries import ensure_binaries
 from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.localcluster.deploy import running_controller
@@ -28,16 +29,24 @@ from leaderworkerset.localcluster.story import StoryError, hash_story
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient, ApiError
 
 
-def _summary(lws: JSON, pods: list[JSON]) -> str:
+def summary_line(lws: JSON, pods: list[JSON]) -> str:
+    """The sample demo's progress line: the LeaderWorkerSet's status and its pods."""
     status = lws.get("status") or {}
     conditions = {
         x.get("type"): x.get("status") for x in status.get("conditions") or [] if x.get("type")
     }
-    running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+    # A terminating pod stays Running through its grace period, but it is going.
+    terminating = sum(1 for p in pods if pod_terminating(p))
+    running = sum(
+        1
+        for p in pods
+        if (p.get("status") or {}).get("phase") == "Running" and not pod_terminating(p)
+    )
+    going = f" ({terminating} terminating)" if terminating else ""
     return (
         f"groups ready {status.get('readyReplicas', 0)}/{lws['spec'].get('replicas')}, "
-        f"updated {status.get('updatedReplicas', 0)}, pods running {running}/{len(pods)}, "
-        f"conditions {conditions}"
+        f"updated {status.get('updatedReplicas', 0)}, pods running {running}/{len(pods)}"
+        f"{going}, conditions {conditions}"
     )
 
 
@@ -49,7 +58,7 @@ async def _show_until_ready(api: ApiClient, namespace: str, name: str, within: f
         pods = (await api.list(PODS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")).get(
             "items", []
         )
-        line = _summary(lws, pods)
+        line = summary_line(lws, pods)
         if line != last:
             click.echo(f"[{time.monotonic() - started:6.1f}s] {line}")
             last = line

@@ -14,6 +14,7 @@ from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.api.types import group_identity_of, is_hash_mode
 from leaderworkerset.group.state import GroupState, group_state, groups_of, leader_node, ready_pods
 from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
+from leaderworkerset.tables import table
 
 READY = GroupState.READY.value
 NOT_READY = GroupState.NOT_READY.value
@@ -54,11 +55,8 @@ def group_rows(lws: JSON, pods: list[JSON], statefulsets: Sequence[JSON] = ()) -
 
 
 def render(rows: list[GroupRow], indent: str = "  ") -> str:
-    lines = [f"{'GROUP':<10} {'STATE':<12} {'READY':<6} LEADER NODE"]
-    lines += [
-        f"{r.group:<10} {r.state:<12} {f'{r.ready}/{r.size}':<6} {r.leader_node}" for r in rows
-    ]
-    return "\n".join(indent + line for line in lines)
+    cells = [[r.group, r.state, f"{r.ready}/{r.size}", r.leader_node] for r in rows]
+    return table(["GROUP", "STATE", "READY", "LEADER NODE"], cells, indent=indent)
 
 
 async def read_groups(api: ApiClient, namespace: str, name: str) -> tuple[JSON, list[GroupRow]]:

@@ -421,7 +421,7 @@ def test_describe_gated_and_tearing_down() -> None:
     assert "shared" in services and "web-aaaaaaaa" not in services
 
     old = describe(snapshot, find_group(snapshot, "bbbb"), NOW)
-    assert "tearing down: its leader web-x2 has been terminating for 12s" in old
+    assert "tearing down: its leader web-x2 is terminating (grace period ended 12s ago)" in old
     assert "gated leader web-x3 waits for it" in old
 
     ready = describe(snapshot, find_group(snapshot, "aaaa"), NOW)
