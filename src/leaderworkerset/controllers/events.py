@@ -28,7 +28,7 @@ from typing import Final
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.group.options import NODE_NOT_READY
+from leaderworkerset.group.options import NODE_NOT_READY, ORPHANED
 from leaderworkerset.runtime.events import EventRecorder
 
 NORMAL: Final = "Normal"
@@ -197,10 +197,12 @@ def replacement_released(
     group: str, reason: str, pods: tuple[str, ...], nodes: tuple[str, ...], threshold: float
 ) -> Event:
     """A tearing-down group stopped holding its replacement back before its pods were
-    gone; `reason` is NodeNotReady or TerminationOverrun."""
+    gone; `reason` is NodeNotReady, TerminationOverrun or Orphaned."""
     where = f" on node {', '.join(nodes)}" if nodes else ""
     if reason == NODE_NOT_READY:
         why = f"node not Ready (or gone) for {threshold:g}s"
+    elif reason == ORPHANED:
+        why = "their worker StatefulSet was orphaned, so they are no longer this LeaderWorkerSet's"
     else:
         why = f"still present {threshold:g}s past the end of the deletion grace period"
     note = f"Stopped waiting for group {group[:_KEY_PREFIX]}: pods {', '.join(pods)}{where}: {why}"

@@ -22,6 +22,9 @@ DEFAULT_CHILD_EVENT_PACE = 1.0
 # threshold below. The replacement rule decides it, its event and metric name it.
 NODE_NOT_READY: Final = "NodeNotReady"
 TERMINATION_OVERRUN: Final = "TerminationOverrun"
+# Not a threshold: the group's worker StatefulSet lost its owner (`kubectl delete pod
+# <leader> --cascade=orphan`), so its pods are no longer the LeaderWorkerSet's.
+ORPHANED: Final = "Orphaned"
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,13 @@ its predecessor frees instead of preempting other workloads.
 The wait is bounded: a tearing-down group stops counting in T once every pod it
 still has is either on a node that has not been Ready for `node_not_ready`
 seconds (or whose Node is gone), or still present `termination_overrun` seconds
-after its deletion timestamp. Waiting longer would not bring that capacity back to
-the scheduler; docs/hash-mode.md explains why this cannot preempt in the normal case.
+after its deletion timestamp (or after its worker StatefulSet's, for a set whose
+deletion a finalizer holds up: its pods are not deleted until the set is gone).
+Waiting longer would not bring that capacity back to the scheduler;
+docs/hash-mode.md explains why this cannot preempt in the normal case. Pods of a
+worker StatefulSet that was orphaned (its owner reference removed, as `kubectl
+delete --cascade=orphan` does) are no longer the LeaderWorkerSet's and stop counting
+at once: the user kept them on purpose, and nothing will ever delete them.
 
 The decision is a function of (pods, nodes, now, thresholds) and of the leaders the
 caller has already ungated but its cache still shows gated, so a lagging cache can
@@ -25,9 +30,15 @@ from dataclasses import dataclass, field
 
 from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, timestamp_of
 from leaderworkerset.group.gates import is_scheduling_gated
-from leaderworkerset.group.options import NODE_NOT_READY, TERMINATION_OVERRUN, ReleaseThresholds
+from leaderworkerset.group.options import (
+    NODE_NOT_READY,
+    ORPHANED,
+    TERMINATION_OVERRUN,
+    ReleaseThresholds,
+)
 from leaderworkerset.group.readiness import leader_lost, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_key, is_leader
+from leaderworkerset.runtime.indexes import controller_ref
 
 
 def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:
@@ -96,13 +107,20 @@ class PodRelease:
 
 
 def pod_release(
-    pod: JSON, nodes: Mapping[str, JSON] | None, thresholds: ReleaseThresholds
+    pod: JSON,
+    nodes: Mapping[str, JSON] | None,
+    thresholds: ReleaseThresholds,
+    worker_sets: Mapping[str, JSON] | None = None,
 ) -> PodRelease | None:
     """When a pod of a tearing-down group stops holding its replacement back, and why;
     None if only its removal will. `nodes` None means they are not known (a node
-    cache not synced yet): then no node releases anything."""
-    candidates: list[PodRelease] = []
+    cache not synced yet): then no node releases anything. `worker_sets` are the
+    LeaderWorkerSet's StatefulSets by name, to find the pod's own."""
     node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+    owner_set = _worker_set_of(pod, worker_sets)
+    if owner_set is not None and controller_ref(owner_set) is None:
+        return PodRelease(0.0, ORPHANED, node_name)
+    candidates: list[PodRelease] = []
     if thresholds.node_not_ready > 0 and node_name and nodes is not None:
         node = nodes.get(node_name)
         # A Node that is gone has no capacity left for the scheduler to hand out.
@@ -112,12 +130,31 @@ def pod_release(
                 PodRelease(since + thresholds.node_not_ready, NODE_NOT_READY, node_name)
             )
     if thresholds.termination_overrun > 0:
-        # The API server sets deletionTimestamp to the end of the grace period.
-        deadline = timestamp_of(meta_of(pod).get("deletionTimestamp"))
+        deadline = _deletion_deadline(pod, owner_set)
         if deadline is not None:
             at = deadline + thresholds.termination_overrun
             candidates.append(PodRelease(at, TERMINATION_OVERRUN, node_name))
     return min(candidates, key=lambda r: r.at, default=None)
+
+
+def _worker_set_of(pod: JSON, worker_sets: Mapping[str, JSON] | None) -> JSON | None:
+    owner = controller_ref(pod)
+    if worker_sets is None or owner is None or owner.get("kind") != "StatefulSet":
+        return None
+    return worker_sets.get(str(owner.get("name", "")))
+
+
+def _deletion_deadline(pod: JSON, owner_set: JSON | None) -> float | None:
+    """When the pod should have been gone: the API server sets a pod's deletionTimestamp
+    to the end of its grace period; a StatefulSet has no grace period, so its
+    deletionTimestamp is when its deletion began, and a finalizer that holds it there
+    holds its pods too (they are deleted only once the set is gone)."""
+    moments = [
+        timestamp_of(meta_of(obj).get("deletionTimestamp"))
+        for obj in (pod, owner_set)
+        if obj is not None
+    ]
+    return min((m for m in moments if m is not None), default=None)
 
 
 @dataclass(frozen=True)
@@ -136,16 +173,15 @@ def group_release(
     members: list[JSON],
     nodes: Mapping[str, JSON] | None,
     thresholds: ReleaseThresholds,
+    worker_sets: Mapping[str, JSON] | None = None,
 ) -> GroupRelease | None:
     """When the whole group stops counting (its last pod's release); None if never."""
-    releases = [pod_release(p, nodes, thresholds) for p in members]
+    releases = [pod_release(p, nodes, thresholds, worker_sets) for p in members]
     known = [r for r in releases if r is not None]
     if len(known) < len(releases):
         return None
     at = max(r.at for r in known)
-    reason = (
-        NODE_NOT_READY if all(r.reason == NODE_NOT_READY for r in known) else TERMINATION_OVERRUN
-    )
+    reason = _group_reason({r.reason for r in known})
     return GroupRelease(
         group=group,
         at=at,
@@ -153,6 +189,16 @@ def group_release(
         pods=tuple(sorted(name_of(p) for p in members)),
         nodes=tuple(sorted({r.node for r in known if r.node})),
     )
+
+
+def _group_reason(reasons: set[str]) -> str:
+    """One reason for the group: orphaned only if every pod was; the node only if every
+    other pod is on a lost node; else the overrun."""
+    if reasons == {ORPHANED}:
+        return ORPHANED
+    if reasons <= {NODE_NOT_READY, ORPHANED}:
+        return NODE_NOT_READY
+    return TERMINATION_OVERRUN
 
 
 # --- the decision ---------------------------------------------------------------------------
@@ -178,12 +224,14 @@ def decide(
     *,
     immediate: bool = False,
     ungating: Collection[str] = (),
+    worker_sets: Mapping[str, JSON] | None = None,
 ) -> Decision:
     """Which gated leaders to release now.
 
     `ungating` names leaders the caller has already ungated but `pods` may still show
     gated: they are admitted, so they are neither waiting nor candidates again, and
-    G - T is counted over the leaders truly waiting.
+    G - T is counted over the leaders truly waiting. `worker_sets` are the
+    LeaderWorkerSet's StatefulSets by name (None: not known, nothing is orphaned).
     """
     waiting = [p for p in gated_leaders(pods) if name_of(p) not in ungating]
     if immediate:
@@ -192,7 +240,7 @@ def decide(
     released: list[GroupRelease] = []
     due: dict[str, float | None] = {}
     for group, members in sorted(_groups_tearing_down(pods).items()):
-        release = group_release(group, members, nodes, thresholds)
+        release = group_release(group, members, nodes, thresholds, worker_sets)
         if release is not None and release.at <= now:
             released.append(release)
             continue

@@ -28,7 +28,13 @@ from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.held import HeldBoard, HeldReplacements
 from leaderworkerset.controllers.replacement.post_termination import Decision, decide
 from leaderworkerset.group.gates import remove_scheduling_gate_patch, scheduling_gate_index
-from leaderworkerset.group.options import NODE_NOT_READY, ControllerOptions, ReleaseThresholds
+from leaderworkerset.group.options import (
+    NODE_NOT_READY,
+    ORPHANED,
+    TERMINATION_OVERRUN,
+    ControllerOptions,
+    ReleaseThresholds,
+)
 from leaderworkerset.group.roles import is_leader, lws_name
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
@@ -110,6 +116,7 @@ class ReplacementReconciler:
         immediate = view.replaces_immediately
         now = self.clock()
         thresholds = self.options.replacement_release
+        worker_sets = LwsCaches.of_lws(self.caches.statefulsets, view.namespace, view.name)
         decision = decide(
             pods,
             self.caches.node_map(),
@@ -117,6 +124,7 @@ class ReplacementReconciler:
             thresholds,
             immediate=immediate,
             ungating=self.ungating(key),
+            worker_sets={name_of(s): s for s in worker_sets},
         )
         self._tell(key, lws, decision, thresholds)
         self.held.publish(key, held_of(decision))
@@ -226,6 +234,13 @@ class ReplacementReconciler:
         return True
 
 
+_METRIC_REASONS = {
+    NODE_NOT_READY: "node_not_ready",
+    TERMINATION_OVERRUN: "termination_overrun",
+    ORPHANED: "orphaned",
+}
+
+
 def _metric_reason(reason: str) -> str:
     """Prometheus label values are snake_case: NodeNotReady -> node_not_ready."""
-    return "node_not_ready" if reason == NODE_NOT_READY else "termination_overrun"
+    return _METRIC_REASONS[reason]

@@ -2,9 +2,10 @@
 
 As upstream's `SetupWithManager` would hold it: pod events that can change how
 many groups tear down (T) or how many leaders wait (G), the LeaderWorkerSet
-itself (its policy), and a Node's readiness for the LeaderWorkerSets with pods
-on it. `wiring.py` builds the reconciler and calls
-`setup_replacement_controller`; nothing else registers this controller's watches.
+itself (its policy), a worker StatefulSet losing its owner or starting its
+deletion, and a Node's readiness for the LeaderWorkerSets with pods on it.
+`wiring.py` builds the reconciler and calls `setup_replacement_controller`; nothing
+else registers this controller's watches.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from leaderworkerset.group.gates import scheduling_gate_index
 from leaderworkerset.group.readiness import pod_finished, pod_terminating
 from leaderworkerset.group.roles import is_leader
 from leaderworkerset.runtime.controller import NOT_STATUS_ONLY, Controller, Predicate, own_key
+from leaderworkerset.runtime.indexes import controller_ref
 from leaderworkerset.runtime.manager import Manager
 
 REPLACEMENT_CONTROLLER = "group-replacement"
@@ -38,6 +40,20 @@ def replacement_events() -> Predicate:
         )
 
     return Predicate(create=is_leader, update=changed)
+
+
+def _owner_and_deletion(sts: JSON) -> tuple[object, object]:
+    return controller_ref(sts), meta_of(sts).get("deletionTimestamp")
+
+
+# A worker StatefulSet orphaned (its pods leave the group's teardown) or starting a
+# deletion a finalizer may hold up (its pods' overrun clock starts): either can admit
+# a waiting leader, and neither comes with a pod event.
+WORKER_SET_LEFT_ITS_LEADER = Predicate(
+    create=lambda sts: False,
+    update=lambda old, new: _owner_and_deletion(old) != _owner_and_deletion(new),
+    delete=lambda sts: False,
+)
 
 
 def _ready_status(node: JSON) -> tuple[str, str]:
@@ -72,6 +88,7 @@ def setup_replacement_controller(
     controller = Controller(REPLACEMENT_CONTROLLER, reconciler, workers=workers)
     controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, replacement_events())
     controller.watch(caches.leaderworkersets, own_key, NOT_STATUS_ONLY)
+    controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME, WORKER_SET_LEFT_ITS_LEADER)
     if caches.nodes is not None:
         # A node turning NotReady starts the clock of a bounded wait on its pods' groups.
         controller.watch(caches.nodes, _lws_on_node(caches), node_events())

@@ -42,6 +42,7 @@ from leaderworkerset.controllers.replacement.reconciler import held_of as held_i
 from leaderworkerset.controllers.replacement.triggers import node_events
 from leaderworkerset.group.options import (
     NODE_NOT_READY,
+    ORPHANED,
     TERMINATION_OVERRUN,
     ControllerOptions,
     ReleaseThresholds,
@@ -738,3 +739,72 @@ async def test_a_refused_gate_removal_backs_off_instead_of_a_flat_retry() -> Non
     assert rig.client.calls_of("patch"), "the removal was tried"
     # The queue's rate limiter spaces the retries out, growing with each failure.
     assert result.requeue and result.requeue_after is None
+
+
+# --- a group whose pods will never be deleted (docs/hash-mode.md, "Pods nobody deletes") -------
+
+
+def worker_set(name: str, *, owned: bool = True, deleting_since: float | None = None) -> JSON:
+    meta: JSON = {"name": name, "namespace": "default", "labels": {c.LABEL_SET_NAME: "lws"}}
+    if owned:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": "old-aaaa", "uid": "u1", "controller": True}
+        ]
+    if deleting_since is not None:
+        meta["deletionTimestamp"] = at(deleting_since)
+        meta["finalizers"] = ["example.com/keep"]
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta}
+
+
+def kept_worker(key: str = "a" * 40) -> JSON:
+    """A worker of `key` still Running (not deleted), controlled by its StatefulSet."""
+    worker = pod(f"old-{key[:4]}-1", key, leader=False)
+    worker["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "old-aaaa", "controller": True}
+    ]
+    return worker
+
+
+def test_pods_of_an_orphaned_worker_statefulset_stop_counting_at_once() -> None:
+    """`kubectl delete pod <leader> --cascade=orphan`: the leader is gone, its worker
+    StatefulSet lost its owner reference, and its Running worker will never be deleted.
+    Those pods are no longer the LWS's: the replacement is admitted at once."""
+    pods = [kept_worker(), REPLACEMENT]
+    healthy = {"n1": node("n1")}
+    orphaned = {"old-aaaa": worker_set("old-aaaa", owned=False)}
+    decision = decide(pods, healthy, EPOCH, BOUNDS, worker_sets=orphaned)
+    assert [p["metadata"]["name"] for p in decision.admit] == ["new"]
+    assert [(r.group, r.reason) for r in decision.released] == [("a" * 40, ORPHANED)]
+    # Still owned by its (deleted) leader: the garbage collector will delete it; wait.
+    owned = {"old-aaaa": worker_set("old-aaaa")}
+    assert decide(pods, healthy, EPOCH + 10 * OVERRUN_BOUND, BOUNDS, worker_sets=owned).admit == []
+
+
+def test_a_worker_statefulset_held_by_a_finalizer_releases_after_the_overrun_bound() -> None:
+    """A foreign finalizer holds the worker StatefulSet in deletion, and with it its pods
+    (never deleted while the set exists): the overrun clock starts at the set's
+    deletion, so the wait ends `terminationOverrunRelease` later, not never."""
+    pods = [kept_worker(), REPLACEMENT]
+    healthy = {"n1": node("n1")}
+    held = {"old-aaaa": worker_set("old-aaaa", deleting_since=100)}
+    before = decide(pods, healthy, EPOCH + 100 + OVERRUN_BOUND - EPS, BOUNDS, worker_sets=held)
+    assert before.admit == []
+    assert before.next_release_at == pytest.approx(EPOCH + 100 + OVERRUN_BOUND)
+    after = decide(pods, healthy, EPOCH + 100 + OVERRUN_BOUND + EPS, BOUNDS, worker_sets=held)
+    assert [p["metadata"]["name"] for p in after.admit] == ["new"]
+    assert [r.reason for r in after.released] == [TERMINATION_OVERRUN]
+
+
+def test_the_orphaned_release_is_told_and_counted_by_its_own_reason() -> None:
+    note = ev.replacement_released("a" * 40, ORPHANED, ("old-aaaa-1",), ("n1",), 0).note
+    assert "group aaaaaaaa" in note and "orphaned" in note
+
+
+async def test_the_reconciler_reads_the_worker_statefulsets_from_its_cache() -> None:
+    rig = Rig([kept_worker(), REPLACEMENT], [node("n1")])
+    result = await rig.reconcile(1)
+    assert rig.patched == [] and result is None, "owned by a deleted leader: wait for GC"
+    feed(rig.caches.statefulsets, worker_set("old-aaaa", owned=False))
+    await rig.reconcile(2)
+    assert rig.patched == ["new"]
+    assert rig.events.notes[-1][0] == ev.REASON_REPLACEMENT_RELEASED

@@ -1,0 +1,157 @@
+"""A Hash-mode group whose pods nobody will delete, against the real control plane
+(docs/hash-mode.md, "Pods nobody deletes"). PostTermination waits for a group's pods
+to be gone; two ways of keeping them must not hold the replacement for ever:
+
+- `kubectl delete pod <leader> --cascade=orphan`: the garbage collector takes the
+  worker StatefulSet's owner reference away and leaves it and its Running worker on a
+  Ready node. They are no longer the LeaderWorkerSet's: the replacement is admitted
+  at once, and the kept pods are left alone, as the user asked.
+- a foreign finalizer on the worker StatefulSet: its deletion never ends, and its pods
+  are never deleted. The replacement waits `terminationOverrunRelease` from the set's
+  deletion, then is admitted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from leaderworkerset.controllers import events as ev
+from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.localcluster.deploy import RunningController
+from leaderworkerset.runtime.client import (
+    EVENTS,
+    LEADERWORKERSETS,
+    PODS,
+    STATEFULSETS,
+    ApiClient,
+)
+from tests.toolkit.cluster import (
+    gated_pod,
+    group_pods,
+    is_leader,
+    key_of,
+    leaders,
+    name_of,
+    new_leader,
+    wait_ready,
+)
+from tests.toolkit.lws import hash_lws
+from tests.toolkit.waiting import eventually, stays
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+OVERRUN_BOUND = 8.0  # room on a loaded machine to see the replacement held first
+FINALIZER = "example.com/keep"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def short_overrun_bound(lws_controller: RunningController) -> AsyncIterator[None]:
+    """The session controller with a `terminationOverrunRelease` of a few seconds, as a
+    manager Configuration would set it; the reconcilers read the options at each use."""
+    assert lws_controller.controllers is not None
+    options = lws_controller.controllers.options
+    saved = options.replacement_release
+    options.replacement_release = ReleaseThresholds(
+        node_not_ready=0, termination_overrun=OVERRUN_BOUND
+    )
+    try:
+        yield
+    finally:
+        options.replacement_release = saved
+
+
+async def released_notes(api: ApiClient, namespace: str, name: str) -> list[str]:
+    answer = await api.list(EVENTS, namespace)
+    return [
+        str(e.get("note", ""))
+        for e in answer.get("items", [])
+        if (e.get("regarding") or {}).get("name") == name
+        and e.get("reason") == ev.REASON_REPLACEMENT_RELEASED
+    ]
+
+
+async def admitted(api: ApiClient, namespace: str, pod: str) -> float | None:
+    return None if gated_pod(await api.get(PODS, pod, namespace)) else time.time()
+
+
+async def test_an_orphaned_group_does_not_hold_its_replacement(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    await api.create(LEADERWORKERSETS, hash_lws("orphan", namespace, replicas=1, size=2))
+    await wait_ready(api, namespace, "orphan", 1)
+    (victim,) = await leaders(api, namespace, "orphan")
+    old_key = key_of(victim)
+    (worker,) = [p for p in await group_pods(api, namespace, "orphan", old_key) if not is_leader(p)]
+
+    await api.delete(PODS, name_of(victim), namespace, propagation_policy="Orphan")
+    replacement = name_of(await new_leader(api, namespace, "orphan", {old_key}))
+    await eventually(
+        lambda: admitted(api, namespace, replacement), within=30, what="the replacement admitted"
+    )
+    await wait_ready(api, namespace, "orphan", 1)
+
+    # What the user kept is still there, owned by nobody, untouched.
+    kept = await api.get(PODS, name_of(worker), namespace)
+    assert kept["metadata"].get("deletionTimestamp") is None
+    (owner,) = kept["metadata"]["ownerReferences"]
+    kept_set = await api.get(STATEFULSETS, owner["name"], namespace)
+    assert not kept_set["metadata"].get("ownerReferences")
+    notes = await eventually(
+        lambda: released_notes(api, namespace, "orphan"), within=30, what="the release Event"
+    )
+    assert any(old_key[:8] in n and "orphaned" in n for n in notes), notes
+
+
+async def test_a_finalizer_on_the_worker_set_holds_the_replacement_only_for_the_bound(
+    lws_controller: RunningController,
+    short_overrun_bound: None,
+    nodesim_api: ApiClient,
+    namespace: str,
+) -> None:
+    api = nodesim_api
+    await api.create(LEADERWORKERSETS, hash_lws("kept", namespace, replicas=1, size=2))
+    await wait_ready(api, namespace, "kept", 1)
+    (victim,) = await leaders(api, namespace, "kept")
+    old_key = key_of(victim)
+    (worker,) = [p for p in await group_pods(api, namespace, "kept", old_key) if not is_leader(p)]
+    (owner,) = worker["metadata"]["ownerReferences"]
+    await api.patch(
+        STATEFULSETS, owner["name"], {"metadata": {"finalizers": [FINALIZER]}}, namespace=namespace
+    )
+    try:
+        deleted_at = time.time()
+        await api.delete(PODS, name_of(victim), namespace)
+        replacement = name_of(await new_leader(api, namespace, "kept", {old_key}))
+
+        async def set_deleting() -> bool:
+            sts = await api.get(STATEFULSETS, owner["name"], namespace)
+            return bool(sts["metadata"].get("deletionTimestamp"))
+
+        await eventually(set_deleting, within=30, what="the worker set's deletion begun")
+        # Gated while the bound runs (deletionTimestamp has whole seconds: 1 s slack).
+        await stays(
+            lambda: _gated(api, namespace, replacement),
+            seconds=max(0.0, deleted_at + OVERRUN_BOUND - 1.5 - time.time()),
+            what="the replacement gated before the bound",
+        )
+        at = await eventually(
+            lambda: admitted(api, namespace, replacement),
+            within=30,
+            what="the replacement admitted after the bound",
+        )
+        print(f"\n[hash] finalizer-held set: replacement admitted {at - deleted_at:.2f}s after")
+        kept = await api.get(PODS, name_of(worker), namespace)
+        assert kept["metadata"].get("deletionTimestamp") is None, "nobody deleted the worker"
+    finally:
+        await api.patch(
+            STATEFULSETS, owner["name"], {"metadata": {"finalizers": None}}, namespace=namespace
+        )
+
+
+async def _gated(api: ApiClient, namespace: str, pod: str) -> bool:
+    return gated_pod(await api.get(PODS, pod, namespace))
