@@ -10,22 +10,22 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from leaderworkerset.runtime import http1
+from leaderworkerset.runtime import http_server
 
 MAX_BODY = 1024
 
 
-async def echo(request: http1.Request) -> http1.Response:
-    return http1.Response(
+async def echo(request: http_server.Request) -> http_server.Response:
+    return http_server.Response(
         200, b"%s|%s|%s" % (request.path.encode(), request.content_type.encode(), request.body)
     )
 
 
-async def fail(request: http1.Request) -> http1.Response:
+async def fail(request: http_server.Request) -> http_server.Response:
     raise RuntimeError("boom")
 
 
-async def abandoned(request: http1.Request) -> http1.Response:
+async def abandoned(request: http_server.Request) -> http_server.Response:
     raise asyncio.CancelledError
 
 
@@ -35,18 +35,18 @@ class Slow:
         self.release = asyncio.Event()
         self.cancelled = False
 
-    async def __call__(self, request: http1.Request) -> http1.Response:
+    async def __call__(self, request: http_server.Request) -> http_server.Response:
         self.started.set()
         try:
             await self.release.wait()
         except asyncio.CancelledError:
             self.cancelled = True
             raise
-        return http1.Response(200, b"slow done")
+        return http_server.Response(200, b"slow done")
 
 
 class Running:
-    def __init__(self, server: http1.Server, listener: asyncio.AbstractServer) -> None:
+    def __init__(self, server: http_server.Server, listener: asyncio.AbstractServer) -> None:
         self.server = server
         self.listener = listener
         self.port = listener.sockets[0].getsockname()[1]
@@ -59,7 +59,7 @@ class Running:
 async def serve(**options: float) -> AsyncIterator[Running]:
     slow = Slow()
     counted: list[int] = []
-    server = http1.Server(
+    server = http_server.Server(
         {"/echo": echo, "/fail": fail, "/slow": slow, "/abandoned": abandoned},
         max_body=MAX_BODY,
         on_connection=lambda: counted.append(1),
@@ -193,7 +193,13 @@ async def test_chunked_bodies_and_expect_continue(running: Running) -> None:
         (b"POST /echo HTTP/1.1\r\n Folded: header\r\n\r\n", 400),
         (b"POST /echo HTTP/1.1\r\nX: a\nContent-Length: 5\r\n\r\nhello", 400),
         (b"POST /echo HTTP/1.1\r\nX: a\rb\r\n\r\n", 400),
-        (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;" + b"e" * 2000, 400),
+        # The parser reads chunk extensions without keeping them: a flood of them
+        # is bounded by the request's size on the wire.
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;"
+            + b"e" * (MAX_BODY + http_server.MAX_HEAD + http_server.FEED_SLICE),
+            413,
+        ),
         (
             b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
             + (b"1;" + b"e" * 900 + b"\r\nx\r\n") * 100,
@@ -205,8 +211,12 @@ async def test_chunked_bodies_and_expect_continue(running: Running) -> None:
             431,
         ),
         (b"POST /echo HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY + 1), 413),
-        (b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n" % (MAX_BODY + 1), 413),
-        (b"POST /echo HTTP/1.1\r\nX: " + b"y" * (http1.MAX_HEAD + 1), 431),
+        (
+            b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s"
+            % (MAX_BODY + 1, b"x" * (MAX_BODY + 1)),
+            413,
+        ),
+        (b"POST /echo HTTP/1.1\r\nX: " + b"y" * (http_server.MAX_HEAD + 1), 431),
     ],
 )
 async def test_malformed_requests_are_refused_and_the_connection_closed(
@@ -313,10 +323,10 @@ async def test_a_client_that_reads_no_answers_is_paused_then_served_in_full(
     for _ in range(20):
         await asyncio.sleep(0.01)
         sizes = [
-            (len(c.buffer), c.busy, c.writing_paused, c.reading_paused)
+            (c.held_bytes(), c.busy, c.writing_paused, c.reading_paused)
             for c in running.server.connections
         ]
-        assert all(n <= http1.MAX_HEAD + 256 * 1024 for n, *_ in sizes), sizes
+        assert all(n <= http_server.MAX_HEAD + 256 * 1024 for n, *_ in sizes), sizes
     for n in range(count):
         status, _, body = await read_response(reader)
         assert (status, body[:29]) == (200, b"/echo|application/json|%06d" % n)
