@@ -36,8 +36,9 @@ log = logging.getLogger("webhook")
 
 MAX_HEAD = 64 * 1024
 # Bytes handed to the parser at once. The parser reports a request's start but not
-# where in the bytes it was, so a request's size on the wire is known to within this:
-# a head is refused past MAX_HEAD and always admitted up to MAX_HEAD - FEED_SLICE.
+# where in the bytes it was, so a request's size on the wire is known to within this.
+# A head is refused once the fields it reported pass MAX_HEAD, or the bytes read while
+# it is incomplete do: none longer than MAX_HEAD + FEED_SLICE is read.
 FEED_SLICE = 16 * 1024
 KEEPALIVE_TIMEOUT = 75.0  # aiohttp's default, under the 90 s idle timeout of Go clients
 # A started request must arrive whole within this: a client that stops sending
@@ -164,7 +165,16 @@ class _Message:
     """The request the parser is reading: what a review needs of its head, its body,
     and its size so far."""
 
-    __slots__ = ("body", "chunked", "content_type", "expect_continue", "size", "trailer", "url")
+    __slots__ = (
+        "body",
+        "chunked",
+        "content_type",
+        "expect_continue",
+        "head",
+        "size",
+        "trailer",
+        "url",
+    )
 
     def __init__(self) -> None:
         self.url = b""
@@ -175,6 +185,7 @@ class _Message:
         # Bytes on the wire (to within FEED_SLICE): the head's while it is read, then
         # the whole request's, which bounds what a chunked body's framing may add.
         self.size = 0
+        self.head = 16  # bytes of the head's parts reported, and of its request line
         self.trailer = 0  # bytes of the trailer fields read
 
 
@@ -298,8 +309,12 @@ class Connection(asyncio.Protocol):
         self.continue_sent = False
 
     def on_url(self, url: bytes) -> None:
-        assert self.message is not None
-        self.message.url += url
+        message = self.message
+        assert message is not None
+        message.url += url
+        message.head += len(url)
+        if message.head > MAX_HEAD:
+            raise HTTPError(431, "request head too large")
 
     def on_header(self, name: bytes, value: bytes) -> None:
         message = self.message
@@ -310,6 +325,11 @@ class Connection(asyncio.Protocol):
             if message.trailer > MAX_HEAD:
                 raise HTTPError(431, "trailer too large")
             return
+        # What the head's fields are known to hold: the bytes read so far bound the
+        # rest, to within FEED_SLICE.
+        message.head += len(name) + len(value) + 4
+        if message.head > MAX_HEAD:
+            raise HTTPError(431, "request head too large")
         key = name.lower()
         if key == b"content-type":
             message.content_type = value.split(b";", 1)[0].strip().lower().decode("latin-1")
