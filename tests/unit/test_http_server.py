@@ -1,16 +1,21 @@
-"""The webhooks' HTTP/1.1 server over plain TCP: framing, keep-alive, errors, timeouts,
-shutdown. TLS and the AdmissionReview layer are covered through WebhookServer."""
+"""The webhooks' HTTP/1.1 server over TCP and TLS: framing, keep-alive, pipelining and
+back-pressure, errors, limits, timeouts, shutdown, and the configuration's TLS settings.
+The AdmissionReview layer is covered through WebhookServer (test_webhook_unit); floods
+of malformed requests in test_http_refusals."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import socket
+import ssl
 from collections.abc import AsyncIterator
 
 import pytest
 
 from leaderworkerset.runtime import http_server
+from leaderworkerset.runtime.certs import TLSOptions, load_key_pair, server_ssl_context
+from leaderworkerset.runtime.pki import KeyPairs, generate_key_pairs
 
 MAX_BODY = 1024
 
@@ -373,3 +378,95 @@ async def read_response_head(reader: asyncio.StreamReader) -> tuple[int, dict[st
             name, _, value = line.partition(":")
             headers[name.lower()] = value.strip()
     return int(lines[0].split(" ")[1]), headers, b""
+
+
+async def test_expect_continue_waits_for_the_answers_before_it(running: Running) -> None:
+    """A pipelined request's 100 Continue is an answer too: it is not sent before the
+    answer of the request ahead of it."""
+    reader, writer = await running.connect()
+    writer.write(
+        post("/slow", b"")
+        + b"POST /echo HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
+    )
+    await asyncio.wait_for(running.slow.started.wait(), 5)  # type: ignore[attr-defined]
+    running.slow.release.set()  # type: ignore[attr-defined]
+    assert (await read_response(reader))[2] == b"slow done"
+    assert (await read_response(reader))[0] == 100
+    writer.write(b"ok")
+    assert (await read_response(reader))[2] == b"/echo||ok"
+    writer.close()
+
+
+# --- over TLS, with the configuration's settings ------------------------------------
+
+# A handshake the server refuses: its alert, or the connection reset under it.
+HANDSHAKE_REFUSED = (ssl.SSLError, ConnectionResetError)
+
+
+async def serve_tls(options: TLSOptions) -> AsyncIterator[tuple[int, KeyPairs]]:
+    pairs = generate_key_pairs(
+        ca_name="test-ca", ca_organization="t", dns_names=["localhost"], ip_addresses=["127.0.0.1"]
+    )
+    context = server_ssl_context(options)
+    load_key_pair(context, pairs.cert, pairs.key)
+    server = http_server.Server({"/echo": echo}, max_body=MAX_BODY)
+    listener = await asyncio.get_running_loop().create_server(
+        server.protocol, "127.0.0.1", 0, ssl=context
+    )
+    try:
+        yield listener.sockets[0].getsockname()[1], pairs
+    finally:
+        listener.close()
+        await server.shutdown(1.0)
+        await listener.wait_closed()
+
+
+def tls_client(
+    pairs: KeyPairs, maximum: ssl.TLSVersion | None = None, ciphers: str | None = None
+) -> ssl.SSLContext:
+    context = ssl.create_default_context(cadata=pairs.ca_cert.decode())
+    if maximum is not None:
+        context.maximum_version = maximum
+    if ciphers is not None:
+        context.set_ciphers(ciphers)
+    return context
+
+
+async def tls_exchange(port: int, context: ssl.SSLContext) -> tuple[int, bytes, str, str | None]:
+    """A review posted over a fresh TLS connection: its status and body, with the
+    protocol version and cipher the handshake settled on."""
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=context, server_hostname="127.0.0.1"
+    )
+    try:
+        sslobj = writer.get_extra_info("ssl_object")
+        writer.write(post("/echo", b"{}"))
+        status, _, body = await read_response(reader)
+        return status, body, sslobj.version(), sslobj.cipher()[0]
+    finally:
+        writer.close()
+
+
+async def test_tls_minimum_version_is_enforced() -> None:
+    async for port, pairs in serve_tls(TLSOptions(min_version="VersionTLS13")):
+        status, body, version, _ = await tls_exchange(port, tls_client(pairs))
+        assert (status, body, version) == (200, b"/echo|application/json|{}", "TLSv1.3")
+        with pytest.raises(HANDSHAKE_REFUSED):
+            await tls_exchange(port, tls_client(pairs, maximum=ssl.TLSVersion.TLSv1_2))
+    # Without a configured minimum, TLS 1.2 (Go's default) is served.
+    async for port, pairs in serve_tls(TLSOptions()):
+        client = tls_client(pairs, maximum=ssl.TLSVersion.TLSv1_2)
+        assert (await tls_exchange(port, client))[2] == "TLSv1.2"
+
+
+async def test_tls_cipher_suites_are_enforced() -> None:
+    suites = ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",)
+    options = TLSOptions(min_version="VersionTLS12", cipher_suites=suites)
+    async for port, pairs in serve_tls(options):
+        tls12 = ssl.TLSVersion.TLSv1_2
+        allowed = tls_client(pairs, maximum=tls12, ciphers="ECDHE-RSA-AES128-GCM-SHA256")
+        status, _, _, cipher = await tls_exchange(port, allowed)
+        assert (status, cipher) == (200, "ECDHE-RSA-AES128-GCM-SHA256")
+        other = tls_client(pairs, maximum=tls12, ciphers="ECDHE-RSA-AES256-GCM-SHA384")
+        with pytest.raises(HANDSHAKE_REFUSED):
+            await tls_exchange(port, other)
