@@ -90,18 +90,6 @@ class HTTPError(Exception):
         self.status = status
 
 
-@dataclass(frozen=True, slots=True)
-class _Parsed:
-    """A whole request, waiting its turn."""
-
-    method: bytes
-    path: str
-    content_type: str
-    body: bytes
-    keep_alive: bool
-    http10: bool
-
-
 class Server:
     """Endpoints by path; `protocol()` is the factory for `loop.create_server`."""
 
@@ -162,15 +150,20 @@ def _head(response: Response, keep_alive: bool, http10: bool) -> bytes:
 
 
 class _Message:
-    """The request the parser is reading: what a review needs of its head, its body,
-    and its size so far."""
+    """A request: while the parser reads it, what a review needs of its head, its body
+    so far and its size; once whole, what waits its turn in the queue."""
 
     __slots__ = (
         "body",
         "chunked",
         "content_type",
+        "data",
         "expect_continue",
         "head",
+        "http10",
+        "keep_alive",
+        "method",
+        "path",
         "size",
         "trailer",
         "url",
@@ -187,6 +180,18 @@ class _Message:
         self.size = 0
         self.head = 16  # bytes of the head's parts reported, and of its request line
         self.trailer = 0  # bytes of the trailer fields read
+        # Known once the head is whole.
+        self.method = b""
+        self.path = ""
+        self.http10 = False
+        # Known once the request is whole.
+        self.data = b""
+        self.keep_alive = False
+
+
+# The lengths of the header names a review reads: the others are not looked at.
+_READ_NAMES = (b"content-type", b"content-length", b"transfer-encoding", b"expect")
+_READ_NAME_LENGTHS = frozenset(len(name) for name in _READ_NAMES)
 
 
 class Connection(asyncio.Protocol):
@@ -201,7 +206,7 @@ class Connection(asyncio.Protocol):
         self.message: _Message | None = None  # begun, not yet whole
         self.headers_done = False  # of `message`
         self.body_size = 0  # of `message`
-        self.queue: collections.deque[_Parsed] = collections.deque()
+        self.queue: collections.deque[_Message] = collections.deque()
         self.queued_bytes = 0  # the bodies in `queue`
         # What the parser refused: answered in turn, after the whole requests before it.
         self.refusal: HTTPError | None = None
@@ -271,11 +276,16 @@ class Connection(asyncio.Protocol):
         """Feed the parser; whole requests join the queue, a refusal is kept."""
         try:
             if len(data) <= FEED_SLICE:
-                self._feed(data)
+                self.parser.feed_data(data)
+                if self.message is not None:
+                    self._measure(len(data))
             else:
                 view = memoryview(data)
                 for start in range(0, len(data), FEED_SLICE):
-                    self._feed(view[start : start + FEED_SLICE])
+                    piece = view[start : start + FEED_SLICE]
+                    self.parser.feed_data(piece)
+                    if self.message is not None:
+                        self._measure(len(piece))
         except HTTPError as err:
             self.refusal = err
         except httptools.HttpParserCallbackError as err:
@@ -289,12 +299,11 @@ class Connection(asyncio.Protocol):
         if self.refusal is not None:
             self.message = None
 
-    def _feed(self, data: bytes | memoryview) -> None:
-        self.parser.feed_data(data)
+    def _measure(self, fed: int) -> None:
+        """Count bytes just fed to the request being read against its limits."""
         message = self.message
-        if message is None:
-            return
-        message.size += len(data)
+        assert message is not None
+        message.size += fed
         if not self.headers_done:
             if message.size > MAX_HEAD:
                 raise HTTPError(431, "request head too large")
@@ -330,7 +339,10 @@ class Connection(asyncio.Protocol):
         message.head += len(name) + len(value) + 4
         if message.head > MAX_HEAD:
             raise HTTPError(431, "request head too large")
-        key = name.lower()
+        if len(name) in _READ_NAME_LENGTHS:
+            self._read_field(message, name.lower(), value)
+
+    def _read_field(self, message: _Message, key: bytes, value: bytes) -> None:
         if key == b"content-type":
             message.content_type = value.split(b";", 1)[0].strip().lower().decode("latin-1")
         elif key == b"content-length":
@@ -355,8 +367,11 @@ class Connection(asyncio.Protocol):
         if self.parser.should_upgrade():
             # The parser would hand the bytes after this head over unread.
             raise HTTPError(400, "upgrades are not served")
-        if message.chunked and version == "1.0":
+        message.http10 = version == "1.0"
+        if message.chunked and message.http10:
             raise HTTPError(400, "Transfer-Encoding in an HTTP/1.0 request")
+        message.method = self.parser.get_method()
+        message.path = message.url.split(b"?", 1)[0].decode("latin-1")
 
     def on_body(self, body: bytes) -> None:
         assert self.message is not None
@@ -369,17 +384,11 @@ class Connection(asyncio.Protocol):
         message = self.message
         assert message is not None
         self.message = None
-        body = message.body[0] if len(message.body) == 1 else b"".join(message.body)
-        parsed = _Parsed(
-            method=self.parser.get_method(),
-            path=message.url.split(b"?", 1)[0].decode("latin-1"),
-            content_type=message.content_type,
-            body=body,
-            keep_alive=self.parser.should_keep_alive(),
-            http10=self.parser.get_http_version() == "1.0",
-        )
-        self.queue.append(parsed)
-        self.queued_bytes += len(body)
+        body = message.body
+        message.data = body[0] if len(body) == 1 else b"".join(body)
+        message.keep_alive = self.parser.should_keep_alive()
+        self.queue.append(message)
+        self.queued_bytes += len(message.data)
 
     # -- lifecycle
 
@@ -434,7 +443,7 @@ class Connection(asyncio.Protocol):
             if self.transport is None or self.transport.is_closing():
                 return
             parsed = self.queue.popleft()
-            self.queued_bytes -= len(parsed.body)
+            self.queued_bytes -= len(parsed.data)
             self.request_started = self.loop.time() if self.queue or self.message else None
             keep_alive = parsed.keep_alive and not self.closing and not self.server.closing
             endpoint, refusal = self._route(parsed.method, parsed.path)
@@ -443,7 +452,7 @@ class Connection(asyncio.Protocol):
                     return
                 continue
             self.busy = True
-            request = Request(parsed.path, parsed.content_type, parsed.body)
+            request = Request(parsed.path, parsed.content_type, parsed.data)
             self.task = self.loop.create_task(self._run(endpoint, request, keep_alive, parsed))
         if not self.busy and not self.queue:
             if self.refusal is not None:
@@ -458,8 +467,7 @@ class Connection(asyncio.Protocol):
         if self.continue_sent or not self.headers_done:
             return
         self.continue_sent = True
-        path = message.url.split(b"?", 1)[0].decode("latin-1")
-        endpoint, refusal = self._route(self.parser.get_method(), path)
+        endpoint, refusal = self._route(message.method, message.path)
         if endpoint is None:
             # Refused before its body is sent: whether the client sends it anyway
             # is unknown, so the connection cannot carry on.
@@ -495,7 +503,7 @@ class Connection(asyncio.Protocol):
             transport.resume_reading()
 
     async def _run(
-        self, endpoint: Endpoint, request: Request, keep_alive: bool, parsed: _Parsed
+        self, endpoint: Endpoint, request: Request, keep_alive: bool, parsed: _Message
     ) -> None:
         try:
             response = await endpoint(request)
