@@ -15,8 +15,8 @@ thousand groups), a full loop iteration to start and another after its body arri
 A handler is registered as running on that thread (the default: it may read caches,
 which are plain dicts, but nothing that belongs to the manager's loop) or on the
 manager's loop; `on_manager_loop` wraps an async function (an API call) so that a
-webhook-thread handler can await it. HTTP is `http1`'s: reviews come in bursts and
-are answered one after another, so the request path is kept to what a review needs.
+webhook-thread handler can await it. HTTP is `http_server`'s: httptools' parser frames
+each request, and a review is answered with no more than it needs.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any, ParamSpec, TypeVar
 import orjson
 
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.runtime import http1, metrics
+from leaderworkerset.runtime import http_server, metrics
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair
 from leaderworkerset.runtime.certs import server_ssl_context as _server_ssl_context
 from leaderworkerset.runtime.eventloop import LoopFactory, same_kind
@@ -253,7 +253,7 @@ class WebhookServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         # Used on the server's thread only.
         self._listener: asyncio.AbstractServer | None = None
-        self._http: http1.Server | None = None
+        self._http: http_server.Server | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._serving = False
 
@@ -449,12 +449,12 @@ class WebhookServer:
             loop.close()
 
     async def _listen(self, sock: Any) -> None:
-        endpoints: dict[str, http1.Endpoint] = {}
+        endpoints: dict[str, http_server.Endpoint] = {}
         for path in self._handlers:
             endpoints[path] = self._admission_endpoint(path)
         for path in self._conversion_paths:
             endpoints[path] = self._conversion_endpoint(path)
-        http = http1.Server(
+        http = http_server.Server(
             endpoints, max_body=MAX_REQUEST_SIZE, on_connection=metrics.WEBHOOK_CONNECTIONS.inc
         )
         loop = asyncio.get_running_loop()
@@ -510,13 +510,13 @@ class WebhookServer:
 
     # -- endpoints
 
-    def _admission_endpoint(self, path: str) -> http1.Endpoint:
+    def _admission_endpoint(self, path: str) -> http_server.Endpoint:
         handler, runs_on = self._handlers[path]
         if runs_on is RunsOn.MANAGER_LOOP:
             handler = self.on_manager_loop(handler)
         instrumented = _Instrumented(path)
 
-        async def endpoint(request: http1.Request) -> http1.Response:
+        async def endpoint(request: http_server.Request) -> http_server.Response:
             with instrumented() as record:
                 review, response = _read_review(request)
                 if response is None:
@@ -531,14 +531,14 @@ class WebhookServer:
                     "kind": "AdmissionReview",
                     "response": response.to_json(uid),
                 }
-                return record(http1.Response(200, orjson.dumps(body)))
+                return record(http_server.Response(200, orjson.dumps(body)))
 
         return endpoint
 
-    def _conversion_endpoint(self, path: str) -> http1.Endpoint:
+    def _conversion_endpoint(self, path: str) -> http_server.Endpoint:
         instrumented = _Instrumented(path)
 
-        async def endpoint(request: http1.Request) -> http1.Response:
+        async def endpoint(request: http_server.Request) -> http_server.Response:
             with instrumented() as record:
                 try:
                     review = orjson.loads(request.body)
@@ -561,12 +561,12 @@ class WebhookServer:
                     "kind": "ConversionReview",
                     "response": response,
                 }
-                return record(http1.Response(200, orjson.dumps(body)))
+                return record(http_server.Response(200, orjson.dumps(body)))
 
         return endpoint
 
 
-def _read_review(request: http1.Request) -> tuple[JSON, AdmissionResponse | None]:
+def _read_review(request: http_server.Request) -> tuple[JSON, AdmissionResponse | None]:
     """The AdmissionReview, or an error response (answered with HTTP 200, as upstream)."""
     if request.content_type != "application/json":
         return {}, errored(400, f"contentType={request.content_type}, expected application/json")
@@ -609,12 +609,12 @@ class _Request:
         self.instrumented = instrumented
         self.started = 0.0
 
-    def __enter__(self) -> Callable[[http1.Response], http1.Response]:
+    def __enter__(self) -> Callable[[http_server.Response], http_server.Response]:
         self.started = time.perf_counter()
         self.instrumented.in_flight.inc()
         return self.record
 
-    def record(self, response: http1.Response) -> http1.Response:
+    def record(self, response: http_server.Response) -> http_server.Response:
         self.instrumented.count(response.status)
         return response
 
