@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api import constants as c
+from tests.toolkit.lws import leaderworkerset
 
 from .invariants import Snapshot, check, expected_status, transient_tracebacks
 
@@ -18,12 +19,10 @@ REV = "rev-new"
 
 
 def lws(replicas: int = 2, size: int = 2, *, hash_mode: bool = True) -> JSON:
-    spec: JSON = {"replicas": replicas, "leaderWorkerTemplate": {"size": size}}
-    if hash_mode:
-        spec["groupIdentity"] = c.GROUP_IDENTITY_HASH
+    spec: JSON = {"groupIdentity": c.GROUP_IDENTITY_HASH} if hash_mode else {}
+    body = leaderworkerset("w", replicas=replicas, size=size, metadata={"uid": "lws-uid"}, **spec)
     return {
-        "metadata": {"name": "w", "uid": "lws-uid"},
-        "spec": spec,
+        **body,
         "status": {
             "replicas": replicas,
             "readyReplicas": replicas,

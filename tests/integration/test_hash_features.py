@@ -1,25 +1,21 @@
 """Hash mode with the rest of LeaderWorkerSet's features, against the real control
-plane: `startupPolicy: LeaderReady` (waits on the leader's ContainersReady), exclusive
-placement keyed on the random group key, subgroups keyed on it, the per-group Service
-of `subdomainPolicy: UniquePerReplica`, and the restart policies `None` and
-`RecreateGroupOnPodRestart`.
+plane: `startupPolicy: LeaderReady` (waits on the leader's ContainersReady), the
+per-group Service of `subdomainPolicy: UniquePerReplica`, and the restart policies
+`None` and `RecreateGroupOnPodRestart`.
 
-Placement tests run on nodes of their own (`extra_nodes`, tainted and labelled for one
-isolation group), like the Ordinal placement tests.
+(Exclusive placement and subgroups, keyed on the random group key, are tested beside
+Ordinal mode's in test_placement.py, parametrized by group identity.)
 """
 
 from __future__ import annotations
 
 import copy
-import secrets
 from typing import Any
 
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.group.names import subgroup_key
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.nodes import ZONE_LABEL
 from leaderworkerset.localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
@@ -28,31 +24,21 @@ from leaderworkerset.runtime.client import (
     STATEFULSETS,
     ApiClient,
 )
-from tests.fixtures.nodesim import NodePool, isolated_pod_spec
 from tests.fixtures.pods import condition_is, is_ready
 from tests.toolkit.cluster import (
     env_of,
+    group_members,
     group_pods,
     is_leader,
     key_of,
-    labels,
     leaders,
     live_pods,
     lws_pods,
     name_of,
-    node_labels_of,
     wait_ready,
     workers_of,
 )
 from tests.toolkit.lws import hash_lws
-from tests.toolkit.placement import (
-    HOSTNAME,
-    annotate,
-    exclusive_terms,
-    isolated_nodes,
-    on_isolated_nodes,
-    required_terms,
-)
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -67,13 +53,6 @@ def uid_of(obj: JSON) -> str:
 def restart_count(pod: JSON | None) -> int:
     statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
     return sum(int(s.get("restartCount", 0)) for s in statuses)
-
-
-async def group_members(api: ApiClient, namespace: str, name: str, leader: JSON) -> list[JSON]:
-    """The leader followed by its live workers, in worker-index order."""
-    workers = await workers_of(api, namespace, name, key_of(leader))
-    workers.sort(key=lambda p: int(labels(p)[c.LABEL_WORKER_INDEX]))
-    return [leader, *workers]
 
 
 # --- startupPolicy: LeaderReady --------------------------------------------------------------
@@ -145,138 +124,6 @@ async def test_leader_ready_waits_for_leader_containers(
         name_of(other),
     }
     assert is_ready(await api.get(PODS, held_name, namespace))
-
-
-# --- exclusive placement ---------------------------------------------------------------------
-async def test_exclusive_placement_keyed_on_group_key(
-    lws_controller: RunningController,
-    extra_nodes: NodePool,
-    nodesim_api: ApiClient,
-    namespace: str,
-) -> None:
-    """exclusive-topology on the zone label, two zones of two nodes each: a group's pods
-    share a zone, the groups take one zone each, the leaders' affinity pair is keyed on
-    the random group key, and workers are pinned to their leader's zone. A third group
-    finds no zone: its leader stays unschedulable and gets no worker StatefulSet."""
-    api, name, size = nodesim_api, "hex", 3
-    group = f"hex-{secrets.token_hex(3)}"
-    zones = [f"{group}-a", f"{group}-b"]
-    await isolated_nodes(extra_nodes, group, [{ZONE_LABEL: z} for z in zones for _ in (0, 1)])
-    manifest = hash_lws(name, namespace, replicas=2, size=size)
-    annotate(on_isolated_nodes(manifest, group), **{c.ANNOTATION_EXCLUSIVE_TOPOLOGY: ZONE_LABEL})
-    await api.create(LEADERWORKERSETS, manifest)
-    await wait_ready(api, namespace, name, 2)
-
-    zone_of_group: dict[str, str] = {}
-    for leader in await leaders(api, namespace, name):
-        key = key_of(leader)
-        members = await group_members(api, namespace, name, leader)
-        assert len(members) == size
-        zone = (await node_labels_of(api, leader))[ZONE_LABEL]
-        for worker in members[1:]:
-            assert (await node_labels_of(api, worker))[ZONE_LABEL] == zone, name_of(worker)
-            # Workers get no group terms, only the leader's zone as a nodeSelector.
-            assert not required_terms(worker, "podAffinity")
-            assert not required_terms(worker, "podAntiAffinity")
-            assert worker["spec"]["nodeSelector"][ZONE_LABEL] == zone
-        zone_of_group[key] = zone
-        same, others = exclusive_terms(c.LABEL_GROUP_KEY, key, ZONE_LABEL)
-        assert required_terms(leader, "podAffinity") == [same]
-        assert required_terms(leader, "podAntiAffinity") == [others]
-        worker_sts = await api.get(STATEFULSETS, name_of(leader), namespace)
-        selector = worker_sts["spec"]["template"]["spec"]["nodeSelector"]
-        assert selector == {**isolated_pod_spec(group)["nodeSelector"], ZONE_LABEL: zone}
-    assert sorted(zone_of_group.values()) == zones
-
-    await api.patch(LEADERWORKERSETS, name, {"spec": {"replicas": 3}}, namespace=namespace)
-
-    async def unschedulable() -> JSON | None:
-        for pod in await leaders(api, namespace, name):
-            if key_of(pod) in zone_of_group:
-                continue
-            for cond in (pod.get("status") or {}).get("conditions") or []:
-                if cond.get("type") == "PodScheduled" and cond.get("reason") == "Unschedulable":
-                    return pod
-        return None
-
-    stuck = await eventually(unschedulable, within=60, what="the third leader unschedulable")
-    assert stuck["status"]["phase"] == "Pending" and not stuck["spec"].get("nodeName")
-    assert await api.get_or_none(STATEFULSETS, name_of(stuck), namespace) is None
-    lws = await api.get(LEADERWORKERSETS, name, namespace)
-    assert lws["status"]["readyReplicas"] == 2
-    running = [p for p in await live_pods(api, namespace, name) if key_of(p) in zone_of_group]
-    assert len(running) == 2 * size and all(is_ready(p) for p in running)
-
-
-# --- subgroups -------------------------------------------------------------------------------
-async def test_subgroups_leader_worker_keyed_on_group_key(
-    lws_controller: RunningController,
-    extra_nodes: NodePool,
-    nodesim_api: ApiClient,
-    namespace: str,
-) -> None:
-    """size 4, subGroupSize 2, LeaderWorker: {L,1} = 0, {2,3} = 1 as in Ordinal mode;
-    subgroup keys are sha1("<group key>/<index>"), the same on leader and workers; with
-    subgroup-exclusive-topology on hostname each subgroup gets a node of its own."""
-    api, name, r, size = nodesim_api, "hsg", 2, 4
-    group = f"hsg-{secrets.token_hex(3)}"
-    await isolated_nodes(extra_nodes, group, [{} for _ in range(r * 2)])
-    manifest = hash_lws(name, namespace, replicas=r, size=size)
-    manifest["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {
-        "subGroupPolicyType": c.SUBGROUP_POLICY_LEADER_WORKER,
-        "subGroupSize": 2,
-    }
-    annotate(
-        on_isolated_nodes(manifest, group), **{c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY: HOSTNAME}
-    )
-    await api.create(LEADERWORKERSETS, manifest)
-    await wait_ready(api, namespace, name, r)
-
-    group_leaders = await leaders(api, namespace, name)
-    assert len(group_leaders) == r
-    layout = ["0", "0", "1", "1"]
-    nodes_of_subgroup: dict[str, set[str]] = {}
-    for leader in group_leaders:
-        members = await group_members(api, namespace, name, leader)
-        assert [labels(p)[c.LABEL_WORKER_INDEX] for p in members] == ["0", "1", "2", "3"]
-        for pod, index in zip(members, layout, strict=True):
-            key = subgroup_key(key_of(leader), index)
-            assert labels(pod)[c.LABEL_SUBGROUP_INDEX] == index, name_of(pod)
-            assert labels(pod)[c.LABEL_SUBGROUP_KEY] == key, name_of(pod)
-            same, others = exclusive_terms(c.LABEL_SUBGROUP_KEY, key, HOSTNAME)
-            assert required_terms(pod, "podAffinity") == [same], name_of(pod)
-            assert required_terms(pod, "podAntiAffinity") == [others], name_of(pod)
-            nodes_of_subgroup.setdefault(key, set()).add(pod["spec"]["nodeName"])
-    # Each subgroup on one node, no two subgroups sharing a node.
-    assert len(nodes_of_subgroup) == r * 2
-    assert all(len(nodes) == 1 for nodes in nodes_of_subgroup.values()), nodes_of_subgroup
-    assert len(set().union(*nodes_of_subgroup.values())) == r * 2, nodes_of_subgroup
-
-
-async def test_subgroups_leader_excluded_keyed_on_group_key(
-    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
-) -> None:
-    """size 5, subGroupSize 2, LeaderExcluded: the leader is in no subgroup, workers
-    {1,2} = 0 and {3,4} = 1, keyed on the group key."""
-    api, name, size = nodesim_api, "hlx", 5
-    manifest = hash_lws(name, namespace, replicas=1, size=size)
-    manifest["spec"]["leaderWorkerTemplate"]["subGroupPolicy"] = {
-        "subGroupPolicyType": c.SUBGROUP_POLICY_LEADER_EXCLUDED,
-        "subGroupSize": 2,
-    }
-    await api.create(LEADERWORKERSETS, manifest)
-    await wait_ready(api, namespace, name, 1)
-
-    (leader,) = await leaders(api, namespace, name)
-    assert c.LABEL_SUBGROUP_INDEX not in labels(leader)
-    assert c.LABEL_SUBGROUP_KEY not in labels(leader)
-    assert leader["metadata"]["annotations"][c.ANNOTATION_SUBGROUP_POLICY_TYPE] == "LeaderExcluded"
-    members = await group_members(api, namespace, name, leader)
-    assert len(members) == size
-    for worker, index in zip(members[1:], ["0", "0", "1", "1"], strict=True):
-        assert labels(worker)[c.LABEL_SUBGROUP_INDEX] == index, name_of(worker)
-        assert labels(worker)[c.LABEL_SUBGROUP_KEY] == subgroup_key(key_of(leader), index)
-        assert not required_terms(worker, "podAffinity")  # no exclusive annotation
 
 
 # --- subdomainPolicy: UniquePerReplica -------------------------------------------------------

@@ -110,6 +110,13 @@ def terminating(pod: JSON) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp"))
 
 
+async def group_members(api: ApiClient, namespace: str, name: str, leader: JSON) -> list[JSON]:
+    """The leader followed by its live workers, in worker-index order."""
+    workers = await workers_of(api, namespace, name, key_of(leader))
+    workers.sort(key=lambda p: int(labels(p)[c.LABEL_WORKER_INDEX]))
+    return [leader, *workers]
+
+
 async def group_pods(api: ApiClient, namespace: str, name: str, key: str) -> list[JSON]:
     """Every pod of one group, terminating ones included."""
     return [p for p in await lws_pods(api, namespace, name) if key_of(p) == key]

@@ -367,26 +367,33 @@ def test_which_policy_wants_the_shared_service() -> None:
     assert not wants_shared_service(lws)
 
 
-def test_group_service() -> None:
+@pytest.mark.parametrize(
+    ("mode", "leader", "index", "service"),
+    [
+        (c.GROUP_IDENTITY_ORDINAL, f"{NAME}-2", "2", f"{NAME}-2"),
+        (c.GROUP_IDENTITY_HASH, f"{NAME}-xyz", "abcdef0123", f"{NAME}-abcdef01"),
+    ],
+    ids=[c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH],
+)
+def test_group_service(mode: str, leader: str, index: str, service: str) -> None:
+    """Named after the leader (Ordinal) or by the group key's first 8 characters (Hash,
+    whose group index is the key), owned by the leader, selecting the group."""
     lws = _lws(networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA})
-    svc = group_service(lws, leader_pod(NAME, 2, "k"))
-    assert svc["metadata"]["name"] == f"{NAME}-2"
+    pod = leader_pod(NAME, index, "k", name=leader)
+    if mode == c.GROUP_IDENTITY_HASH:
+        lws["spec"]["groupIdentity"] = mode
+        pod["metadata"]["labels"][c.LABEL_GROUP_KEY] = index
+    assert group_service_name(lws, pod) == service
+    svc = group_service(lws, pod)
+    assert svc["metadata"]["name"] == service
     assert svc["metadata"]["labels"] == {c.LABEL_SET_NAME: NAME}
     assert svc["metadata"]["ownerReferences"][0]["kind"] == "Pod"
-    assert svc["metadata"]["ownerReferences"][0]["name"] == f"{NAME}-2"
+    assert svc["metadata"]["ownerReferences"][0]["name"] == leader
     assert svc["spec"] == {
         "clusterIP": "None",
         "publishNotReadyAddresses": True,
-        "selector": {c.LABEL_SET_NAME: NAME, c.LABEL_GROUP_INDEX: "2"},
+        "selector": {c.LABEL_SET_NAME: NAME, c.LABEL_GROUP_INDEX: index},
     }
-
-
-def test_hash_group_service_is_named_by_the_group_key() -> None:
-    lws = _hash_lws()
-    pod = leader_pod(NAME, "abcdef0123", "k", name=f"{NAME}-xyz")
-    pod["metadata"]["labels"][c.LABEL_GROUP_KEY] = "abcdef0123"
-    assert group_service_name(lws, pod) == f"{NAME}-abcdef01"
-    assert group_service(lws, pod)["spec"]["selector"][c.LABEL_GROUP_INDEX] == "abcdef0123"
 
 
 # --- Event catalogue ---------------------------------------------------------------
@@ -409,6 +416,21 @@ def test_event_catalogue_notes() -> None:
     assert ev.misclassified_leader("ns", "p").note.startswith(
         f"leader pod ns/p contains mistake annotation '{c.ANNOTATION_LEADER_NAME}'"
     )
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind"),
+    [(c.GROUP_IDENTITY_ORDINAL, "statefulset"), (c.GROUP_IDENTITY_HASH, "deployment")],
+    ids=[c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH],
+)
+def test_leader_workload_events_name_its_kind(mode: str, kind: str) -> None:
+    """The leader workload is a StatefulSet (Ordinal, the default) or a Deployment (Hash)."""
+    hashed: Any = {"hash_mode": True} if mode == c.GROUP_IDENTITY_HASH else {}
+    assert ev.leader_created("lws", **hashed).note == f"Created leader {kind} lws"
+    created = ev.leader_create_failed("lws", "boom", **hashed)
+    updated = ev.leader_update_failed("lws", "boom", **hashed)
+    assert created.note == f"Failed to create leader {kind} lws: boom"
+    assert updated.note == f"Failed to update leader {kind} lws: boom"
 
 
 def test_group_recreated_names_the_kind_of_pod() -> None:

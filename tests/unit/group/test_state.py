@@ -11,6 +11,7 @@ from leaderworkerset.group.state import (
     ready_pods,
     restarts,
 )
+from tests.toolkit.lws import leaderworkerset
 
 
 def pod(
@@ -118,20 +119,20 @@ def test_a_live_leader_wins_over_a_dying_one_and_groups_sort_by_number() -> None
 def test_a_stored_leaderworkerset_is_decoded_once_per_version() -> None:
     from leaderworkerset.group.view import view_of
 
-    lws: JSON = {
-        "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
-        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 3}},
-    }
+    stored = {"uid": "u1", "resourceVersion": "7"}
+    lws = leaderworkerset("a", "ns", replicas=2, size=3, metadata=stored)
     first = view_of(lws)
     assert view_of(lws) is first
     changed = {**lws, "metadata": {**lws["metadata"], "resourceVersion": "8"}}
-    changed["spec"] = {"replicas": 5, "leaderWorkerTemplate": {"size": 3}}
+    changed["spec"] = leaderworkerset(replicas=5, size=3)["spec"]
     assert view_of(changed).replicas == 5
+    # Partial on purpose: never stored, so without the uid and resourceVersion a view
+    # is remembered by.
     unstored = {"metadata": {"name": "a"}, "spec": {"replicas": 1}}
     assert view_of(unstored) is not view_of(unstored)
     # A revision applied to the live object keeps its uid and resourceVersion but not
     # its spec: its view is its own.
-    applied = {**lws, "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 9}}}
+    applied = {**lws, "spec": leaderworkerset(replicas=2, size=9)["spec"]}
     assert view_of(applied).size == 9
     assert view_of(lws).size == 3
 

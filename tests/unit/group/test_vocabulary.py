@@ -160,16 +160,6 @@ def test_headless_service_publishes_not_ready_addresses() -> None:
     assert svc["metadata"]["ownerReferences"] == [owner]
 
 
-def test_hash_leader_failures_name_the_deployment() -> None:
-    created = ev.leader_create_failed("lws", "boom", hash_mode=True)
-    updated = ev.leader_update_failed("lws", "boom", hash_mode=True)
-    assert created.note == "Failed to create leader deployment lws: boom"
-    assert updated.note == "Failed to update leader deployment lws: boom"
-    assert ev.leader_update_failed("lws", "boom").note == (
-        "Failed to update leader statefulset lws: boom"
-    )
-
-
 class _Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []

@@ -26,6 +26,7 @@ from leaderworkerset.webhooks.admission import POD_MUTATING_PATH, register_webho
 from leaderworkerset.webhooks.leaderworkerset import VALIDATING_PATH, default_object
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
+from tests.toolkit.lws import leaderworkerset
 from tests.toolkit.objects import unadmitted_leader
 from tests.toolkit.waiting import eventually
 from tests.toolkit.webhook_client import (
@@ -265,12 +266,8 @@ def recording_client(threads: list[threading.Thread]) -> FakeApiClient:
         threads.append(threading.current_thread())
         if call.verb != "get":
             return None
-        return {
-            "apiVersion": c.API_VERSION,
-            "kind": c.KIND,
-            "metadata": {"name": call.name, "namespace": call.namespace},
-            "spec": {"groupIdentity": c.GROUP_IDENTITY_HASH},
-        }
+        assert call.namespace is not None  # a LeaderWorkerSet is namespaced
+        return leaderworkerset(call.name, call.namespace, groupIdentity=c.GROUP_IDENTITY_HASH)
 
     client.on_call = on_call
     return client
@@ -301,18 +298,8 @@ async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: P
             # A Hash leader draws its group key: the fetched LWS was used.
             assert any(op["path"] == "/spec/hostname" for op in patch), patch
             assert threads == [threading.current_thread()]
-            lws = {
-                "apiVersion": c.API_VERSION,
-                "kind": c.KIND,
-                "metadata": {"name": "lws", "namespace": "ns"},
-                "spec": {
-                    "replicas": 1,
-                    "leaderWorkerTemplate": {
-                        "size": 1,
-                        "workerTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
-                    },
-                },
-            }
+            container = {"name": "c", "image": "i"}
+            lws = leaderworkerset("lws", "ns", replicas=1, size=1, container=container)
             body = review(default_object(lws))
             body["request"]["namespace"] = "ns"
             status, answer = await post(srv, pairs, VALIDATING_PATH, body)

@@ -38,16 +38,19 @@ def var(name: str, value: str) -> dict[str, str]:
     return {"name": name, "value": value}
 
 
-def test_values() -> None:
-    assert lws_env(pod(), hash_mode=False) == [
-        var(c.ENV_LEADER_ADDRESS, "test-1.test.ns"),
+@pytest.mark.parametrize(
+    ("hash_mode", "leader_address"),
+    [(False, "test-1.test.ns"), (True, f"{KEY[:8]}.test.ns")],
+    ids=[c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH],
+)
+def test_values(hash_mode: bool, leader_address: str) -> None:
+    """The leader's host is named by the group index (Ordinal) or the group key's first
+    8 characters (Hash)."""
+    assert lws_env(pod(), hash_mode=hash_mode) == [
+        var(c.ENV_LEADER_ADDRESS, leader_address),
         var(c.ENV_GROUP_SIZE, "4"),
         var(c.ENV_WORKER_INDEX, "2"),
     ]
-
-
-def test_hash_mode_leader_address_uses_the_key_prefix() -> None:
-    assert lws_env(pod(), hash_mode=True)[0] == var(c.ENV_LEADER_ADDRESS, f"{KEY[:8]}.test.ns")
 
 
 def test_size_is_copied_verbatim_and_subdomain_may_be_empty() -> None:

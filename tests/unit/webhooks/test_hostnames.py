@@ -17,6 +17,7 @@ from leaderworkerset.runtime.client import PODS, Resource
 from leaderworkerset.webhooks.admission import pod_mutator
 from leaderworkerset.webhooks.hostnames import IssuedHostnames, LiveHostnames, hostnames_in_use
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.lws import leaderworkerset
 from tests.toolkit.objects import unadmitted_leader
 from tests.toolkit.waiting import eventually
 
@@ -133,12 +134,7 @@ async def test_a_hash_leader_admission_does_not_scan_the_lws_pods(monkeypatch: A
         return of_lws(informer, namespace, lws_name)
 
     monkeypatch.setattr(LwsCaches, "of_lws", staticmethod(counted))
-    lws = {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": "lws", "namespace": NS},
-        "spec": {"groupIdentity": c.GROUP_IDENTITY_HASH},
-    }
+    lws = leaderworkerset("lws", NS, groupIdentity=c.GROUP_IDENTITY_HASH)
     members = [member(f"m{i}", key(f"{i:08x}")) for i in range(50)]
     # Each leader's first draw collides with a live group, its second does not.
     drawn = iter(key(f"{i + j * 100:08x}") for i in range(20) for j in (0, 1))

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from leaderworkerset.api import constants as c
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.names import (
-    hash_group_service_name,
     hash_worker_hostname,
     subgroup_index,
 )
@@ -100,6 +99,23 @@ def hash_worker(ordinal: int = 1, key: str = KEY, **kwargs: Any) -> dict[str, An
         **kwargs.get("annotations", {}),
     }
     return pod(f"test-5d8f9c7b4-x7k2p-{ordinal}", **kwargs)
+
+
+MODES = [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH]
+K8 = KEY[:8]
+
+
+def leader_in(mode: str, **kwargs: Any) -> dict[str, Any]:
+    """A leader as its mode's workload makes it: group 1's, named by the leader
+    StatefulSet (Ordinal), or one the leader Deployment generates (Hash)."""
+    return hash_leader(**kwargs) if mode == c.GROUP_IDENTITY_HASH else leader("test-1", **kwargs)
+
+
+def worker_in(mode: str, ordinal: int, **kwargs: Any) -> dict[str, Any]:
+    """A worker of that leader's group, as its worker StatefulSet makes it."""
+    if mode == c.GROUP_IDENTITY_HASH:
+        return hash_worker(ordinal, subdomain="test", **kwargs)
+    return worker(f"test-1-{ordinal}", **kwargs)
 
 
 def labels_of(body: dict[str, Any]) -> dict[str, str]:
@@ -288,16 +304,40 @@ def test_worker_with_bad_subgroup_size_is_denied(value: str, bad: str | None) ->
 UNIQUE = {c.ANNOTATION_SUBDOMAIN_POLICY: c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA}
 
 
-def test_unique_per_replica_leader_subdomain_is_its_name() -> None:
-    out = mutate_pod(leader("test-1", annotations=UNIQUE))
-    assert out["spec"]["subdomain"] == "test-1"
-    assert env_of(out["spec"]["containers"][0])[c.ENV_LEADER_ADDRESS] == "test-1.test-1.default"
+@pytest.mark.parametrize(
+    ("mode", "ctx", "subdomain", "address"),
+    [
+        (c.GROUP_IDENTITY_ORDINAL, ORDINAL, "test-1", "test-1.test-1.default"),
+        (c.GROUP_IDENTITY_HASH, HASH, f"test-{K8}", f"{K8}.test-{K8}.default"),
+    ],
+    ids=MODES,
+)
+def test_unique_per_replica_leader_subdomain_is_its_groups_service(
+    mode: str, ctx: PodAdmissionContext, subdomain: str, address: str
+) -> None:
+    """The group's Service is named after the leader (Ordinal) or `<lws>-<key8>` (Hash)."""
+    out = mutate_pod(leader_in(mode, annotations=UNIQUE), ctx)
+    assert out["spec"]["subdomain"] == subdomain
+    assert env_of(out["spec"]["containers"][0])[c.ENV_LEADER_ADDRESS] == address
 
 
-def test_shared_leader_subdomain_is_kept() -> None:
-    out = mutate_pod(leader("test-1"))
+@pytest.mark.parametrize(
+    ("mode", "ctx", "hostname", "address"),
+    [
+        (c.GROUP_IDENTITY_ORDINAL, ORDINAL, None, "test-1.test.default"),
+        (c.GROUP_IDENTITY_HASH, HASH, K8, f"{K8}.test.default"),
+    ],
+    ids=MODES,
+)
+def test_shared_leader_subdomain_is_the_lws(
+    mode: str, ctx: PodAdmissionContext, hostname: str | None, address: str
+) -> None:
+    """An Ordinal leader keeps the subdomain and hostname its StatefulSet gave it; a Hash
+    leader is given both, the hostname being its group key's first 8 characters."""
+    out = mutate_pod(leader_in(mode), ctx)
+    assert out["spec"].get("hostname") == hostname
     assert out["spec"]["subdomain"] == "test"
-    assert env_of(out["spec"]["containers"][0])[c.ENV_LEADER_ADDRESS] == "test-1.test.default"
+    assert env_of(out["spec"]["containers"][0])[c.ENV_LEADER_ADDRESS] == address
 
 
 def test_unique_per_replica_worker_keeps_its_statefulset_subdomain() -> None:
@@ -309,14 +349,26 @@ def test_unique_per_replica_worker_keeps_its_statefulset_subdomain() -> None:
 # --- Gang scheduling ----------------------------------------------------------------
 
 GANG = PodAdmissionContext(gang_scheduling=True)
+HASH_GANG = PodAdmissionContext(
+    group_identity=c.GROUP_IDENTITY_HASH, gang_scheduling=True, new_group_key=lambda _: KEY
+)
 
 
-def test_gang_scheduling_names_the_pod_group() -> None:
+@pytest.mark.parametrize(
+    ("mode", "ctx", "group_index"),
+    [(c.GROUP_IDENTITY_ORDINAL, GANG, "1"), (c.GROUP_IDENTITY_HASH, HASH_GANG, KEY)],
+    ids=MODES,
+)
+def test_gang_scheduling_names_the_pod_group(
+    mode: str, ctx: PodAdmissionContext, group_index: str
+) -> None:
+    """`<lws>-<group index>-<revision>`, the group index being the key in Hash mode."""
     rev = {c.LABEL_TEMPLATE_REVISION_HASH: "abc123"}
-    leader_out = mutate_pod(leader("test-1", labels=rev), GANG)
-    worker_out = mutate_pod(worker("test-1-2", labels=rev), GANG)
+    leader_out = mutate_pod(leader_in(mode, labels=rev), ctx)
+    worker_out = mutate_pod(worker_in(mode, 2, labels=rev), ctx)
     for out in (leader_out, worker_out):
-        assert out["metadata"]["annotations"][c.ANNOTATION_POD_GROUP_NAME] == "test-1-abc123"
+        name = out["metadata"]["annotations"][c.ANNOTATION_POD_GROUP_NAME]
+        assert name == f"test-{group_index}-abc123"
 
 
 def test_gang_scheduling_leaves_missing_segments_empty() -> None:
@@ -433,9 +485,19 @@ def selector_values(term: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...
     ]
 
 
-def test_leader_exclusive_topology_keys_on_group_key() -> None:
-    out = mutate_pod(leader("test-1", annotations={c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "zone"}))
-    key = labels_of(out)[c.LABEL_GROUP_KEY]
+@pytest.mark.parametrize(
+    ("mode", "ctx", "key"),
+    [
+        (c.GROUP_IDENTITY_ORDINAL, ORDINAL, naming.sha1_hex("default/test-1")),
+        (c.GROUP_IDENTITY_HASH, HASH, KEY),
+    ],
+    ids=MODES,
+)
+def test_leader_exclusive_topology_keys_on_group_key(
+    mode: str, ctx: PodAdmissionContext, key: str
+) -> None:
+    out = mutate_pod(leader_in(mode, annotations={c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "zone"}), ctx)
+    assert labels_of(out)[c.LABEL_GROUP_KEY] == key
     (affinity,) = required(out, "podAffinity")
     (anti,) = required(out, "podAntiAffinity")
     assert affinity["topologyKey"] == anti["topologyKey"] == "zone"
@@ -523,22 +585,6 @@ def test_default_hash_keys_are_random_40_hex() -> None:
     assert all(len(k) == 40 and set(k) <= set("0123456789abcdef") for k in drawn)
 
 
-def test_hash_leader_dns_under_shared() -> None:
-    out = mutate_pod(hash_leader(), HASH)
-    assert out["spec"]["hostname"] == KEY[:8] == naming.hash_hostname(KEY)
-    assert out["spec"]["subdomain"] == "test"
-    address = env_of(out["spec"]["containers"][0])[c.ENV_LEADER_ADDRESS]
-    assert address == f"{KEY[:8]}.test.default"
-
-
-def test_hash_leader_dns_under_unique_per_replica() -> None:
-    out = mutate_pod(hash_leader(annotations=UNIQUE), HASH)
-    assert hash_group_service_name("test", KEY) == f"test-{KEY[:8]}"
-    assert out["spec"]["subdomain"] == f"test-{KEY[:8]}"
-    address = env_of(out["spec"]["containers"][0])[c.ENV_LEADER_ADDRESS]
-    assert address == f"{KEY[:8]}.test-{KEY[:8]}.default"
-
-
 def test_hash_leader_readiness_gate_only_for_groups_larger_than_one() -> None:
     gated = mutate_pod(hash_leader(), HASH)
     assert gated["spec"]["readinessGates"] == [{"conditionType": c.CONDITION_GROUP_READY}]
@@ -584,24 +630,11 @@ def test_hash_leader_keeps_an_existing_key() -> None:
     assert out["spec"]["hostname"] == KEY2[:8]
 
 
-def test_hash_leader_exclusive_affinity_keys_on_group_key() -> None:
-    out = mutate_pod(hash_leader(annotations={c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "zone"}), HASH)
-    assert selector_values(required(out, "podAffinity")[0]) == [(c.LABEL_GROUP_KEY, "In", (KEY,))]
-
-
 def test_hash_leader_subgroup_key_hashes_the_group_key() -> None:
     out = mutate_pod(hash_leader(annotations=subgroups(c.SUBGROUP_POLICY_LEADER_WORKER)), HASH)
     assert labels_of(out)[c.LABEL_SUBGROUP_INDEX] == "0"
     assert labels_of(out)[c.LABEL_SUBGROUP_KEY] == naming.sha1_hex(f"{KEY}/0")
     assert naming.subgroup_key(KEY, 0) == naming.sha1_hex(f"{KEY}/0")
-
-
-def test_hash_leader_gang_annotation_carries_the_key() -> None:
-    ctx = PodAdmissionContext(
-        group_identity=c.GROUP_IDENTITY_HASH, gang_scheduling=True, new_group_key=lambda _: KEY
-    )
-    out = mutate_pod(hash_leader(labels={c.LABEL_TEMPLATE_REVISION_HASH: "rev"}), ctx)
-    assert out["metadata"]["annotations"][c.ANNOTATION_POD_GROUP_NAME] == f"test-{KEY}-rev"
 
 
 def test_hash_denials_name_the_generate_name() -> None:

@@ -482,8 +482,3 @@ def test_issued_hostnames_are_forgotten_after_a_while() -> None:
     assert issued.recent(NS, "lws") == {"aaaaaaaa"} and issued.recent(NS, "other") == set()
     now[0] = 11.0
     assert issued.recent(NS, "lws") == set()
-
-
-def test_hash_leader_created_event_names_the_deployment() -> None:
-    assert ev.leader_created("lws", hash_mode=True).note == "Created leader deployment lws"
-    assert ev.leader_created("lws").note == "Created leader statefulset lws"
