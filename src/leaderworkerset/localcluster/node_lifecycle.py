@@ -75,9 +75,11 @@ class NodeLifecycle:
 # The playground's: a node's death plays out in about a minute (see the module doc).
 PLAYGROUND = NodeLifecycle()
 
-# How long the playground's controller holds a Hash-mode replacement for a group whose
-# pods sit on a node that is not Ready (groupReplacement.nodeNotReadyRelease, 2m by
-# default). Upstream's timings evict pods 5 min after a node is lost, long after that
-# bound has run out, so a replacement schedules as soon as the group is evicted; the
-# playground keeps that order with its shorter toleration.
-PLAYGROUND_NODE_NOT_READY_RELEASE = "15s"
+# The playground controller's bounds on a Hash-mode replacement's wait
+# (groupReplacement: 2m and 5m by default), on the playground's time scale: a tenth,
+# as its toleration is of upstream's 300 s. Upstream evicts a lost node's pods 5 min
+# after the node is lost, long after the node bound has run out, so a replacement
+# schedules as soon as its group is evicted; these keep that order. The overrun bound
+# matters when a group's leader, on a healthy node, finished but stays (foreground
+# deletion) until its worker on the lost node is gone.
+PLAYGROUND_GROUP_REPLACEMENT = {"nodeNotReadyRelease": "15s", "terminationOverrunRelease": "30s"}
