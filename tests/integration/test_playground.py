@@ -18,12 +18,14 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
 from leaderworkerset.localcluster.controlplane import STATE_FILE, pid_alive
+from leaderworkerset.localcluster.node_lifecycle import PLAYGROUND
 from leaderworkerset.localcluster.playground import STATE_FILE as PLAYGROUND_STATE
 from leaderworkerset.localcluster.playground import lws_command
 from tests.toolkit.waiting import eventually_blocking
@@ -229,22 +231,148 @@ def test_faults_on_pods(playground: Playground) -> None:
     assert "not bound to a node of this simulator" in out
 
 
-def test_node_down_and_up(playground: Playground) -> None:
-    def node_ready() -> str:
-        node = playground.get("node", "lws-node-1")
-        return str(_ready(node))
+GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+# One group of two pods on one node: Hash mode, each group owning a node.
+LOST_NODE_LWS = {
+    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+    "kind": "LeaderWorkerSet",
+    "metadata": {
+        "name": "lost",
+        "annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": "kubernetes.io/hostname"},
+    },
+    "spec": {
+        "replicas": 1,
+        "groupIdentity": "Hash",
+        "groupReplacementPolicy": "PostTermination",
+        "leaderWorkerTemplate": {
+            "size": 2,
+            "workerTemplate": {
+                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+            },
+        },
+    },
+}
 
-    playground.fault("node-down", "lws-node-1")
-    assert node_ready() == "False"
-    taints = playground.get("node", "lws-node-1")["spec"].get("taints") or []
-    assert any(t["key"] == "node.kubernetes.io/not-ready" for t in taints)
-    out = playground.lws("status", "--workdir", str(playground.workdir))
-    assert "NotReady(False)" in out
 
-    playground.fault("node-down", "lws-node-1", "--unreachable")
-    assert node_ready() == "Unknown"
-    playground.fault("node-up", "lws-node-1")
-    assert node_ready() == "True"
+def _timestamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _group_pods(playground: Playground) -> dict[str, list[Any]]:
+    pods = playground.get("pods", "-l", "leaderworkerset.sigs.k8s.io/name=lost")["items"]
+    groups: dict[str, list[Any]] = {}
+    for pod in pods:
+        groups.setdefault(pod["metadata"]["labels"][GROUP_KEY], []).append(pod)
+    return groups
+
+
+def _ready_group(playground: Playground, avoid: str = "") -> list[Any] | None:
+    """The two pods of a group Ready on one node that is not ``avoid``, if any."""
+    for pods in _group_pods(playground).values():
+        nodes = {p["spec"].get("nodeName") for p in pods}
+        live = not any(p["metadata"].get("deletionTimestamp") for p in pods)
+        ready = all(_ready(p) == "True" for p in pods)
+        if len(pods) == 2 and live and ready and len(nodes) == 1 and avoid not in nodes:
+            return pods
+    return None
+
+
+def _taints(playground: Playground, node: str) -> set[tuple[str, str]]:
+    taints = playground.get("node", node)["spec"].get("taints") or []
+    return {(t["key"], t["effect"]) for t in taints}
+
+
+def test_a_lost_node_is_tainted_its_pods_evicted_and_its_group_replaced(
+    playground: Playground, tmp_path: Path
+) -> None:
+    """`node-down` silences a node's kubelet; kube-controller-manager does the rest as
+    in a real cluster: the node Unknown once its Lease lapses, tainted unreachable, its
+    pods evicted when their (playground-short) toleration runs out, and the Hash group
+    replaced on the other node. `node-up` brings the node back and the taints off."""
+    manifest = tmp_path / "lost.json"
+    manifest.write_text(json.dumps(LOST_NODE_LWS))
+    playground.kubectl_run("apply", "-f", str(manifest))
+    old = eventually_blocking(
+        lambda: _ready_group(playground), "the group Ready on one node", within=120, interval=0.25
+    )
+    lost = old[0]["spec"]["nodeName"]
+    old_names = {p["metadata"]["name"] for p in old}
+
+    before_down = time.time()
+    playground.fault("node-down", lost)
+    # The kubelet is silent, so the node says nothing about itself...
+    assert _ready(playground.get("node", lost)) == "True"
+    # ... until the node lifecycle controller sees its Lease lapse.
+    eventually_blocking(
+        lambda: _ready(playground.get("node", lost)) == "Unknown",
+        "node Unknown",
+        within=90,
+        interval=0.25,
+    )
+    unknown_after = time.time() - before_down
+    assert unknown_after >= PLAYGROUND.grace_period - PLAYGROUND.lease_interval - 3
+    wanted = {(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")}
+    eventually_blocking(
+        lambda: wanted <= _taints(playground, lost),
+        "the unreachable taints",
+        within=30,
+        interval=0.25,
+    )
+    status = playground.lws("status", "--workdir", str(playground.workdir), check=False)
+    assert "NotReady(Unknown)" in status and "node lifecycle: a node is Unknown 20s" in status
+
+    old_key = old[0]["metadata"]["labels"][GROUP_KEY]
+
+    def evicted() -> list[Any] | None:
+        pods = _group_pods(playground).get(old_key, [])
+        same = {p["metadata"]["name"] for p in pods} == old_names
+        deleted = all(p["metadata"].get("deletionTimestamp") for p in pods)
+        return pods if same and deleted else None
+
+    stuck = eventually_blocking(evicted, "the group's pods evicted", within=90, interval=0.25)
+    node = playground.get("node", lost)
+    tainted_at = next(
+        _timestamp(t["timeAdded"]) for t in node["spec"]["taints"] if t["effect"] == "NoExecute"
+    )
+    for pod in stuck:
+        disruption = [
+            c for c in pod["status"].get("conditions") or [] if c["type"] == "DisruptionTarget"
+        ]
+        assert disruption and disruption[0]["reason"] == "DeletionByTaintManager", pod["status"]
+        grace = pod["metadata"]["deletionGracePeriodSeconds"]
+        deleted_at = _timestamp(pod["metadata"]["deletionTimestamp"]) - grace
+        # Not before the toleration ran out (timestamps have whole seconds).
+        assert deleted_at >= tainted_at + PLAYGROUND.toleration_seconds - 1
+
+    new = eventually_blocking(
+        lambda: _ready_group(playground, avoid=lost),
+        "a replacement group",
+        within=90,
+        interval=0.25,
+    )
+    assert {p["metadata"]["name"] for p in new}.isdisjoint(old_names)
+    # Nothing finishes the old pods while their node is down.
+    assert len(_group_pods(playground)) == 2
+
+    playground.fault("node-up", lost)
+    eventually_blocking(
+        lambda: _ready(playground.get("node", lost)) == "True",
+        "node Ready",
+        within=30,
+        interval=0.25,
+    )
+    eventually_blocking(
+        lambda: not _taints(playground, lost),
+        "the taints lifted by the controller",
+        within=30,
+        interval=0.25,
+    )
+    eventually_blocking(
+        lambda: len(_group_pods(playground)) == 1, "the old pods finished", within=60, interval=0.25
+    )
+    assert _ready_group(playground, avoid=lost) is not None
+    playground.kubectl_run("delete", "-f", str(manifest), "--wait=false")
 
 
 def test_down_leaves_no_process_behind(playground: Playground) -> None:

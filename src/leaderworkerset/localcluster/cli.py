@@ -32,9 +32,10 @@ from leaderworkerset.localcluster.controlplane import (
     default_workdir,
     pid_alive,
 )
+from leaderworkerset.localcluster.node_lifecycle import PLAYGROUND
 from leaderworkerset.localcluster.nodesim.control import serve_faults
 from leaderworkerset.localcluster.nodesim.nodes import GPU, ZONE_LABEL, playground_nodes
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
+from leaderworkerset.localcluster.nodesim.simulator import DEFAULT_LEASE_INTERVAL, NodeSimulator
 from leaderworkerset.localcluster.playground import (
     CONTROLLER,
     NODESIM,
@@ -252,6 +253,8 @@ def status(name: str, workdir: Path | None) -> None:
     healthy = all(health.values())
     if health["kube-apiserver"]:
         _show_nodes(cp)
+    lifecycle = cp.node_lifecycle
+    click.echo(f"node lifecycle: {lifecycle.describe() if lifecycle else 'off (nodes stay Ready)'}")
     healthy = _show_playground(Playground(wd)) and healthy
     click.echo(f"export KUBECONFIG={cp.kubeconfig}")
     if not healthy:
@@ -328,7 +331,9 @@ def serve(name: str, workdir: Path | None, binaries: Path | None) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    cp = ControlPlane(_workdir(name, workdir), name=name, binaries=binaries)
+    cp = ControlPlane(
+        _workdir(name, workdir), name=name, binaries=binaries, node_lifecycle=PLAYGROUND
+    )
     with cp:
         click.echo(f"control plane up: {cp.server} pids {cp.pids}", err=True)
         reported: set[str] = set()
@@ -357,12 +362,18 @@ async def _run_nodesim(pg: Playground, nodes: int, gpus: int, zones: int) -> Non
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
+    # Heartbeats as often as the control plane's node lifecycle asks, which then owns the
+    # nodes' condition taints (a control plane started before it had none).
+    cp = ControlPlane.attach(pg.workdir)
+    lifecycle = None if cp is None else cp.node_lifecycle
     # The nodes stay registered on stop: `down` ends the whole cluster right after, and
     # a simulator started again takes them over.
     sim = NodeSimulator(
         pg.workdir / "kubeconfig",
         playground_nodes(nodes, gpus, zones),
         delete_nodes_on_stop=False,
+        lease_interval=DEFAULT_LEASE_INTERVAL if lifecycle is None else lifecycle.lease_interval,
+        condition_taints=lifecycle is None,
     )
     # A fault names a pod that is already bound; no need to wait long for it.
     sim.lookup_timeout = 5.0
@@ -415,7 +426,13 @@ def _fault_command(kind: str, help_text: str, target: str = "pod", container: bo
             "--unreachable",
             is_flag=True,
             default=None,
-            help="Ready=Unknown (a silent node) rather than Ready=False.",
+            help="Report Ready=Unknown at once, without waiting for the grace period.",
+        )(command)
+        command = click.option(
+            "--not-ready",
+            is_flag=True,
+            default=None,
+            help="Report Ready=False first, as a kubelet that sees its node fail does.",
         )(command)
     if target == "pod":
         command = click.option("-n", "--namespace", default="default", show_default=True)(command)
@@ -430,7 +447,10 @@ _fault_command("ready", "Undo `unready`.", container=True)
 _fault_command("stall", "Keep the pod Terminating once it is deleted, until `release`.")
 _fault_command("release", "Let a stalled pod finish terminating.")
 _fault_command(
-    "node-down", "Take a node down: NotReady, no heartbeats, its pods frozen.", target="node"
+    "node-down",
+    "Take a node down: no more heartbeats, its pods frozen; the node lifecycle controller "
+    "marks it Unknown, taints it and evicts its pods.",
+    target="node",
 )
 _fault_command("node-up", "Bring a node back: Ready, heartbeats, its pods resynced.", "node")
 

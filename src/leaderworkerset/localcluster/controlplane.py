@@ -35,6 +35,7 @@ import yaml
 
 from leaderworkerset.localcluster import controlplane_pki as pkilib
 from leaderworkerset.localcluster.binaries import ensure_binaries
+from leaderworkerset.localcluster.node_lifecycle import NodeLifecycle
 
 ETCD = "etcd"
 APISERVER = "kube-apiserver"
@@ -43,10 +44,11 @@ SCHEDULER = "kube-scheduler"
 COMPONENTS = (ETCD, APISERVER, CONTROLLER_MANAGER, SCHEDULER)
 STATE_FILE = "state.json"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
-# The simulated kubelets keep nodes Ready; the node lifecycle controller would
-# only add taints and evictions whenever a busy machine delays a lease renewal.
-# node-ipam does nothing without --allocate-node-cidrs. Everything else runs.
-KCM_CONTROLLERS = "*,-node-lifecycle-controller,-node-ipam-controller"
+# node-ipam does nothing without --allocate-node-cidrs. The node lifecycle controller
+# runs only when asked for (see node_lifecycle: the test suite's simulator cannot keep
+# its leases renewed through a synchronous test). Everything else runs.
+KCM_CONTROLLERS = "*,-node-ipam-controller"
+KCM_CONTROLLERS_WITHOUT_NODE_LIFECYCLE = KCM_CONTROLLERS + ",-node-lifecycle-controller"
 
 
 class ControlPlaneError(RuntimeError):
@@ -191,6 +193,7 @@ class ControlPlane:
         start_timeout: float = 180.0,
         stop_timeout: float = 15.0,
         extra_args: Mapping[str, Sequence[str]] | None = None,
+        node_lifecycle: NodeLifecycle | None = None,
     ) -> None:
         self.name = name
         self.workdir = (workdir or default_workdir(name)).resolve()
@@ -198,6 +201,8 @@ class ControlPlane:
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.extra_args = {k: list(v) for k, v in (extra_args or {}).items()}
+        # None: nodes stay Ready whatever their leases do (see KCM_CONTROLLERS).
+        self.node_lifecycle = node_lifecycle
         self.ports: Ports | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         # Set when attached to a cluster another process started.
@@ -378,6 +383,8 @@ class ControlPlane:
                 f"--proxy-client-cert-file={k.crt('front-proxy-client')}",
                 f"--proxy-client-key-file={k.key('front-proxy-client')}",
             ]
+            if self.node_lifecycle is not None:
+                args += self.node_lifecycle.apiserver_args()
         else:
             port = p.controller_manager if component == CONTROLLER_MANAGER else p.scheduler
             stem = "controller-manager" if component == CONTROLLER_MANAGER else "scheduler"
@@ -395,8 +402,13 @@ class ControlPlane:
                 "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             ]
             if component == CONTROLLER_MANAGER:
+                lifecycle = self.node_lifecycle
+                controllers = KCM_CONTROLLERS_WITHOUT_NODE_LIFECYCLE
+                if lifecycle is not None:
+                    controllers = KCM_CONTROLLERS
+                    args += lifecycle.controller_manager_args()
                 args += [
-                    f"--controllers={KCM_CONTROLLERS}",
+                    f"--controllers={controllers}",
                     "--use-service-account-credentials=true",
                     f"--service-account-private-key-file={k.sa_key}",
                     f"--root-ca-file={k.ca_crt}",
@@ -597,6 +609,7 @@ class ControlPlane:
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
             "binaries": str(self.binaries),
+            "node_lifecycle": asdict(self.node_lifecycle) if self.node_lifecycle else None,
             "started_at": time.time(),
         }
         tmp = self.workdir / (STATE_FILE + ".tmp")
@@ -615,6 +628,8 @@ class ControlPlane:
         cp.ports = Ports(**state["ports"])
         cp.binaries = Path(state["binaries"])
         cp._owner_pid = state.get("owner_pid")
+        lifecycle = state.get("node_lifecycle")
+        cp.node_lifecycle = NodeLifecycle(**lifecycle) if lifecycle else None
         cp._foreign_pids = {
             n: pid
             for n, pid in state.get("pids", {}).items()

@@ -203,6 +203,8 @@ class ManagerProcess:
     env: dict[str, str] = field(default_factory=dict)  # on top of this process's
     drop_env: tuple[str, ...] = ()
     config_file: Path | None = None  # default <workdir>/<name>-config.yaml
+    # The Configuration's groupReplacement (nodeNotReadyRelease, ...); None: defaults.
+    group_replacement: Mapping[str, str] | None = None
     log_file: Path | None = None  # default <workdir>/<name>.log
     webhook_port: int = field(default_factory=free_port)
     health_port: int = field(default_factory=free_port)
@@ -235,7 +237,7 @@ class ManagerProcess:
             # and is also understood by builds older than that flag's plain-HTTP mode
             # (a benchmark's baseline).
             metrics = f"http://{metrics}"
-        return {
+        config: JSON = {
             "apiVersion": "config.lws.x-k8s.io/v1alpha1",
             "kind": "Configuration",
             "webhook": {
@@ -248,6 +250,9 @@ class ManagerProcess:
             "leaderElection": election,
             "internalCertManagement": {"enable": self.tls is None},
         }
+        if self.group_replacement:
+            config["groupReplacement"] = dict(self.group_replacement)
+        return config
 
     def command(self) -> list[str]:
         command = [

@@ -28,6 +28,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.controlplane import cache_root, pid_alive, pid_belongs_to
 from leaderworkerset.localcluster.deploy import prepare_cluster
 from leaderworkerset.localcluster.manager_process import ManagerProcess, lws_command
+from leaderworkerset.localcluster.node_lifecycle import PLAYGROUND_GROUP_REPLACEMENT
 from leaderworkerset.localcluster.nodesim.control import send_fault
 from leaderworkerset.runtime.client import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, ApiClient
 
@@ -193,6 +194,8 @@ class Playground:
             log_flags=("--zap-encoder=console",),
             config_file=self.controller_config,
             log_file=self.log_path(CONTROLLER),
+            # On the playground's time scale (see node_lifecycle).
+            group_replacement=PLAYGROUND_GROUP_REPLACEMENT,
         )
         ports = {
             "webhook": controller.webhook_port,

@@ -73,8 +73,14 @@ def _groups_tearing_down(pods: Iterable[JSON]) -> dict[str, list[JSON]]:
         if all(is_scheduling_gated(p) for p in members):
             continue  # never admitted, so it holds no capacity to wait for
         leaders = [p for p in members if is_leader(p)]
-        if not leaders or all(leader_lost(p) for p in leaders):
-            tearing[key] = members
+        if leaders and not all(leader_lost(p) for p in leaders):
+            continue
+        # A finished pod whose deletion began holds nothing the scheduler counts and
+        # will not run again; a foreground deletion can keep it for as long as its
+        # dependents (a worker on a lost node) stay, and that wait is theirs to bound.
+        holding = [p for p in members if not (pod_finished(p) and pod_terminating(p))]
+        if holding:
+            tearing[key] = holding
     return tearing
 
 

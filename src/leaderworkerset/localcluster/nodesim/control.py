@@ -58,7 +58,10 @@ async def _release(sim: NodeSimulator, r: FaultRequest) -> None:
 
 
 async def _node_down(sim: NodeSimulator, r: FaultRequest) -> None:
-    status = "Unknown" if r.get("unreachable") else "False"
+    # By default the kubelet just goes silent, and the node lifecycle controller
+    # says so; the flags report a NotReady status at once, as a live kubelet would
+    # (not-ready) or as that controller does once the grace period ends (unreachable).
+    status = "Unknown" if r.get("unreachable") else "False" if r.get("not_ready") else None
     await sim.set_node_ready(_our_node(sim, r["node"]), False, status=status)
 
 

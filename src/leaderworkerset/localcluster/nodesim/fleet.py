@@ -56,9 +56,15 @@ class SimNode:
 
 
 class NodeFleet:
-    def __init__(self, api: ApiClient, node_network: str) -> None:
+    """The simulated nodes. With ``condition_taints`` the fleet keeps the not-ready and
+    unreachable taints itself, for control planes without a node lifecycle controller;
+    where that controller runs the fleet leaves them to it, so that the two never
+    write the same taints."""
+
+    def __init__(self, api: ApiClient, node_network: str, *, condition_taints: bool = True) -> None:
         self._api = api
         self._addresses = AddressPool(node_network)
+        self.condition_taints = condition_taints
         self.nodes: dict[str, SimNode] = {}
 
     async def register(self, spec: NodeSpec) -> SimNode:
@@ -89,14 +95,15 @@ class NodeFleet:
         # subresource is what a kubelet does and works on every version.
         await self.post_status(node)
         await self._create_lease(node)
-        await self.sync_condition_taints(node)
+        if self.condition_taints:
+            await self.sync_condition_taints(node)
         return node
 
     async def sync_condition_taints(self, node: SimNode) -> None:
         """Set the not-ready/unreachable taints for the node's state, as the node
-        lifecycle controller would. The local control plane runs without that controller,
-        and the TaintNodesByCondition admission plugin puts a not-ready taint on every new
-        node that only that controller would lift. Where it does run, both agree."""
+        lifecycle controller would. A local control plane runs without that controller
+        unless asked, and the TaintNodesByCondition admission plugin puts a not-ready taint
+        on every new node that only that controller would lift."""
         managed = (NOT_READY_TAINT, UNREACHABLE_TAINT)
         for _ in range(10):
             current = await self._api.get(NODES, node.name)
@@ -161,16 +168,25 @@ class NodeFleet:
             NODES, node.name, body, subresource="status", content_type=STRATEGIC_MERGE_PATCH
         )
 
-    async def set_ready(self, name: str, ready: bool, not_ready_status: str = "False") -> None:
+    async def set_ready(
+        self, name: str, ready: bool, not_ready_status: str | None = "False"
+    ) -> None:
+        """Ready, or not: reported as ``not_ready_status`` ("False" or "Unknown"), or with
+        None not reported at all, as by a kubelet that died: the node keeps the status it
+        last posted until the node lifecycle controller sees its Lease lapse."""
         node = self.nodes[name]
-        if node.ready != ready or node.not_ready_status != not_ready_status:
+        status = node.not_ready_status if not_ready_status is None else not_ready_status
+        if node.ready != ready or node.not_ready_status != status:
             node.ready_since = format_time()
         node.ready = ready
-        node.not_ready_status = not_ready_status
+        node.not_ready_status = status
+        if not ready and not_ready_status is None:
+            return
         await self.post_status(node)
         if ready:
             await self.renew_lease(node)
-        await self.sync_condition_taints(node)
+        if self.condition_taints:
+            await self.sync_condition_taints(node)
 
     async def heartbeat(self, lease_interval: float, status_interval: float) -> None:
         """Renew leases of ready nodes forever; a NotReady node stops heartbeating so the

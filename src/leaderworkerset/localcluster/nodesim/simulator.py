@@ -57,6 +57,7 @@ from leaderworkerset.runtime.client import (
 )
 
 __all__ = [
+    "DEFAULT_LEASE_INTERVAL",
     "STARTUP_DELAY_ANNOTATION",
     "TERMINATION_DELAY_ANNOTATION",
     "NodeSimulator",
@@ -65,6 +66,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# A kubelet's: it renews its 40 s Lease every quarter of that.
+DEFAULT_LEASE_INTERVAL = 10.0
 
 
 @dataclass
@@ -86,7 +90,9 @@ class NodeSimulator(PodFaults):
     node's ``NodeSpec.termination_delay``, ``termination_delay`` here. Like the kubelet
     honouring grace, it never exceeds the pod's ``deletionGracePeriodSeconds``.
     ``startup_delay`` (and annotation ``...startup-delay-seconds``) holds a newly bound
-    pod without status that long before its containers run.
+    pod without status that long before its containers run. ``condition_taints``: the
+    simulator sets the not-ready and unreachable taints of its nodes itself; turn it off
+    where kube-controller-manager runs its node lifecycle controller, which then does.
     """
 
     def __init__(
@@ -99,13 +105,14 @@ class NodeSimulator(PodFaults):
         startup_delay: float = 0.0,
         workers: int = 20,
         max_concurrent_writes: int = 20,
-        lease_interval: float = 10.0,
+        lease_interval: float = DEFAULT_LEASE_INTERVAL,
         node_status_interval: float = 60.0,
         delete_nodes_on_stop: bool = True,
         write_terminal_status: bool = True,
         schedulable_timeout: float = 60.0,
         pod_network: str | None = None,
         node_network: str | None = None,
+        condition_taints: bool = True,
     ) -> None:
         if api is None:
             if kubeconfig is None:
@@ -117,7 +124,9 @@ class NodeSimulator(PodFaults):
         self.api = api
         self._network_slot, default_pods, default_nodes = claim_networks()
         self._pod_ips = AddressPool(pod_network or default_pods)
-        self.fleet = NodeFleet(api, node_network or default_nodes)
+        self.fleet = NodeFleet(
+            api, node_network or default_nodes, condition_taints=condition_taints
+        )
         self._initial_nodes = list(nodes)
         self.termination_delay = termination_delay
         self.startup_delay = startup_delay
@@ -227,10 +236,12 @@ class NodeSimulator(PodFaults):
             self.cache.forget(key, meta_of(self.cache.pods[key]).get("uid"))
         await self.fleet.unregister(name)
 
-    async def set_node_ready(self, name: str, ready: bool, *, status: str = "False") -> None:
-        """NotReady (``status`` "False" or "Unknown") stops the node's heartbeats and
-        freezes its pods, like a dead kubelet; Ready again resumes and resyncs them."""
-        if status not in ("False", "Unknown"):
+    async def set_node_ready(self, name: str, ready: bool, *, status: str | None = "False") -> None:
+        """NotReady stops the node's heartbeats and freezes its pods, like a dead kubelet;
+        Ready again resumes and resyncs them. ``status`` is the Ready status the kubelet
+        reports as it goes, "False" or "Unknown"; None reports nothing, which leaves it to
+        the node lifecycle controller to notice the silence."""
+        if status not in ("False", "Unknown", None):
             raise ValueError(f"a NotReady node's Ready status is False or Unknown, not {status}")
         await self.fleet.set_ready(name, ready, status)
         if ready:

@@ -808,3 +808,20 @@ async def test_the_reconciler_reads_the_worker_statefulsets_from_its_cache() -> 
     await rig.reconcile(2)
     assert rig.patched == ["new"]
     assert rig.events.notes[-1][0] == ev.REASON_REPLACEMENT_RELEASED
+
+
+def test_a_finished_leader_kept_by_a_foreground_deletion_does_not_stretch_the_wait() -> None:
+    """A leader deleted in the foreground finishes (Completed) but stays until its worker
+    StatefulSet's pods go; one of them is on a lost node. The finished leader holds no
+    capacity, so the group is released on the node bound, not on the leader's overrun."""
+    leader = pod("old-aaaa", "a" * 40, node_name="n1", deleted_at=10)
+    leader["status"]["phase"] = "Succeeded"
+    worker = pod("old-aaaa-1", "a" * 40, leader=False, node_name="n2", deleted_at=10)
+    nodes = {"n1": node("n1"), "n2": node("n2", "Unknown", 0)}
+    decision = decide([leader, worker, REPLACEMENT], nodes, EPOCH + NODE_BOUND + EPS, BOUNDS)
+    assert [p["metadata"]["name"] for p in decision.admit] == ["new"]
+    assert [(r.reason, r.pods) for r in decision.released] == [(NODE_NOT_READY, ("old-aaaa-1",))]
+    # A finished leader not being deleted still counts, as before (the pod controller
+    # deletes it to take the group down).
+    kept = {**leader, "metadata": {**leader["metadata"], "deletionTimestamp": None}}
+    assert decide([kept, REPLACEMENT], nodes, EPOCH + 10 * OVERRUN_BOUND, BOUNDS).admit == []
