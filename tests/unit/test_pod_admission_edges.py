@@ -1,7 +1,7 @@
 """The pod webhook's mutation at the edges no other test reaches: the group-ready gate
-only for groups of more than one pod, a worker's hostname only in Hash mode, a leader's subgroup kept when it came with one; and the cache
-indexes that file a pod or StatefulSet under its group or LeaderWorkerSet ignore an
-empty name label."""
+only for groups of more than one pod, a worker's hostname only in Hash mode, a
+leader's subgroup kept when it came with one; and the cache indexes that file a pod
+or StatefulSet under its group or LeaderWorkerSet ignore an empty name label."""
 
 from __future__ import annotations
 
