@@ -1,14 +1,21 @@
 """The pod webhook's mutation at the edges no other test reaches: the group-ready gate
-only for groups of more than one pod, a worker's hostname only in Hash mode, a
-leader's subgroup kept when it came with one; and the cache indexes that file a pod
-or StatefulSet under its group or LeaderWorkerSet ignore an empty name label."""
+only for groups of more than one pod, the gates it adds to a pod's own lists in the
+patch, a worker's hostname only in Hash mode, a leader's subgroup kept when it came
+with one; and the cache indexes that file a pod or StatefulSet under its group or
+LeaderWorkerSet ignore an empty name label."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.webhooks.pods import PodAdmissionContext, mutate_pod
+from leaderworkerset.runtime.webhook import json_patch
+from leaderworkerset.webhooks.pods import (
+    PodAdmissionContext,
+    mutate_pod,
+    mutate_pod_in_place,
+    snapshot_for_patch,
+)
 
 from .seeded_caches import seeded_caches
 
@@ -45,6 +52,28 @@ def gates(pod: JSON) -> list[str]:
 def test_only_a_group_of_more_than_one_pod_waits_for_its_workers() -> None:
     assert gates(mutate_pod(leader(2), HASH)) == [c.CONDITION_GROUP_READY]
     assert gates(mutate_pod(leader(1), HASH)) == []
+
+
+def test_a_gate_added_to_the_pods_own_gates_is_in_the_patch() -> None:
+    """The mutation appends to the pod's own gate lists: the snapshot the patch is
+    computed against must not share them."""
+    pod = leader(2)
+    pod["spec"]["readinessGates"] = [{"conditionType": "example.com/mine"}]
+    pod["spec"]["schedulingGates"] = [{"name": "example.com/mine"}]
+    snapshot = snapshot_for_patch(pod)
+    mutate_pod_in_place(pod, HASH)
+    patch = json_patch(snapshot, pod)
+    assert snapshot["spec"]["readinessGates"] == [{"conditionType": "example.com/mine"}]
+    assert snapshot["spec"]["schedulingGates"] == [{"name": "example.com/mine"}]
+    written = {op["path"]: op["value"] for op in patch if op["op"] in ("add", "replace")}
+    assert written["/spec/readinessGates"] == [
+        {"conditionType": "example.com/mine"},
+        {"conditionType": c.CONDITION_GROUP_READY},
+    ]
+    assert written["/spec/schedulingGates"] == [
+        {"name": "example.com/mine"},
+        {"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT},
+    ]
 
 
 def test_a_worker_gets_a_group_hostname_only_in_hash_mode() -> None:
