@@ -78,13 +78,19 @@ class Client:
 
 
 class Events:
+    """Records (type, reason, note); `about` keeps what each Event regards and relates to."""
+
     def __init__(self) -> None:
         self.recorded: list[tuple[str, str, str]] = []
+        self.about: list[tuple[str, str | None]] = []
 
     def event(
-        self, regarding: JSON, type_: str, reason: str, action: str, note: str, *_: Any
+        self, regarding: JSON, type_: str, reason: str, action: str, note: str, related: Any
     ) -> None:
         self.recorded.append((type_, reason, note))
+        self.about.append(
+            (f"{regarding['kind']}/{regarding['metadata']['name']}", related and related["name"])
+        )
 
     def reasons(self) -> list[str]:
         return [reason for _, reason, _ in self.recorded]
@@ -194,7 +200,9 @@ async def test_a_leader_gets_its_worker_statefulset_once(mode: str) -> None:
     assert body["spec"]["replicas"] == 2
     (owner,) = body["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"]) == ("Pod", leader["metadata"]["uid"])
-    assert c.REASON_GROUPS_PROGRESSING in events.reasons()
+    ((_, reason, note),) = events.recorded
+    assert reason == c.REASON_GROUPS_PROGRESSING and leader["metadata"]["name"] in note
+    assert events.about == [("LeaderWorkerSet/lws", leader["metadata"]["name"])]
     # Never updated in place: with its StatefulSet cached, nothing is written for it.
     client, events, _ = await reconcile(lws, leader, worker_statefulset_of(leader))
     assert ("create", "statefulsets", leader["metadata"]["name"]) not in client.calls
@@ -240,6 +248,7 @@ async def test_a_refused_worker_statefulset_is_told_and_retried() -> None:
     ((type_, reason, note),) = events.recorded
     assert (type_, reason) == ("Warning", c.EVENT_REASON_FAILED_CREATE)
     assert "lws-0" in note and "quota exceeded" in note
+    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
 
 
 # --- nothing for a leader that is gated or going ---------------------------------------------
@@ -282,6 +291,7 @@ async def test_a_leader_marked_as_a_worker_is_reported_and_left_alone() -> None:
     ((type_, reason, note),) = events.recorded
     assert (type_, reason) == ("Warning", c.EVENT_REASON_FAILED_CREATE)
     assert f"{NS}/lws-0" in note
+    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
 
 
 # --- the startup policy ----------------------------------------------------------------------
@@ -369,7 +379,10 @@ async def test_a_finished_hash_leader_takes_its_group_down(phase: str) -> None:
     assert client.kwargs[-1]["preconditions"] == {"uid": leader["metadata"]["uid"]}
     ((_, reason, note),) = events.recorded
     assert reason == c.EVENT_REASON_RECREATE_GROUP
-    assert name in note and GROUP_KEY in note
+    assert (
+        note == f"Leader pod {name} failed, deleted leader pod {name} to recreate group {GROUP_KEY}"
+    )
+    assert events.about == [("LeaderWorkerSet/lws", name)]
 
 
 async def test_a_finished_ordinal_leader_is_left_to_its_statefulset() -> None:
