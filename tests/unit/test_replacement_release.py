@@ -398,3 +398,56 @@ def test_node_events_wake_on_readiness_moves_only() -> None:
     # Not Ready again, since another moment: the release moment moved.
     assert events.update(a_node("n1", "False"), a_node("n1", "False", "2026-01-01T00:05:00Z"))
     assert not events.update(a_node("n1"), a_node("n1"))
+
+
+async def test_an_overrun_release_is_counted_as_one() -> None:
+    before = early_releases("node_not_ready"), early_releases("termination_overrun")
+    late = T0_SECONDS + OVERRUN_BOUND + 1
+    async with rig(hash_lws(), *OLD_GROUP, WAITING, a_node("n1"), now=late) as (replacement, _, _):
+        await replacement(KEY)
+    after = early_releases("node_not_ready"), early_releases("termination_overrun")
+    assert after == (before[0], before[1] + 1)
+
+
+async def test_a_release_is_not_told_again_while_its_leader_keeps_being_refused() -> None:
+    late = T0_SECONDS + OVERRUN_BOUND + 1
+    refused = Client(ApiError(409, {"message": "the gates changed"}))
+    objects = (hash_lws(), *OLD_GROUP, WAITING, a_node("n1"))
+    async with rig(*objects, client=refused, now=late) as (replacement, _, events):
+        await replacement(KEY)
+        await replacement(KEY)
+    assert refused.patched() == ["new", "new"]
+    assert events.reasons() == [ev.REASON_REPLACEMENT_RELEASED]
+
+
+async def test_a_new_release_is_told_after_one_already_told() -> None:
+    """Groups are told in key order; one told already does not stop the next."""
+    late = T0_SECONDS + OVERRUN_BOUND + 1
+    group_c = [
+        a_pod("c", "c" * 40, deleted=True),
+        a_pod("c-1", "c" * 40, leader=False, deleted=True),
+    ]
+    refused = Client(ApiError(409, {"message": "the gates changed"}))
+    async with (
+        seeded_caches(hash_lws(), *OLD_GROUP, WAITING, a_node("n1")) as first,
+        seeded_caches(hash_lws(), *OLD_GROUP, *group_c, WAITING, a_node("n1")) as second,
+    ):
+        events = Events()
+        replacement = ReplacementReconciler(
+            cast(ApiClient, refused),
+            first,
+            cast(EventRecorder, events),
+            options=ControllerOptions(replacement_release=BOUNDS),
+            clock=lambda: late,
+        )
+        await replacement(KEY)
+        replacement.caches = second
+        await replacement(KEY)
+    notes = [note for _, reason, note, _ in events.recorded]
+    assert len(notes) == 2 and "aaaaaaaa" in notes[0] and "cccccccc" in notes[1]
+
+
+async def test_an_lws_never_seen_is_forgotten_quietly() -> None:
+    async with rig() as (replacement, client, events):
+        assert await replacement("default/never-seen") is None
+        assert (client.patches, events.recorded) == ([], [])
