@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane tools lint install-check unit integration compat chaos crd clean
+.PHONY: run test setup controlplane tools lint install-check unit integration compat chaos mutation crd clean
 
 # STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story) or all.
 STORY ?= all
@@ -77,10 +77,20 @@ compat: setup controlplane
 chaos: setup controlplane
 	$(BIN)/pytest -q tests/chaos
 
+# Single-point changes (mutants) to the decision modules, each run against the unit tests
+# that reach it; survivors are what no fast test notices (docs/testing.md). Opt-in: about
+# an hour with one worker. MUTATION_JOBS sets the workers; `mutmut results` lists the survivors
+# and `mutmut show NAME` shows one. A fresh run each time (the old working copy is removed).
+MUTATION_JOBS ?= 1
+mutation: setup
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children $(MUTATION_JOBS)
+	$(BIN)/python hack/mutation_scores.py
+
 # The kustomize manifests and the Helm chart ship the same generated CRD.
 crd: setup
 	$(BIN)/lws crd generate --output config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml
 	$(BIN)/lws crd generate --output charts/lws/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis mutants

@@ -1,0 +1,400 @@
+"""What the pod reconciler builds for a leader, in both modes: the worker StatefulSet
+(none for a size-1 group, none twice, pinned under exclusive placement), nothing for
+a leader that is gated or on its way out, the startup policy's wait, and a failed
+Hash leader taking its group down."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers import revisions as rev
+from leaderworkerset.controllers.pod.reconciler import PodReconciler, TopologyError
+from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
+from leaderworkerset.runtime.controller import Result
+from leaderworkerset.runtime.events import EventRecorder
+from leaderworkerset.runtime.indexes import object_key
+
+from .group_objects import lws_object
+from .seeded_caches import seeded_caches
+
+JSON = dict[str, Any]
+NS = "default"
+GROUP_KEY = "0123456789abcdef0123456789abcdef01234567"
+TOPOLOGY = "topology.kubernetes.io/zone"
+MODES = [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH]
+
+
+class Client:
+    """Records every call as (verb, plural, name); `fail` maps (verb, plural) to the
+    error that call raises; GETs answer from `objects` (by plural and name), 404
+    otherwise."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+        self.bodies: list[JSON] = []
+        self.kwargs: list[dict[str, Any]] = []
+        self.fail: dict[tuple[str, str], ApiError] = {}
+        self.objects: dict[tuple[str, str], JSON] = {}
+
+    def _call(self, verb: str, resource: Resource, name: str, **kwargs: Any) -> None:
+        self.calls.append((verb, resource.plural, name))
+        self.kwargs.append(kwargs)
+        error = self.fail.get((verb, resource.plural))
+        if error is not None:
+            raise error
+
+    async def create(self, resource: Resource, body: JSON, namespace: str | None = None) -> JSON:
+        self._call("create", resource, str(body["metadata"]["name"]))
+        self.bodies.append(body)
+        return body
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
+        self._call("get", resource, name)
+        found = self.objects.get((resource.plural, name))
+        if found is None:
+            raise ApiError(404, {"reason": "NotFound", "message": f"{name} not found"})
+        return found
+
+    async def get_or_none(
+        self, resource: Resource, name: str, namespace: str | None = None
+    ) -> JSON | None:
+        self._call("get", resource, name)
+        return self.objects.get((resource.plural, name))
+
+    async def patch(self, resource: Resource, name: str, body: JSON, **kwargs: Any) -> JSON:
+        self._call("patch", resource, name)
+        return body
+
+    async def delete(self, resource: Resource, name: str, namespace: str, **kwargs: Any) -> JSON:
+        self._call("delete", resource, name, **kwargs)
+        return {}
+
+    def writes(self) -> list[tuple[str, str, str]]:
+        return [call for call in self.calls if call[0] != "get"]
+
+
+class Events:
+    """Records (type, reason, note); `about` keeps what each Event regards and relates to."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str]] = []
+        self.about: list[tuple[str, str | None]] = []
+
+    def event(
+        self, regarding: JSON, type_: str, reason: str, action: str, note: str, related: Any
+    ) -> None:
+        self.recorded.append((type_, reason, note))
+        self.about.append(
+            (f"{regarding['kind']}/{regarding['metadata']['name']}", related and related["name"])
+        )
+
+    def reasons(self) -> list[str]:
+        return [reason for _, reason, _ in self.recorded]
+
+
+def an_lws(mode: str, size: int = 3, **spec: Any) -> JSON:
+    body = lws_object("lws", replicas=1, size=size, groupIdentity=mode, **spec)
+    body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = c.RESTART_POLICY_NONE
+    return body
+
+
+def a_leader(
+    lws: JSON,
+    *,
+    conditions: dict[str, str] | None = None,
+    phase: str = "Running",
+    gated: bool = False,
+    deleting: bool = False,
+    node: str | None = None,
+    **annotations: str,
+) -> JSON:
+    """A leader as the webhook and the kubelet leave it, of `lws`'s first revision."""
+    hash_mode = lws["spec"].get("groupIdentity") == c.GROUP_IDENTITY_HASH
+    size = lws["spec"]["leaderWorkerTemplate"]["size"]
+    name = "lws-5d8f9c7b4-x7k2p" if hash_mode else "lws-0"
+    meta: JSON = {
+        "name": name,
+        "namespace": NS,
+        "uid": f"uid-{name}",
+        "labels": {
+            c.LABEL_SET_NAME: "lws",
+            c.LABEL_WORKER_INDEX: "0",
+            c.LABEL_GROUP_INDEX: GROUP_KEY if hash_mode else "0",
+            c.LABEL_GROUP_KEY: GROUP_KEY,
+            c.LABEL_TEMPLATE_REVISION_HASH: rev.revision_key(rev.new_revision(lws, 1)),
+        },
+        "annotations": {c.ANNOTATION_SIZE: str(size), **annotations},
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    spec: JSON = {"containers": [{"name": "c", "image": "pause:1"}]}
+    if hash_mode and size > 1:
+        spec["readinessGates"] = [{"conditionType": c.CONDITION_GROUP_READY}]
+    if gated:
+        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
+    if node is not None:
+        spec["nodeName"] = node
+    state = conditions or {"Ready": "True", "ContainersReady": "True"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {
+            "phase": phase,
+            "conditions": [{"type": k, "status": v} for k, v in state.items()],
+        },
+    }
+
+
+def worker_statefulset_of(leader: JSON) -> JSON:
+    meta = leader["metadata"]
+    labels = {
+        k: meta["labels"][k]
+        for k in (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX, c.LABEL_TEMPLATE_REVISION_HASH)
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": meta["name"], "namespace": NS, "labels": labels},
+        "spec": {"replicas": 2},
+        "status": {"replicas": 2, "availableReplicas": 2},
+    }
+
+
+async def reconcile(
+    lws: JSON,
+    leader: JSON,
+    *objects: JSON,
+    client: Client | None = None,
+    events: Events | None = None,
+    **options: Any,
+) -> tuple[Client, Events, Result | None]:
+    """One reconcile of `leader` with `lws`, its first revision and `objects` cached."""
+    client = client or Client()
+    events = events or Events()
+    async with seeded_caches(lws, rev.new_revision(lws, 1), leader, *objects) as caches:
+        pods = PodReconciler(
+            cast(ApiClient, client),
+            caches,
+            cast(EventRecorder, events),
+            options=ControllerOptions(**options),
+        )
+        result = await pods(object_key(leader))
+    return client, events, result
+
+
+# --- the worker StatefulSet ------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_leader_gets_its_worker_statefulset_once(mode: str) -> None:
+    lws = an_lws(mode)
+    leader = a_leader(lws)
+    client, events, result = await reconcile(lws, leader)
+    assert result is None
+    assert client.writes()[-1] == ("create", "statefulsets", leader["metadata"]["name"])
+    body = client.bodies[-1]
+    assert body["spec"]["replicas"] == 2
+    (owner,) = body["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"]) == ("Pod", leader["metadata"]["uid"])
+    ((_, reason, note),) = events.recorded
+    assert reason == c.REASON_GROUPS_PROGRESSING and leader["metadata"]["name"] in note
+    assert events.about == [("LeaderWorkerSet/lws", leader["metadata"]["name"])]
+    # Never updated in place: with its StatefulSet cached, nothing is written for it.
+    client, events, _ = await reconcile(lws, leader, worker_statefulset_of(leader))
+    assert ("create", "statefulsets", leader["metadata"]["name"]) not in client.calls
+    assert c.REASON_GROUPS_PROGRESSING not in events.reasons()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_size_one_group_gets_no_worker_statefulset(mode: str) -> None:
+    lws = an_lws(mode, size=1)
+    client, events, result = await reconcile(lws, a_leader(lws))
+    assert result is None
+    assert [call for call in client.calls if call[1] == "statefulsets"] == []
+    assert events.recorded == []
+
+
+async def test_a_hash_group_follows_its_leaders_revision_size() -> None:
+    """The leader's size annotation (its revision's size) wins over the live spec."""
+    lws = an_lws(c.GROUP_IDENTITY_HASH, size=3)
+    leader = a_leader(lws)
+    leader["metadata"]["annotations"][c.ANNOTATION_SIZE] = "1"
+    client, _, _ = await reconcile(lws, leader)
+    assert [call for call in client.calls if call[1] == "statefulsets"] == []
+    leader["metadata"]["annotations"][c.ANNOTATION_SIZE] = "not a number"
+    client, _, _ = await reconcile(lws, leader)
+    assert client.writes()[-1][:2] == ("create", "statefulsets")
+
+
+async def test_an_existing_worker_statefulset_is_not_an_error() -> None:
+    lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
+    client = Client()
+    client.fail[("create", "statefulsets")] = ApiError(409, {"reason": "AlreadyExists"})
+    _, events, result = await reconcile(lws, a_leader(lws), client=client)
+    assert result is None and events.recorded == []
+
+
+async def test_a_refused_worker_statefulset_is_told_and_retried() -> None:
+    lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
+    client = Client()
+    client.fail[("create", "statefulsets")] = ApiError(403, {"message": "quota exceeded"})
+    events = Events()
+    with pytest.raises(ApiError):
+        await reconcile(lws, a_leader(lws), client=client, events=events)
+    ((type_, reason, note),) = events.recorded
+    assert (type_, reason) == ("Warning", c.EVENT_REASON_FAILED_CREATE)
+    assert "lws-0" in note and "quota exceeded" in note
+    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+
+
+# --- nothing for a leader that is gated or going ---------------------------------------------
+async def test_nothing_is_built_while_a_hash_leader_is_gated() -> None:
+    lws = an_lws(
+        c.GROUP_IDENTITY_HASH,
+        networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA},
+    )
+    # A stale group-ready condition that an admitted leader would get corrected.
+    state = {"Ready": "False", "ContainersReady": "True", c.CONDITION_GROUP_READY: "True"}
+    pod_group = {c.ANNOTATION_POD_GROUP_NAME: "lws-pg"}
+    leader = a_leader(lws, gated=True, conditions=state, **pod_group)
+    client, events, result = await reconcile(lws, leader, gang_scheduling=True)
+    assert (client.calls, events.recorded, result) == ([], [], None)
+    # The same leader once admitted gets its group-ready condition, Service, PodGroup
+    # and workers: the gate alone held them back.
+    admitted = a_leader(lws, conditions=state, **pod_group)
+    client, _, _ = await reconcile(lws, admitted, gang_scheduling=True)
+    assert {call[1] for call in client.writes()} == {
+        "pods",
+        "services",
+        "podgroups",
+        "statefulsets",
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_deleting_leader_gets_no_group_service_pod_group_or_workers(mode: str) -> None:
+    lws = an_lws(mode, networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA})
+    leader = a_leader(lws, deleting=True, **{c.ANNOTATION_POD_GROUP_NAME: "lws-pg"})
+    client, events, result = await reconcile(lws, leader, gang_scheduling=True)
+    assert (client.calls, events.recorded, result) == ([], [], None)
+
+
+async def test_a_leader_marked_as_a_worker_is_reported_and_left_alone() -> None:
+    lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
+    leader = a_leader(lws, **{c.ANNOTATION_LEADER_NAME: "lws-0"})
+    client, events, result = await reconcile(lws, leader)
+    assert (client.calls, result) == ([], None)
+    ((type_, reason, note),) = events.recorded
+    assert (type_, reason) == ("Warning", c.EVENT_REASON_FAILED_CREATE)
+    assert f"{NS}/lws-0" in note
+    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+
+
+# --- the startup policy ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("mode", "conditions", "built"),
+    [
+        # Ordinal waits for the leader to be Ready.
+        (c.GROUP_IDENTITY_ORDINAL, {"Ready": "False", "ContainersReady": "True"}, False),
+        (c.GROUP_IDENTITY_ORDINAL, {"Ready": "True", "ContainersReady": "True"}, True),
+        # Hash: Ready waits for the group-ready gate, which waits for the workers; the
+        # containers being ready is what counts.
+        (c.GROUP_IDENTITY_HASH, {"Ready": "False", "ContainersReady": "True"}, True),
+        (c.GROUP_IDENTITY_HASH, {"Ready": "True", "ContainersReady": "False"}, False),
+    ],
+)
+async def test_leader_ready_startup_waits_for_the_right_condition(
+    mode: str, conditions: dict[str, str], built: bool
+) -> None:
+    lws = an_lws(mode, startupPolicy=c.STARTUP_POLICY_LEADER_READY)
+    client, _, result = await reconcile(lws, a_leader(lws, conditions=conditions))
+    created = [call for call in client.calls if call[:2] == ("create", "statefulsets")]
+    assert bool(created) == built and result is None
+
+
+async def test_leader_created_startup_does_not_wait() -> None:
+    lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
+    leader = a_leader(lws, conditions={"Ready": "False", "ContainersReady": "False"})
+    client, _, _ = await reconcile(lws, leader)
+    assert client.writes()[-1][:2] == ("create", "statefulsets")
+
+
+# --- exclusive placement ---------------------------------------------------------------------
+def exclusive_lws() -> JSON:
+    lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
+    lws["metadata"]["annotations"] = {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: TOPOLOGY}
+    return lws
+
+
+def a_node(name: str, **labels: str) -> JSON:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+
+
+async def test_exclusive_workers_are_pinned_to_the_leaders_topology_domain() -> None:
+    lws = exclusive_lws()
+    client = Client()
+    client.objects[("nodes", "n1")] = a_node("n1", **{TOPOLOGY: "zone-a"})
+    await reconcile(lws, a_leader(lws, node="n1"), client=client)
+    assert client.calls[-1][:2] == ("create", "statefulsets")
+    template = client.bodies[-1]["spec"]["template"]
+    assert template["spec"]["nodeSelector"] == {TOPOLOGY: "zone-a"}
+
+
+async def test_exclusive_workers_wait_for_the_leader_to_be_scheduled() -> None:
+    lws = exclusive_lws()
+    client, _, result = await reconcile(lws, a_leader(lws))
+    assert (client.writes(), result) == ([], None)
+
+
+async def test_a_missing_node_is_a_reconcile_error() -> None:
+    lws = exclusive_lws()
+    with pytest.raises(ApiError) as raised:
+        await reconcile(lws, a_leader(lws, node="gone"))
+    assert raised.value.not_found
+
+
+async def test_a_node_without_the_topology_label_is_a_reconcile_error() -> None:
+    lws = exclusive_lws()
+    client = Client()
+    client.objects[("nodes", "n1")] = a_node("n1", other="x")
+    with pytest.raises(TopologyError, match=TOPOLOGY):
+        await reconcile(lws, a_leader(lws, node="n1"), client=client)
+    assert client.writes() == []
+
+
+# --- a lost Hash leader ----------------------------------------------------------------------
+@pytest.mark.parametrize("phase", ["Failed", "Succeeded"])
+async def test_a_finished_hash_leader_takes_its_group_down(phase: str) -> None:
+    lws = an_lws(c.GROUP_IDENTITY_HASH)
+    leader = a_leader(lws, phase=phase)
+    client, events, result = await reconcile(lws, leader, worker_statefulset_of(leader))
+    assert result is None
+    name = leader["metadata"]["name"]
+    assert client.writes() == [("delete", "pods", name)]
+    assert client.kwargs[-1]["propagation_policy"] == "Foreground"
+    assert client.kwargs[-1]["preconditions"] == {"uid": leader["metadata"]["uid"]}
+    ((_, reason, note),) = events.recorded
+    assert reason == c.EVENT_REASON_RECREATE_GROUP
+    assert (
+        note == f"Leader pod {name} failed, deleted leader pod {name} to recreate group {GROUP_KEY}"
+    )
+    assert events.about == [("LeaderWorkerSet/lws", name)]
+
+
+async def test_a_finished_ordinal_leader_is_left_to_its_statefulset() -> None:
+    lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
+    leader = a_leader(lws, phase="Failed")
+    client, events, _ = await reconcile(lws, leader, worker_statefulset_of(leader))
+    assert client.writes() == [] and events.recorded == []
+
+
+async def test_a_lost_hash_leader_already_gone_is_not_reported() -> None:
+    lws = an_lws(c.GROUP_IDENTITY_HASH)
+    client = Client()
+    client.fail[("delete", "pods")] = ApiError(404, {"reason": "NotFound"})
+    _, events, _ = await reconcile(lws, a_leader(lws, phase="Failed"), client=client)
+    assert events.recorded == []

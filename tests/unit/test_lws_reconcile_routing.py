@@ -1,0 +1,143 @@
+"""Which leader workload a LeaderWorkerSet reconcile applies (Hash: a Deployment,
+Ordinal: a StatefulSet), and when it applies none: a workload of that name controlled
+by someone else, or one being deleted."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
+from leaderworkerset.runtime.client import ApiClient, Resource
+from leaderworkerset.runtime.controller import Result
+from leaderworkerset.runtime.events import EventRecorder
+
+from .group_objects import lws_object
+from .seeded_caches import seeded_caches
+
+JSON = dict[str, Any]
+KEY = "default/lws"
+
+
+class Client:
+    """Answers every write with its body and records (verb, plural, name)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+
+    def _record(self, verb: str, resource: Resource, body: JSON) -> JSON:
+        self.calls.append((verb, resource.plural, str(body["metadata"]["name"])))
+        return body
+
+    async def create(self, resource: Resource, body: JSON, namespace: str | None = None) -> JSON:
+        return self._record("create", resource, body)
+
+    async def apply(self, resource: Resource, body: JSON, **kwargs: Any) -> JSON:
+        return self._record("apply", resource, body)
+
+    async def replace(self, resource: Resource, body: JSON, **kwargs: Any) -> JSON:
+        return self._record("replace", resource, body)
+
+    async def list(self, resource: Resource, namespace: str | None = None, **kw: Any) -> JSON:
+        return {"items": []}
+
+    async def delete(self, resource: Resource, name: str, namespace: str, **kw: Any) -> JSON:
+        self.calls.append(("delete", resource.plural, name))
+        return {}
+
+    def workloads(self) -> list[tuple[str, str]]:
+        return [
+            (verb, plural)
+            for verb, plural, _ in self.calls
+            if plural in ("statefulsets", "deployments")
+        ]
+
+
+class Events:
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def event(self, regarding: JSON, type_: str, reason: str, *args: Any) -> None:
+        self.reasons.append(reason)
+
+
+def an_lws(mode: str) -> JSON:
+    return lws_object("lws", replicas=2, size=2, groupIdentity=mode)
+
+
+def workload(kind: str, owner_uid: str, deleting: bool = False) -> JSON:
+    meta: JSON = {
+        "name": "lws",
+        "namespace": "default",
+        "labels": {c.LABEL_SET_NAME: "lws"},
+        "ownerReferences": [
+            {
+                "apiVersion": c.API_VERSION,
+                "kind": c.KIND,
+                "name": "lws",
+                "uid": owner_uid,
+                "controller": True,
+            }
+        ],
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": {}, "status": {}}
+
+
+async def reconcile(*objects: JSON) -> tuple[Client, Events, Result | None]:
+    client, events = Client(), Events()
+    async with seeded_caches(*objects) as caches:
+        lws = LeaderWorkerSetReconciler(
+            cast(ApiClient, client), caches, cast(EventRecorder, events)
+        )
+        result = await lws(KEY)
+    return client, events, result
+
+
+@pytest.mark.parametrize(
+    ("mode", "plural"),
+    [(c.GROUP_IDENTITY_HASH, "deployments"), (c.GROUP_IDENTITY_ORDINAL, "statefulsets")],
+)
+async def test_each_mode_applies_its_own_leader_workload(mode: str, plural: str) -> None:
+    client, events, result = await reconcile(an_lws(mode))
+    assert result is None
+    # The revision first, then the workload, the shared Service and the status.
+    assert [call[:2] for call in client.calls] == [
+        ("create", "controllerrevisions"),
+        ("apply", plural),
+        ("create", "services"),
+        ("replace", "leaderworkersets"),
+    ]
+    assert events.reasons[0] == c.EVENT_REASON_CREATING_REVISION
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind"),
+    [(c.GROUP_IDENTITY_HASH, "Deployment"), (c.GROUP_IDENTITY_ORDINAL, "StatefulSet")],
+)
+async def test_a_leader_workload_controlled_by_someone_else_is_refused(
+    mode: str, kind: str
+) -> None:
+    lws = an_lws(mode)
+    with pytest.raises(RuntimeError, match=f"{kind} default/lws exists and is controlled"):
+        await reconcile(lws, workload(kind, "uid-of-an-older-lws"))
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind"),
+    [(c.GROUP_IDENTITY_HASH, "Deployment"), (c.GROUP_IDENTITY_ORDINAL, "StatefulSet")],
+)
+async def test_a_leader_workload_being_deleted_is_waited_out(mode: str, kind: str) -> None:
+    lws = an_lws(mode)
+    own = workload(kind, lws["metadata"]["uid"], deleting=True)
+    client, _, result = await reconcile(lws, own)
+    assert result == Result(requeue_after=DELETING_REQUEUE)
+    assert client.calls == []
+
+
+async def test_a_deleted_lws_is_left_to_garbage_collection() -> None:
+    client, events, result = await reconcile()
+    assert (client.calls, events.reasons, result) == ([], [], None)
