@@ -13,9 +13,8 @@ from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderW
 from leaderworkerset.runtime.client import ApiClient, Resource
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
-
-from .group_objects import lws_object
-from .seeded_caches import seeded_caches
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.lws import lws_object
 
 JSON = dict[str, Any]
 KEY = "default/lws"

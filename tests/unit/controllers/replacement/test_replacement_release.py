@@ -13,25 +13,22 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
-from leaderworkerset.controllers.replacement.held import HeldReplacements
+from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.replacement.reconciler import (
-    CONFLICT_REQUEUE,
     RELEASE_SLACK,
     UNGATED,
     ReplacementReconciler,
     lws_key_of,
-    node_events,
-    replacement_events,
 )
-from leaderworkerset.group.caches import LwsCaches
+from leaderworkerset.controllers.replacement.triggers import node_events, replacement_events
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.runtime.client import JSON_PATCH, ApiClient, ApiError, Resource
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.metrics import REGISTRY
-
-from .group_objects import lws_object
-from .seeded_caches import seeded_caches
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.lws import lws_object
 
 JSON = dict[str, Any]
 KEY = "default/lws"
@@ -194,11 +191,11 @@ async def test_a_gate_removed_is_counted_and_a_gone_pod_is_not() -> None:
 
 
 @pytest.mark.parametrize("status", [409, 422])
-async def test_a_lost_race_on_the_gates_looks_again_soon(status: int) -> None:
+async def test_a_lost_race_on_the_gates_looks_again_with_backoff(status: int) -> None:
     refused = Client(ApiError(status, {"message": "the gates changed"}))
     async with rig(hash_lws(), WAITING, client=refused) as (replacement, _, _):
         result = await replacement(KEY)
-        assert result is not None and result.requeue_after == CONFLICT_REQUEUE
+        assert result is not None and result.requeue and result.requeue_after is None
         # Not removed here, so not waited for.
         assert replacement.ungating(KEY) == set()
 

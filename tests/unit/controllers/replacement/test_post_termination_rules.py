@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.replacement.held import HeldBoard, held_of
+from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.replacement.post_termination import (
     NODE_NOT_READY,
     TERMINATION_OVERRUN,
@@ -18,6 +18,7 @@ from leaderworkerset.controllers.replacement.post_termination import (
     node_not_ready_since,
     pod_release,
 )
+from leaderworkerset.controllers.replacement.reconciler import held_of
 from leaderworkerset.group.options import ReleaseThresholds
 
 JSON = dict[str, Any]

@@ -16,8 +16,7 @@ from leaderworkerset.webhooks.pods import (
     mutate_pod_in_place,
     snapshot_for_patch,
 )
-
-from .seeded_caches import seeded_caches
+from tests.toolkit.caches import seeded_caches
 
 JSON = dict[str, Any]
 KEY = "0123456789abcdef0123456789abcdef01234567"

@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.pod.reconciler import PodReconciler, TopologyError
 from leaderworkerset.group.options import ControllerOptions
@@ -17,9 +18,8 @@ from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key
-
-from .group_objects import lws_object
-from .seeded_caches import seeded_caches
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.lws import lws_object
 
 JSON = dict[str, Any]
 NS = "default"
@@ -125,7 +125,7 @@ def a_leader(
             c.LABEL_WORKER_INDEX: "0",
             c.LABEL_GROUP_INDEX: GROUP_KEY if hash_mode else "0",
             c.LABEL_GROUP_KEY: GROUP_KEY,
-            c.LABEL_TEMPLATE_REVISION_HASH: rev.revision_key(rev.new_revision(lws, 1)),
+            c.LABEL_TEMPLATE_REVISION_HASH: revision_key_of(rev.new_revision(lws, 1)),
         },
         "annotations": {c.ANNOTATION_SIZE: str(size), **annotations},
     }
