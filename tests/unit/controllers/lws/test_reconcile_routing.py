@@ -4,62 +4,21 @@ by someone else, or one being deleted."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
-from leaderworkerset.runtime.client import ApiClient, Resource
+from leaderworkerset.runtime.client import LEADERWORKERSETS
 from leaderworkerset.runtime.controller import Result
-from leaderworkerset.runtime.events import EventRecorder
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.recorded_events import RecordedEvents
 
 JSON = dict[str, Any]
 KEY = "default/lws"
-
-
-class Client:
-    """Answers every write with its body and records (verb, plural, name)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, str]] = []
-
-    def _record(self, verb: str, resource: Resource, body: JSON) -> JSON:
-        self.calls.append((verb, resource.plural, str(body["metadata"]["name"])))
-        return body
-
-    async def create(self, resource: Resource, body: JSON, namespace: str | None = None) -> JSON:
-        return self._record("create", resource, body)
-
-    async def apply(self, resource: Resource, body: JSON, **kwargs: Any) -> JSON:
-        return self._record("apply", resource, body)
-
-    async def replace(self, resource: Resource, body: JSON, **kwargs: Any) -> JSON:
-        return self._record("replace", resource, body)
-
-    async def list(self, resource: Resource, namespace: str | None = None, **kw: Any) -> JSON:
-        return {"items": []}
-
-    async def delete(self, resource: Resource, name: str, namespace: str, **kw: Any) -> JSON:
-        self.calls.append(("delete", resource.plural, name))
-        return {}
-
-    def workloads(self) -> list[tuple[str, str]]:
-        return [
-            (verb, plural)
-            for verb, plural, _ in self.calls
-            if plural in ("statefulsets", "deployments")
-        ]
-
-
-class Events:
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-
-    def event(self, regarding: JSON, type_: str, reason: str, *args: Any) -> None:
-        self.reasons.append(reason)
 
 
 def an_lws(mode: str) -> JSON:
@@ -86,12 +45,13 @@ def workload(kind: str, owner_uid: str, deleting: bool = False) -> JSON:
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": {}, "status": {}}
 
 
-async def reconcile(*objects: JSON) -> tuple[Client, Events, Result | None]:
-    client, events = Client(), Events()
+async def reconcile(*objects: JSON) -> tuple[FakeApiClient, RecordedEvents, Result | None]:
+    client, events = FakeApiClient(), RecordedEvents()
+    for obj in objects:
+        if obj["kind"] == c.KIND:
+            client.put(LEADERWORKERSETS, obj)
     async with seeded_caches(*objects) as caches:
-        lws = LeaderWorkerSetReconciler(
-            cast(ApiClient, client), caches, cast(EventRecorder, events)
-        )
+        lws = LeaderWorkerSetReconciler(client, caches, events)
         result = await lws(KEY)
     return client, events, result
 
@@ -104,7 +64,7 @@ async def test_each_mode_applies_its_own_leader_workload(mode: str, plural: str)
     client, events, result = await reconcile(an_lws(mode))
     assert result is None
     # The revision first, then the workload, the shared Service and the status.
-    assert [call[:2] for call in client.calls] == [
+    assert [(call.verb, call.plural) for call in client.calls] == [
         ("create", "controllerrevisions"),
         ("apply", plural),
         ("create", "services"),

@@ -1,0 +1,48 @@
+"""An event recorder for unit tests: an :class:`EventRecorder` (so a reconciler takes it
+where it takes the real one, no ``cast``) that keeps what it is told instead of writing
+Events to an API server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from leaderworkerset.runtime.events import EventRecorder
+from tests.toolkit.fake_client import FakeApiClient
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Told:
+    """One event as the code recorded it."""
+
+    regarding: JSON
+    type: str
+    reason: str
+    action: str
+    note: str
+    related: JSON | None
+
+
+class RecordedEvents(EventRecorder):
+    """Keeps every event in `told`, in order; never queues or writes one."""
+
+    def __init__(self) -> None:
+        super().__init__(FakeApiClient(), "test")
+        self.told: list[Told] = []
+
+    def event(
+        self,
+        regarding: JSON,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+        related: JSON | None = None,
+    ) -> None:
+        self.told.append(Told(regarding, type_, reason, action, note, related))
+
+    @property
+    def reasons(self) -> list[str]:
+        return [told.reason for told in self.told]
