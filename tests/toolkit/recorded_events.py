@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from leaderworkerset.runtime.events import EventRecorder
+from leaderworkerset.runtime.events import EventRecorder, object_reference
 from tests.toolkit.fake_client import FakeApiClient
 
 JSON = dict[str, Any]
@@ -15,14 +15,22 @@ JSON = dict[str, Any]
 
 @dataclass(frozen=True)
 class Told:
-    """One event as the code recorded it."""
+    """One event as the code recorded it; `regarding` and `related` as references
+    (apiVersion, kind, namespace, name, uid), as the real recorder writes them."""
 
-    regarding: JSON
+    regarding: JSON | None
     type: str
     reason: str
     action: str
     note: str
     related: JSON | None
+
+    @property
+    def about(self) -> tuple[str, str] | None:
+        """(kind, name) of the object the event is about."""
+        if self.regarding is None:
+            return None
+        return (self.regarding.get("kind", ""), self.regarding.get("name", ""))
 
 
 class RecordedEvents(EventRecorder):
@@ -41,8 +49,16 @@ class RecordedEvents(EventRecorder):
         note: str,
         related: JSON | None = None,
     ) -> None:
-        self.told.append(Told(regarding, type_, reason, action, note, related))
+        self.told.append(
+            Told(_reference(regarding), type_, reason, action, note, _reference(related))
+        )
 
     @property
     def reasons(self) -> list[str]:
         return [told.reason for told in self.told]
+
+
+def _reference(obj: JSON | None) -> JSON | None:
+    if obj is None or "metadata" not in obj:
+        return obj
+    return object_reference(obj)

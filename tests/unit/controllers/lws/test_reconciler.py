@@ -5,11 +5,15 @@ unchanged cluster writes nothing, and what it does with workloads it cannot use.
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.held import HeldReplacements
+from leaderworkerset.controllers.lws import reconciler as reconciler_module
 from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
@@ -20,9 +24,12 @@ from leaderworkerset.runtime.client import (
     Resource,
 )
 from leaderworkerset.runtime.controller import Result
+from leaderworkerset.runtime.metrics import REGISTRY
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.objects import leader_pod, worker_sts
+from tests.toolkit.recorded_events import RecordedEvents, Told
 
 JSON = dict[str, Any]
 KEY = "default/lws"
@@ -42,22 +49,25 @@ def writes(client: FakeApiClient) -> list[tuple[str, str, str]]:
     return [(call.verb, call.plural, call.name) for call in client.writes()]
 
 
-async def first_pass(lws: JSON) -> tuple[LeaderWorkerSetReconciler, FakeApiClient]:
+async def first_pass(
+    lws: JSON, events: RecordedEvents | None = None
+) -> tuple[LeaderWorkerSetReconciler, FakeApiClient]:
     """A reconciler that has reconciled `lws` once on an empty cluster."""
     client = FakeApiClient()
     client.put(LEADERWORKERSETS, lws)
     async with seeded_caches(lws) as caches:
-        reconciler = LeaderWorkerSetReconciler(client, caches)
+        reconciler = LeaderWorkerSetReconciler(client, caches, events)
         assert await reconciler(KEY) is None
     return reconciler, client
 
 
 async def pass_over_stored(
-    reconciler: LeaderWorkerSetReconciler, client: FakeApiClient
+    reconciler: LeaderWorkerSetReconciler, client: FakeApiClient, *extra: JSON
 ) -> Result | None:
-    """Another pass, the caches now showing everything the client stores."""
+    """Another pass, the caches now showing everything the client stores (and `extra`,
+    objects other controllers made: pods, worker StatefulSets)."""
     client.calls.clear()
-    async with seeded_caches(*client.objects.values()) as caches:
+    async with seeded_caches(*client.objects.values(), *extra) as caches:
         reconciler.caches = caches
         return await reconciler(KEY)
 
@@ -265,3 +275,300 @@ async def test_a_status_conflict_requeues(mode: str, workload: Resource, never: 
     client.fail[("replace", "leaderworkersets")] = ApiError(409, {"reason": "Conflict"})
     async with seeded_caches(lws) as caches:
         assert await LeaderWorkerSetReconciler(client, caches)(KEY) == Result(requeue=True)
+
+
+# --- events of the leader workload ---------------------------------------------------------
+
+LEADER_WORD = {c.GROUP_IDENTITY_ORDINAL: "statefulset", c.GROUP_IDENTITY_HASH: "deployment"}
+
+
+def revision_of(client: FakeApiClient, number: int = 1) -> JSON:
+    """The stored ControllerRevision with this revision number."""
+    (revision,) = [
+        obj
+        for (plural, _, _), obj in client.objects.items()
+        if plural == "controllerrevisions" and obj["revision"] == number
+    ]
+    return revision
+
+
+def key_of(revision: JSON) -> str:
+    return str(revision["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH])
+
+
+def told(events: RecordedEvents, reason: str) -> list[Told]:
+    return [event for event in events.told if event.reason == reason]
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_new_lws_is_told_of_its_revision_and_its_leader_workload(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    events = RecordedEvents()
+    _, client = await first_pass(lws_in(mode), events)
+    revision = revision_of(client)
+    (creating,) = told(events, c.EVENT_REASON_CREATING_REVISION)
+    assert creating.note == (
+        f"Creating revision with key {key_of(revision)} for a newly created LeaderWorkerSet"
+    )
+    (created,) = [e for e in events.told if e.note.startswith("Created leader")]
+    assert (created.type, created.reason, created.action) == (
+        "Normal",
+        c.REASON_GROUPS_PROGRESSING,
+        "Create",
+    )
+    assert created.note == f"Created leader {LEADER_WORD[mode]} lws"
+    assert created.related is not None
+    assert (created.related["kind"], created.related["name"]) == (
+        "ControllerRevision",
+        revision["metadata"]["name"],
+    )
+    for event in events.told:
+        assert event.about == (c.KIND, "lws")
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_the_leader_workload_is_announced_once_even_before_the_cache_shows_it(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """A second pass whose caches still show nothing this process wrote: the revision
+    is found by name and the workload applied again, neither announced a second time
+    (the status, read as never written, is)."""
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode), events)
+    first = revision_of(client)
+    events.told.clear()
+    client.calls.clear()
+    async with seeded_caches(lws_in(mode)) as stale:
+        reconciler.caches = stale
+        assert await reconciler(KEY) is None
+    assert events.reasons == [c.REASON_GROUPS_PROGRESSING]
+    assert not events.told[0].note.startswith("Created leader")
+    assert [(call.verb, call.plural) for call in client.calls[:2]] == [
+        ("create", "controllerrevisions"),
+        ("get", "controllerrevisions"),
+    ]
+    (body,) = applied(client, workload)
+    assert body["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] == key_of(first)
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_later_pass_over_the_created_workload_announces_nothing(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode), events)
+    events.told.clear()
+    fresh = LeaderWorkerSetReconciler(client, reconciler.caches, events)
+    await pass_over_stored(fresh, client)
+    assert applied(client, workload) != []  # a new process applies once...
+    assert events.told == []  # ...but did not create the workload
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_refused_leader_workload_create_is_told_and_raised(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    lws = lws_in(mode)
+    client, events = FakeApiClient(), RecordedEvents()
+    client.put(LEADERWORKERSETS, lws)
+    client.fail[("apply", workload.plural)] = ApiError(422, {"message": "spec is invalid"})
+    async with seeded_caches(lws) as caches:
+        with pytest.raises(ApiError):
+            await LeaderWorkerSetReconciler(client, caches, events)(KEY)
+    (failed,) = told(events, c.EVENT_REASON_FAILED_CREATE)
+    assert (failed.type, failed.action) == ("Warning", "Create")
+    assert failed.note == f"Failed to create leader {LEADER_WORD[mode]} lws: spec is invalid"
+    assert failed.about == (c.KIND, "lws")
+    assert client.calls_of("replace", "leaderworkersets") == []
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_refused_leader_workload_update_is_told_and_raised(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode, replicas=2), events)
+    stored = client.stored(LEADERWORKERSETS, "lws", "default")
+    assert stored is not None
+    stored["spec"]["replicas"] = 4
+    events.told.clear()
+    client.fail[("apply", workload.plural)] = ApiError(422, {"message": "no"})
+    with pytest.raises(ApiError):
+        await pass_over_stored(reconciler, client)
+    (failed,) = events.told
+    assert (failed.type, failed.reason, failed.action) == (
+        "Warning",
+        c.EVENT_REASON_FAILED_UPDATE,
+        "Update",
+    )
+    assert failed.note == f"Failed to update leader {LEADER_WORD[mode]} lws: no"
+    assert failed.about == (c.KIND, "lws")
+
+
+# --- the groups the status counts ----------------------------------------------------------
+
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def status_written(client: FakeApiClient) -> JSON:
+    (call,) = client.calls_of("replace", "leaderworkersets")
+    status: JSON = call.body["status"]
+    return status
+
+
+def groups(key: str, count: int, *, ready: bool = True) -> list[JSON]:
+    """The leader pods and worker StatefulSets of groups 0..count-1 at revision `key`."""
+    made: list[JSON] = []
+    for index in range(count):
+        made += [leader_pod("lws", index, key, ready), worker_sts("lws", index, key, 2, ready)]
+    return made
+
+
+def as_the_statefulset_controller_left_it(client: FakeApiClient, **spec: Any) -> JSON:
+    """The applied leader StatefulSet with its status (and `spec` members changed)."""
+    sts = client.stored(STATEFULSETS, "lws", "default")
+    assert sts is not None
+    sts["spec"].update(spec)
+    sts["status"] = {"replicas": sts["spec"]["replicas"]}
+    return sts
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_ready_groups_of_the_current_revision_make_the_lws_available(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode, replicas=2), events)
+    key = key_of(revision_of(client))
+    if mode == c.GROUP_IDENTITY_ORDINAL:
+        as_the_statefulset_controller_left_it(client)
+    events.told.clear()
+    # Another LWS's groups and a StatefulSet of this LWS that is no group are not counted.
+    others = [leader_pod("other", 0, key), worker_sts("other", 0, key)]
+    await pass_over_stored(reconciler, client, *groups(key, 2), *others)
+    status = status_written(client)
+    assert (status["replicas"], status["readyReplicas"], status["updatedReplicas"]) == (2, 2, 2)
+    conditions = {cond["type"]: cond["status"] for cond in status["conditions"]}
+    assert conditions == {c.CONDITION_AVAILABLE: "True", c.CONDITION_PROGRESSING: "False"}
+    for cond in status["conditions"]:
+        assert TIMESTAMP.match(cond["lastTransitionTime"]), cond
+    (changed,) = events.told
+    assert (changed.reason, changed.action) == (c.REASON_ALL_GROUPS_READY, "Update")
+    assert changed.note.endswith("with 2 groups ready of total 2 groups")
+    assert changed.about == (c.KIND, "lws")
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_groups_of_an_older_revision_are_ready_but_not_updated(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    reconciler, client = await first_pass(lws_in(mode, replicas=2))
+    if mode == c.GROUP_IDENTITY_ORDINAL:
+        as_the_statefulset_controller_left_it(client)
+    await pass_over_stored(reconciler, client, *groups("older", 2))
+    status = status_written(client)
+    assert (status["readyReplicas"], status["updatedReplicas"]) == (2, 0)
+    assert {cond["type"] for cond in status["conditions"]} >= {c.CONDITION_UPDATE_IN_PROGRESS}
+
+
+async def test_ordinal_worker_statefulsets_are_the_ones_with_a_group_index() -> None:
+    """A group is counted only with its worker StatefulSet: the leader StatefulSet, the
+    one StatefulSet without a group index, is not a group's."""
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_ORDINAL, replicas=2))
+    key = key_of(revision_of(client))
+    as_the_statefulset_controller_left_it(client)
+    pods = [leader_pod("lws", 0, key), leader_pod("lws", 1, key)]
+    await pass_over_stored(reconciler, client, *pods, worker_sts("lws", 0, key))
+    status = status_written(client)
+    assert (status["replicas"], status["readyReplicas"], status["updatedReplicas"]) == (2, 1, 1)
+
+
+async def test_an_ordinal_status_counts_the_leader_statefulsets_replicas() -> None:
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_ORDINAL, replicas=2))
+    key = key_of(revision_of(client))
+    sts = as_the_statefulset_controller_left_it(client)
+    sts["status"]["replicas"] = 3  # a surge replica
+    await pass_over_stored(reconciler, client, *groups(key, 2))
+    assert status_written(client)["replicas"] == 3
+
+
+async def test_a_leader_without_a_usable_group_index_is_left_out_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_ORDINAL, replicas=2))
+    key = key_of(revision_of(client))
+    as_the_statefulset_controller_left_it(client)
+    odd = leader_pod("lws", "x", key, name="lws-odd")
+    with caplog.at_level(logging.WARNING, logger=reconciler_module.__name__):
+        await pass_over_stored(reconciler, client, *groups(key, 1), odd)
+    assert status_written(client)["readyReplicas"] == 1
+    (warning,) = [r for r in caplog.records if r.name == reconciler_module.__name__]
+    assert "no usable group index" in warning.getMessage()
+    assert (warning.__dict__["lws"], warning.__dict__["pod"]) == ("default/lws", "lws-odd")
+
+
+async def test_hash_groups_count_their_leaders_readiness_and_revision() -> None:
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_HASH, replicas=3))
+    key = key_of(revision_of(client))
+    leaders = [
+        leader_pod("lws", 0, key, name="lws-a"),
+        leader_pod("lws", 1, key, ready=False, name="lws-b"),
+        leader_pod("lws", 2, "older", name="lws-c"),
+    ]
+    await pass_over_stored(reconciler, client, *leaders)
+    status = status_written(client)
+    assert (status["replicas"], status["readyReplicas"], status["updatedReplicas"]) == (3, 2, 2)
+
+
+async def test_a_held_replacement_is_reported_in_the_hash_status() -> None:
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_HASH, replicas=1))
+    reconciler.held.publish(KEY, HeldReplacements(("lws-new",), ("0123456789abcdef",)))
+    await pass_over_stored(reconciler, client)
+    status = status_written(client)
+    (held,) = [cond for cond in status["conditions"] if cond["type"] == "GroupReplacementHeld"]
+    assert held["status"] == "True"
+    assert held["message"].endswith("lws-new waits for group 01234567")
+    assert TIMESTAMP.match(held["lastTransitionTime"])
+
+
+async def test_another_lws_held_replacements_are_not_this_ones() -> None:
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_HASH, replicas=1))
+    reconciler.held.publish("default/other", HeldReplacements(("x",), ("y",)))
+    assert await pass_over_stored(reconciler, client) is None
+    assert writes(client) == []
+
+
+# --- the observations kept between passes, and forgetting a deleted LWS --------------------
+
+
+def group_gauge(mode: str, state: str) -> float | None:
+    labels = {"namespace": "default", "leaderworkerset": "lws", "group_identity": mode}
+    return REGISTRY.get_sample_value("lws_groups", {**labels, "state": state})
+
+
+@pytest.mark.parametrize("gone", ["deleted", "being deleted"])
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_what_is_kept_of_an_lws_goes_with_it(
+    mode: str, workload: Resource, never: Resource, gone: str
+) -> None:
+    reconciler, client = await first_pass(lws_in(mode, replicas=2))
+    key = key_of(revision_of(client))
+    if mode == c.GROUP_IDENTITY_ORDINAL:
+        as_the_statefulset_controller_left_it(client)
+    await pass_over_stored(reconciler, client, *groups(key, 2))
+    # The group observations of the last pass, per LWS, and its group gauges.
+    assert set(reconciler._observations) == {KEY}
+    assert set(reconciler._observations[KEY]) == {"lws-0", "lws-1"}
+    assert group_gauge(mode, "ready") == 2
+
+    if gone == "deleted":
+        client.objects.pop(("leaderworkersets", "default", "lws"))
+    else:
+        stored = client.stored(LEADERWORKERSETS, "lws", "default")
+        assert stored is not None
+        stored["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert await pass_over_stored(reconciler, client, *groups(key, 2)) is None
+    assert client.calls == []
+    assert reconciler._observations == {}
+    assert group_gauge(mode, "ready") is None
