@@ -5,6 +5,7 @@ unchanged cluster writes nothing, and what it does with workloads it cannot use.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws import reconciler as reconciler_module
 from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
@@ -572,3 +574,351 @@ async def test_what_is_kept_of_an_lws_goes_with_it(
     assert client.calls == []
     assert reconciler._observations == {}
     assert group_gauge(mode, "ready") is None
+
+
+# --- revisions: adopting a workload, updates, a cache that lags ------------------------------
+
+
+def change_template(client: FakeApiClient) -> JSON:
+    """A new worker image in the stored LWS (generation 2); the LWS as stored."""
+    stored = client.stored(LEADERWORKERSETS, "lws", "default")
+    assert stored is not None
+    stored["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["image"] = (
+        "pause:2"
+    )
+    stored["metadata"]["generation"] = 2
+    return stored
+
+
+def workload_at(client: FakeApiClient, workload: Resource, key: str) -> JSON:
+    """The stored leader workload, relabelled as running revision `key` (a copy)."""
+    live = client.stored(workload, "lws", "default")
+    assert live is not None
+    relabelled = copy.deepcopy(live)
+    relabelled["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] = key
+    relabelled["spec"]["template"]["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] = key
+    return relabelled
+
+
+def applied_key(client: FakeApiClient, workload: Resource) -> str:
+    (body,) = applied(client, workload)
+    return str(body["spec"]["template"]["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH])
+
+
+async def pass_over(
+    reconciler: LeaderWorkerSetReconciler, client: FakeApiClient, *cached: JSON
+) -> Result | None:
+    """Another pass, the caches showing only `cached`: they lag behind the server."""
+    client.calls.clear()
+    async with seeded_caches(*cached) as caches:
+        reconciler.caches = caches
+        return await reconciler(KEY)
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_adopted_workloads_revision_is_asked_of_the_server_before_making_it(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """A leader workload at a revision the cache does not hold: the server has it (the
+    cache lags), so it is read and kept, not written again under that key."""
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode), events)
+    lws = client.stored(LEADERWORKERSETS, "lws", "default")
+    assert lws is not None
+    client.put(CONTROLLER_REVISIONS, rev.new_revision(lws, 2, key_override="adopted"))
+    events.told.clear()
+    await pass_over(reconciler, client, lws, workload_at(client, workload, "adopted"))
+
+    (listed,) = client.calls_of("list", "controllerrevisions")
+    assert listed.namespace == "default"
+    assert listed.options["label_selector"] == (
+        f"{c.LABEL_SET_NAME}=lws,{c.LABEL_TEMPLATE_REVISION_HASH}=adopted"
+    )
+    assert client.calls_of("create", "controllerrevisions") == []
+    assert events.told == []
+    assert applied_key(client, workload) == "adopted"
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_adopted_workloads_missing_revision_is_made_under_its_key(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """Neither the cache nor the server has the workload's revision: it is made from
+    the spec under the workload's key (the name still carries the content hash)."""
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode), events)
+    lws = client.stored(LEADERWORKERSETS, "lws", "default")
+    assert lws is not None
+    gone = revision_of(client)
+    client.objects.pop(("controllerrevisions", "default", gone["metadata"]["name"]))
+    events.told.clear()
+    await pass_over(reconciler, client, lws, workload_at(client, workload, "adopted"))
+
+    assert len(client.calls_of("list", "controllerrevisions")) == 1
+    (created,) = client.calls_of("create", "controllerrevisions")
+    assert key_of(created.body) == "adopted"
+    (told_,) = events.told
+    assert told_.reason == c.EVENT_REASON_CREATING_REVISION
+    assert told_.note == "Creating missing revision with key adopted for existing LeaderWorkerSet"
+    assert told_.about == (c.KIND, "lws")
+    assert applied_key(client, workload) == "adopted"
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_update_is_told_with_its_new_revision(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode), events)
+    change_template(client)
+    events.told.clear()
+    await pass_over_stored(reconciler, client)
+    new = revision_of(client, 2)
+    (creating,) = told(events, c.EVENT_REASON_CREATING_REVISION)
+    assert creating.note == f"Creating revision with key {key_of(new)} for updated LWS"
+    assert creating.related is not None
+    assert (creating.related["kind"], creating.related["name"]) == (
+        "ControllerRevision",
+        new["metadata"]["name"],
+    )
+    assert creating.about == (c.KIND, "lws")
+    assert applied_key(client, workload) == key_of(new)
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_updates_revision_already_made_is_reused_while_the_workload_lags(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """The cache shows the new revision but the leader workload of before the update."""
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode), events)
+    before = copy.deepcopy(client.stored(workload, "lws", "default"))
+    lws = change_template(client)
+    await pass_over_stored(reconciler, client)
+    old, new = revision_of(client, 1), revision_of(client, 2)
+    events.told.clear()
+    assert before is not None
+    await pass_over(reconciler, client, lws, old, new, before)
+    assert client.calls_of("create", "controllerrevisions") == []
+    assert told(events, c.EVENT_REASON_CREATING_REVISION) == []
+    assert all(
+        body["spec"]["template"]["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH]
+        == key_of(new)
+        for body in applied(client, workload)
+    )
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_updates_revision_made_by_an_earlier_pass_is_found_by_name(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """The cache shows neither the new revision nor the workload moved to it: creating
+    the revision again collides by name, and the stored one is used, not announced."""
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(mode), events)
+    before = copy.deepcopy(client.stored(workload, "lws", "default"))
+    lws = change_template(client)
+    await pass_over_stored(reconciler, client)
+    old, new = revision_of(client, 1), revision_of(client, 2)
+    events.told.clear()
+    assert before is not None
+    await pass_over(reconciler, client, lws, old, before)
+    (create,) = client.calls_of("create", "controllerrevisions")
+    assert create.name == new["metadata"]["name"]
+    (get,) = client.calls_of("get", "controllerrevisions")
+    assert (get.name, get.namespace) == (new["metadata"]["name"], "default")
+    assert told(events, c.EVENT_REASON_CREATING_REVISION) == []
+    assert applied_key(client, workload) == key_of(new)
+
+
+async def test_a_revision_the_server_refuses_fails_the_pass() -> None:
+    lws = lws_in(c.GROUP_IDENTITY_ORDINAL)
+    client = FakeApiClient()
+    client.put(LEADERWORKERSETS, lws)
+    client.fail[("create", "controllerrevisions")] = ApiError(500, {"message": "etcd"})
+    async with seeded_caches(lws) as caches:
+        with pytest.raises(ApiError, match="etcd"):
+            await LeaderWorkerSetReconciler(client, caches)(KEY)
+    assert writes(client) == [("create", "controllerrevisions", client.calls[0].name)]
+
+
+# --- the Ordinal rollout -------------------------------------------------------------------
+
+
+async def test_an_ordinal_template_change_starts_the_rollout_at_the_top() -> None:
+    """Every group is outdated: the partition goes to the replicas and comes down as
+    groups are updated (rolling_update.py)."""
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_ORDINAL, replicas=3))
+    key = key_of(revision_of(client))
+    as_the_statefulset_controller_left_it(client)
+    change_template(client)
+    await pass_over_stored(reconciler, client, *groups(key, 3))
+    (body,) = applied(client, STATEFULSETS)
+    assert body["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 3
+    assert body["spec"]["replicas"] == 3
+
+
+async def test_updated_groups_move_the_partition_down_and_say_so() -> None:
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_ORDINAL, replicas=3), events)
+    key = key_of(revision_of(client))
+    sts = as_the_statefulset_controller_left_it(client)
+    sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = 2
+    client.put(STATEFULSETS, sts)
+    events.told.clear()
+    await pass_over_stored(reconciler, client, *groups(key, 3))
+    (body,) = applied(client, STATEFULSETS)
+    assert body["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0
+    assert body["spec"]["replicas"] == 3
+    (moved,) = told(events, c.REASON_GROUPS_UPDATING)
+    assert moved.note == "Updating replicas 0 to 1 (inclusive)"
+    assert moved.about == (c.KIND, "lws")
+
+
+async def test_outdated_groups_keep_the_partition_where_it_is() -> None:
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_ORDINAL, replicas=3), events)
+    sts = as_the_statefulset_controller_left_it(client)
+    sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = 2
+    client.put(STATEFULSETS, sts)
+    events.told.clear()
+    await pass_over_stored(reconciler, client, *groups("older", 3))
+    (body,) = applied(client, STATEFULSETS)
+    assert body["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 2
+    assert [e for e in events.told if e.note.startswith(("Updating", "Pausing"))] == []
+
+
+# --- the shared Service --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_the_shared_service_selects_every_pod_of_the_lws(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    _, client = await first_pass(lws_in(mode))
+    (create,) = client.calls_of("create", "services")
+    service = create.body
+    assert (service["metadata"]["name"], service["metadata"]["namespace"]) == ("lws", "default")
+    assert service["spec"]["selector"] == {c.LABEL_SET_NAME: "lws"}
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["metadata"]["ownerReferences"][0]["uid"] == "uid-lws"
+
+
+async def test_a_shared_service_the_cache_does_not_show_yet_is_left_alone() -> None:
+    events = RecordedEvents()
+    reconciler, client = await first_pass(lws_in(c.GROUP_IDENTITY_ORDINAL), events)
+    lws = client.stored(LEADERWORKERSETS, "lws", "default")
+    sts = client.stored(STATEFULSETS, "lws", "default")
+    assert lws is not None and sts is not None
+    events.told.clear()
+    assert await pass_over(reconciler, client, lws, sts, revision_of(client)) is None
+    assert len(client.calls_of("create", "services")) == 1  # answered AlreadyExists
+    assert events.told == []
+
+
+async def test_a_refused_shared_service_is_told_and_raised() -> None:
+    lws = lws_in(c.GROUP_IDENTITY_ORDINAL)
+    client, events = FakeApiClient(), RecordedEvents()
+    client.put(LEADERWORKERSETS, lws)
+    client.fail[("create", "services")] = ApiError(403, {"message": "quota exceeded"})
+    async with seeded_caches(lws) as caches:
+        with pytest.raises(ApiError, match="quota"):
+            await LeaderWorkerSetReconciler(client, caches, events)(KEY)
+    (failed,) = told(events, c.EVENT_REASON_FAILED_CREATE)
+    assert failed.note == "Failed to create headless service for error: quota exceeded"
+    assert failed.about == (c.KIND, "lws")
+    assert client.calls_of("replace", "leaderworkersets") == []
+
+
+# --- the status write and old revisions ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_status_conflict_is_not_announced(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    lws = lws_in(mode)
+    client, events = FakeApiClient(), RecordedEvents()
+    client.put(LEADERWORKERSETS, lws)
+    client.fail[("replace", "leaderworkersets")] = ApiError(409, {"reason": "Conflict"})
+    async with seeded_caches(lws) as caches:
+        assert await LeaderWorkerSetReconciler(client, caches, events)(KEY) == Result(requeue=True)
+    assert [e.note for e in events.told if e.action == "Update"] == []
+
+
+async def test_a_status_write_the_server_refuses_fails_the_pass() -> None:
+    lws = lws_in(c.GROUP_IDENTITY_HASH)
+    client = FakeApiClient()
+    client.put(LEADERWORKERSETS, lws)
+    client.fail[("replace", "leaderworkersets")] = ApiError(500, {"message": "etcd"})
+    async with seeded_caches(lws) as caches:
+        with pytest.raises(ApiError, match="etcd"):
+            await LeaderWorkerSetReconciler(client, caches)(KEY)
+
+
+async def rolled_out(
+    mode: str, workload: Resource
+) -> tuple[LeaderWorkerSetReconciler, FakeApiClient, list[JSON]]:
+    """An LWS of 2 groups updated to a second revision; the groups at that revision,
+    ready, for the caller to show to the next pass."""
+    reconciler, client = await first_pass(lws_in(mode, replicas=2))
+    change_template(client)
+    await pass_over_stored(reconciler, client)
+    key = key_of(revision_of(client, 2))
+    if mode == c.GROUP_IDENTITY_ORDINAL:
+        sts = as_the_statefulset_controller_left_it(client)
+        sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = 0
+        client.put(STATEFULSETS, sts)
+    return reconciler, client, groups(key, 2)
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_finished_rollout_deletes_the_old_revisions(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    reconciler, client, updated = await rolled_out(mode, workload)
+    old = revision_of(client, 1)
+    assert await pass_over_stored(reconciler, client, *updated) is None
+    (delete,) = client.calls_of("delete", "controllerrevisions")
+    assert (delete.name, delete.namespace) == (old["metadata"]["name"], "default")
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_unfinished_rollout_keeps_the_old_revisions(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    reconciler, client, _ = await rolled_out(mode, workload)
+    await pass_over_stored(reconciler, client, *groups(key_of(revision_of(client, 1)), 2))
+    assert client.calls_of("delete", "controllerrevisions") == []
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_old_revision_already_gone_is_not_an_error(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    reconciler, client, updated = await rolled_out(mode, workload)
+    client.fail[("delete", "controllerrevisions")] = ApiError(404, {"reason": "NotFound"})
+    assert await pass_over_stored(reconciler, client, *updated) is None
+    assert len(client.calls_of("delete", "controllerrevisions")) == 1
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_old_revision_the_server_will_not_delete_fails_the_pass(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    reconciler, client, updated = await rolled_out(mode, workload)
+    client.fail[("delete", "controllerrevisions")] = ApiError(500, {"message": "etcd"})
+    with pytest.raises(ApiError, match="etcd"):
+        await pass_over_stored(reconciler, client, *updated)
+
+
+async def test_an_api_error_other_than_a_terminating_namespace_fails_the_pass() -> None:
+    lws = lws_in(c.GROUP_IDENTITY_ORDINAL)
+    client = FakeApiClient()
+    client.put(LEADERWORKERSETS, lws)
+    client.fail[("create", "controllerrevisions")] = ApiError(
+        403, {"reason": "Forbidden", "message": "not allowed"}
+    )
+    async with seeded_caches(lws) as caches:
+        with pytest.raises(ApiError, match="not allowed"):
+            await LeaderWorkerSetReconciler(client, caches)(KEY)
