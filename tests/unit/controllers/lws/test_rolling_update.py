@@ -5,6 +5,7 @@ controller."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,8 @@ from leaderworkerset.controllers.lws.rolling_update import (
     rolling_budget,
     rolling_partition,
     rolling_update_parameters,
+    sts_partition,
+    sts_replicas,
 )
 from tests.toolkit.lws import lws_object
 from tests.toolkit.objects import leader_pod, leader_sts, worker_sts
@@ -549,3 +552,88 @@ def test_rollout_invariants(
         return
     assert cluster.history[-1] == (0, replicas)
     assert all(g.key == "k2" for g in cluster.groups.values())
+
+
+# --- Edges the worked examples do not reach ------------------------------------------------
+def test_replica_states_of_size_one_ignore_a_stale_worker_statefulset() -> None:
+    """A group of one has no workers: a worker StatefulSet left from when the groups were
+    larger says nothing about it."""
+    lws = lws_object(name=NAME, replicas=1, size=1)
+    pods = [leader_pod(NAME, 0, "k")]
+    assert replica_states(lws, 1, "k", pods, [worker_sts(NAME, 0, "old", ready=False)]) == [
+        ReplicaState(True, True)
+    ]
+
+
+def test_replica_states_workers_of_an_older_revision_leave_the_group_outdated() -> None:
+    lws = lws_object(name=NAME, replicas=1)
+    pods = [leader_pod(NAME, 0, "new")]
+    assert replica_states(lws, 1, "new", pods, [worker_sts(NAME, 0, "old")]) == [
+        ReplicaState(True, False)
+    ]
+
+
+def test_rolling_partition_counts_missing_states_as_unready() -> None:
+    assert rolling_partition([ReplicaState(True, True)], 2, 1, 2) == 1
+    assert rolling_partition([], 2, 1, 2) == 1
+
+
+def test_rolling_partition_walks_down_from_an_unready_top_group() -> None:
+    old = ReplicaState(True, False)
+    assert rolling_partition([old, old, old, ReplicaState(False, False)], 4, 1, 4) == 3
+
+
+def test_rolling_partition_moves_up_past_every_unready_group_below_the_base() -> None:
+    """With no budget to spend (step 0) and every group unready, the partition moves up
+    once per unready group below the base, capped only by the current partition."""
+    unready = ReplicaState(False, False)
+    assert rolling_partition([unready, unready], 2, 0, 4) == 4
+    assert rolling_partition([unready, unready], 2, 0, 3) == 3
+
+
+def test_a_new_leader_statefulset_starts_with_every_replica_at_partition_zero() -> None:
+    plan = rolling_update_parameters(lws_object(name=NAME, replicas=3), None, "k", False)
+    assert _pr(plan) == (0, 3)
+    assert plan.events == ()
+
+
+def test_a_template_change_during_a_surge_removes_the_surge_replica_it_no_longer_needs() -> None:
+    lws = lws_object(name=NAME, replicas=2, max_surge=2, max_unavailable=1)
+    sts = leader_sts(NAME, "k", 4, recorded=2)
+    plan = rolling_update_parameters(lws, sts, "k2", True, [], [])
+    assert _pr(plan) == (2, 3)
+    assert _notes(plan) == [f"deleting surge replica {NAME}-3"]
+
+
+def test_replicas_raised_during_a_surge_remove_the_surge_replica_by_that_name() -> None:
+    """Replicas 2 -> 3 while the leader StatefulSet runs 4 (one of them surge): the
+    fourth replica, above the old desired count, is a surge replica."""
+    lws = lws_object(name=NAME, replicas=3, max_surge=1, max_unavailable=1)
+    sts = leader_sts(NAME, "k", 4, recorded=2)
+    pods = [leader_pod(NAME, i, "k") for i in range(4)]
+    sets = [worker_sts(NAME, i, "k") for i in range(4)]
+    plan = rolling_update_parameters(lws, sts, "k", False, pods, sets)
+    assert _pr(plan) == (0, 3)
+    assert _notes(plan) == [f"deleting surge replica {NAME}-3"]
+
+
+def test_the_unreadable_replicas_annotation_is_named_with_its_value() -> None:
+    lws = lws_object(name=NAME, replicas=2)
+    sts = leader_sts(NAME, "k", 3, partition=1)
+    sts["metadata"]["annotations"][c.ANNOTATION_REPLICAS] = "two"
+    message = (
+        f"leader statefulset {NAME}: annotation {c.ANNOTATION_REPLICAS} is not an integer: 'two'"
+    )
+    with pytest.raises(RollingUpdateError, match=f"^{re.escape(message)}$"):
+        rolling_update_parameters(lws, sts, "k", False, [], [])
+
+
+def test_an_unset_or_unreadable_replicas_or_partition_reads_as_the_api_default() -> None:
+    """As the API server defaults them: replicas 1, partition 0."""
+    assert sts_replicas({}) == sts_replicas({"spec": {}}) == 1
+    assert sts_replicas({"spec": {"replicas": "3"}}) == 1
+    assert sts_replicas({"spec": {"replicas": 0}}) == 0
+    assert sts_partition({}) == sts_partition({"spec": {"updateStrategy": {}}}) == 0
+    unreadable = {"spec": {"updateStrategy": {"rollingUpdate": {"partition": "2"}}}}
+    assert sts_partition(unreadable) == 0
+    assert sts_partition({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 2}}}}) == 2
