@@ -11,8 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws.status import (
+    CONDITION_REPLACEMENT_HELD,
     EXCLUSIVE_PAIRS,
+    REASON_NO_REPLACEMENT_HELD,
+    REASON_WAITING_FOR_TERMINATION,
     GroupCounts,
     GroupObservation,
     StatusUpdate,
@@ -20,11 +24,13 @@ from leaderworkerset.controllers.lws.status import (
     count_groups,
     hash_groups,
     hash_status,
+    held_condition,
     merge_conditions,
     new_condition,
     ordinal_groups,
     ordinal_status,
     status_changed,
+    with_held_condition,
 )
 from leaderworkerset.group.readiness import (
     container_restarted,
@@ -545,3 +551,170 @@ def test_memo_keeps_the_observation_of_the_same_objects() -> None:
     assert count_groups(ordinal_groups(lws, "k", pods, sets, memo)[0]).ready == 1
     # What the observation depends on besides the objects is part of the memo.
     assert count_groups(ordinal_groups(lws, "q", pods, sets, memo)[0]).updated == 0
+
+
+def test_hash_memo_keeps_the_observation_of_the_same_objects() -> None:
+    """As for Ordinal mode: the same leader object is not looked at again, until it is
+    replaced or the revision it is compared with changes."""
+    lws = _hash_lws(replicas=2)
+    pods = [_hash_leader("a", "k"), _hash_leader("b", "k")]
+    memo: dict[str, Any] = {}
+    first = hash_groups(lws, "k", pods, memo)
+    pods[0]["status"]["conditions"] = []
+    assert hash_groups(lws, "k", pods, memo) == first
+    pods[0] = _hash_leader("a", "k", ready=False)
+    assert count_groups(hash_groups(lws, "k", pods, memo)).ready == 1
+    assert count_groups(hash_groups(lws, "q", pods, memo)).updated == 0
+
+
+@pytest.mark.parametrize("mode", [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH])
+def test_the_status_of_each_mode_reads_through_its_memo(mode: str) -> None:
+    lws = lws_object(name=NAME, replicas=2, groupIdentity=mode)
+    pods, sets = _groups(2)
+    memo: dict[str, Any] = {}
+
+    def ready() -> int:
+        if mode == c.GROUP_IDENTITY_HASH:
+            return int(hash_status(lws, "k", pods, NOW, memo=memo).status["readyReplicas"])
+        update = ordinal_status(lws, "k", leader_sts(NAME, "k", 2), pods, sets, NOW, memo)
+        return int(update.status["readyReplicas"])
+
+    assert ready() == 2
+    pods[0]["status"]["conditions"] = []  # an edit in place: only a fresh look sees it
+    assert ready() == 2
+
+
+# --- Observing groups: edges ---------------------------------------------------------------
+def test_a_size_one_group_ignores_a_stale_worker_statefulset() -> None:
+    lws = lws_object(name=NAME, replicas=1, size=1)
+    pods = [leader_pod(NAME, 0, "k")]
+    groups, _ = ordinal_groups(lws, "k", pods, [worker_sts(NAME, 0, "old", ready=False)])
+    counts = count_groups(groups)
+    assert (counts.ready, counts.updated) == (1, 1)
+
+
+def test_a_group_still_being_built_is_not_reported_as_skipped() -> None:
+    lws = lws_object(name=NAME, replicas=2)
+    pods, sets = _groups(2)
+    groups, skipped = ordinal_groups(lws, "k", pods, sets[:1])
+    assert (len(groups), skipped) == (1, [])
+
+
+def test_a_group_at_or_above_the_replicas_is_surge() -> None:
+    lws = lws_object(name=NAME, replicas=2, partition=1)
+    pods, sets = _groups(3)
+    groups, _ = ordinal_groups(lws, "k", pods, sets)
+    assert [(g.desired, g.in_range) for g in groups] == [
+        (True, False),
+        (True, True),
+        (False, False),
+    ]
+
+
+def test_hash_groups_rank_ready_outdated_groups_before_unready_outdated_ones() -> None:
+    lws = _hash_lws(replicas=1)
+    pods = [_hash_leader("a", "old", ready=False), _hash_leader("b", "old")]
+    assert [(g.ready, g.desired) for g in hash_groups(lws, "k", pods)] == [
+        (True, True),
+        (False, False),
+    ]
+
+
+def test_hash_status_ignores_another_lws_leaders() -> None:
+    lws = _hash_lws(replicas=1)
+    stranger = leader_pod("other", "gk", "k", name="other-abc")
+    update = hash_status(lws, "k", [_hash_leader("a", "k"), stranger], NOW)
+    assert (update.status["replicas"], update.status["readyReplicas"]) == (1, 1)
+
+
+def test_a_condition_turned_false_by_its_partner_keeps_its_own_text() -> None:
+    existing = [new_condition(c.CONDITION_AVAILABLE, 1, NOW)]
+    merged = merge_conditions(
+        existing, [new_condition(c.CONDITION_PROGRESSING, 2, LATER)], 2, LATER
+    )
+    assert merged == [
+        {
+            **existing[0],
+            "status": "False",
+            "observedGeneration": 2,
+            "lastTransitionTime": LATER,
+        },
+        new_condition(c.CONDITION_PROGRESSING, 2, LATER),
+    ]
+    assert existing == [new_condition(c.CONDITION_AVAILABLE, 1, NOW)], "input left alone"
+
+
+# --- Hash mode: held replacements ---------------------------------------------------------
+def _held(count: int) -> HeldReplacements:
+    leaders = tuple(f"leader-{i}" for i in range(count))
+    return HeldReplacements(leaders, tuple(f"group{i}-0123456789" for i in range(count)))
+
+
+def _waiting(count: int, *shown: str) -> str:
+    return (
+        f"{count} replacement leader(s) wait for tearing-down groups to finish terminating: "
+        + "; ".join(shown)
+    )
+
+
+def test_the_held_condition_names_at_most_three_waits_and_counts_the_rest() -> None:
+    def message(count: int) -> str:
+        return str(held_condition(_held(count), 4, NOW)["message"])
+
+    assert message(1) == _waiting(1, "leader-0 waits for group group0-0")
+    three = ["leader-0 waits for group group0-0", "leader-1 waits for group group1-0"]
+    three.append("leader-2 waits for group group2-0")
+    assert message(3) == _waiting(3, *three)
+    assert message(4) == _waiting(4, *three, "and 1 more")
+    assert message(6) == _waiting(6, *three, "and 3 more")
+
+
+def test_the_held_condition_when_something_is_held_and_when_not() -> None:
+    assert held_condition(_held(1), 4, NOW) == {
+        "type": CONDITION_REPLACEMENT_HELD,
+        "status": "True",
+        "observedGeneration": 4,
+        "lastTransitionTime": NOW,
+        "reason": REASON_WAITING_FOR_TERMINATION,
+        "message": _waiting(1, "leader-0 waits for group group0-0"),
+    }
+    assert held_condition(HeldReplacements(), 4, NOW) == {
+        "type": CONDITION_REPLACEMENT_HELD,
+        "status": "False",
+        "observedGeneration": 4,
+        "lastTransitionTime": NOW,
+        "reason": REASON_NO_REPLACEMENT_HELD,
+        "message": "No replacement group is waiting for a group to terminate",
+    }
+
+
+def test_the_held_condition_appears_only_once_something_was_held() -> None:
+    assert with_held_condition([], HeldReplacements(), 1, NOW) == []
+    (added,) = with_held_condition([], _held(1), 1, NOW)
+    assert (added["status"], added["lastTransitionTime"]) == ("True", NOW)
+    (still,) = with_held_condition([added], _held(2), 1, LATER)
+    assert (still["status"], still["lastTransitionTime"]) == ("True", NOW)
+    assert still["message"].startswith("2 replacement")
+    (released,) = with_held_condition([still], HeldReplacements(), 1, LATER)
+    assert (released["status"], released["lastTransitionTime"]) == ("False", LATER)
+
+
+def test_a_held_condition_without_a_transition_time_gets_now() -> None:
+    (old,) = with_held_condition([], _held(1), 1, NOW)
+    del old["lastTransitionTime"]
+    (same,) = with_held_condition([old], _held(1), 1, LATER)
+    assert same["lastTransitionTime"] == LATER
+
+
+def test_hash_status_reports_held_replacements_at_the_lws_generation() -> None:
+    lws = lws_object(name=NAME, replicas=1, generation=3, groupIdentity=c.GROUP_IDENTITY_HASH)
+    update = hash_status(lws, "k", [_hash_leader("a", "k")], LATER, held=_held(1))
+    conditions = {cond["type"]: cond for cond in update.status["conditions"]}
+    held = conditions[CONDITION_REPLACEMENT_HELD]
+    assert (held["status"], held["observedGeneration"], held["lastTransitionTime"]) == (
+        "True",
+        3,
+        LATER,
+    )
+    assert conditions[c.CONDITION_AVAILABLE]["lastTransitionTime"] == LATER
+    assert update.changed
