@@ -219,6 +219,8 @@ def test_ordinal_and_hash_leaders_share_the_template_decoration() -> None:
         (0, 0, {"maxSurge": 0, "maxUnavailable": 1}),
         ("0%", "0%", {"maxSurge": "0%", "maxUnavailable": 1}),
         ("25%", 0, {"maxSurge": 0, "maxUnavailable": "25%"}),
+        # A leading zero is still five percent, not zero (Go's Atoi reads "05" as 5).
+        ("0%", "05%", {"maxSurge": "05%", "maxUnavailable": "0%"}),
     ],
 )
 def test_deployment_strategy_mapping(unavailable: Any, surge: Any, expected: JSON) -> None:
