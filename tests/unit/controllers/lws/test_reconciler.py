@@ -11,9 +11,11 @@ import re
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.controllers import revisions as rev
+from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws import reconciler as reconciler_module
 from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
@@ -26,7 +28,6 @@ from leaderworkerset.runtime.client import (
     Resource,
 )
 from leaderworkerset.runtime.controller import Result
-from leaderworkerset.runtime.metrics import REGISTRY
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
@@ -544,15 +545,24 @@ async def test_another_lws_held_replacements_are_not_this_ones() -> None:
 # --- the observations kept between passes, and forgetting a deleted LWS --------------------
 
 
-def group_gauge(mode: str, state: str) -> float | None:
+@pytest.fixture
+def metrics(monkeypatch: pytest.MonkeyPatch) -> CollectorRegistry:
+    """The group metrics the reconciler refreshes, fresh for this test: the process-wide
+    ones carry what other tests (and their watches) left."""
+    registry = CollectorRegistry()
+    monkeypatch.setattr(reconciler_module, "GROUP_METRICS", GroupMetrics(registry))
+    return registry
+
+
+def group_gauge(registry: CollectorRegistry, mode: str, state: str) -> float | None:
     labels = {"namespace": "default", "leaderworkerset": "lws", "group_identity": mode}
-    return REGISTRY.get_sample_value("lws_groups", {**labels, "state": state})
+    return registry.get_sample_value("lws_groups", {**labels, "state": state})
 
 
 @pytest.mark.parametrize("gone", ["deleted", "being deleted"])
 @pytest.mark.parametrize(("mode", "workload", "never"), MODES)
 async def test_what_is_kept_of_an_lws_goes_with_it(
-    mode: str, workload: Resource, never: Resource, gone: str
+    mode: str, workload: Resource, never: Resource, gone: str, metrics: CollectorRegistry
 ) -> None:
     reconciler, client = await first_pass(lws_in(mode, replicas=2))
     key = key_of(revision_of(client))
@@ -562,7 +572,7 @@ async def test_what_is_kept_of_an_lws_goes_with_it(
     # The group observations of the last pass, per LWS, and its group gauges.
     assert set(reconciler._observations) == {KEY}
     assert set(reconciler._observations[KEY]) == {"lws-0", "lws-1"}
-    assert group_gauge(mode, "ready") == 2
+    assert group_gauge(metrics, mode, "ready") == 2
 
     if gone == "deleted":
         client.objects.pop(("leaderworkersets", "default", "lws"))
@@ -573,7 +583,7 @@ async def test_what_is_kept_of_an_lws_goes_with_it(
     assert await pass_over_stored(reconciler, client, *groups(key, 2)) is None
     assert client.calls == []
     assert reconciler._observations == {}
-    assert group_gauge(mode, "ready") is None
+    assert group_gauge(metrics, mode, "ready") is None
 
 
 # --- revisions: adopting a workload, updates, a cache that lags ------------------------------
