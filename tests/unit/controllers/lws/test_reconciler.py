@@ -29,7 +29,7 @@ from leaderworkerset.runtime.client import (
 )
 from leaderworkerset.runtime.controller import Result
 from tests.toolkit.caches import seeded_caches
-from tests.toolkit.fake_client import FakeApiClient
+from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_object
 from tests.toolkit.objects import leader_pod, worker_sts
 from tests.toolkit.recorded_events import RecordedEvents, Told
@@ -507,7 +507,7 @@ async def test_a_leader_without_a_usable_group_index_is_left_out_and_logged(
         await pass_over_stored(reconciler, client, *groups(key, 1), odd)
     assert status_written(client)["readyReplicas"] == 1
     (warning,) = [r for r in caplog.records if r.name == reconciler_module.__name__]
-    assert "no usable group index" in warning.getMessage()
+    assert warning.getMessage() == "leader pod has no usable group index; left out of status"
     assert (warning.__dict__["lws"], warning.__dict__["pod"]) == ("default/lws", "lws-odd")
 
 
@@ -932,3 +932,111 @@ async def test_an_api_error_other_than_a_terminating_namespace_fails_the_pass() 
     async with seeded_caches(lws) as caches:
         with pytest.raises(ApiError, match="not allowed"):
             await LeaderWorkerSetReconciler(client, caches)(KEY)
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_the_group_gauges_count_outdated_unready_groups_as_updating(
+    mode: str, workload: Resource, never: Resource, metrics: CollectorRegistry
+) -> None:
+    reconciler, client = await first_pass(lws_in(mode, replicas=2))
+    if mode == c.GROUP_IDENTITY_ORDINAL:
+        as_the_statefulset_controller_left_it(client)
+    await pass_over_stored(reconciler, client, *groups("older", 2, ready=False))
+    assert group_gauge(metrics, mode, "updating") == 2
+    assert group_gauge(metrics, mode, "not_ready") == 0
+
+
+# --- more of what the server sees ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_the_leader_workload_is_applied_as_this_controllers_field_manager(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    _, client = await first_pass(lws_in(mode))
+    (call,) = client.calls_of("apply", workload.plural)
+    assert call.options == {"field_manager": c.FIELD_MANAGER, "force": True}
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_workload_the_server_normalised_is_not_applied_again(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """The server may keep a member in another spelling than the one applied; the object
+    at the version our apply was answered with is ours, whatever it looks like."""
+    lws = lws_in(mode, pod_spec={"terminationGracePeriodSeconds": 30})
+    client = FakeApiClient()
+    client.put(LEADERWORKERSETS, lws)
+
+    async def normalise(call: Call) -> JSON | None:
+        if call.verb != "apply":
+            return None
+        kept = copy.deepcopy(call.body)
+        kept["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = "30"
+        return client.put(workload, kept)
+
+    client.on_call = normalise
+    async with seeded_caches(lws) as caches:
+        reconciler = LeaderWorkerSetReconciler(client, caches)
+        assert await reconciler(KEY) is None
+    await pass_over_stored(reconciler, client)
+    assert applied(client, workload) == []
+
+
+async def test_a_workload_of_another_owner_is_named_in_the_error() -> None:
+    lws = lws_in(c.GROUP_IDENTITY_ORDINAL)
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": "lws",
+            "namespace": "default",
+            "labels": {c.LABEL_SET_NAME: "lws"},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Thing", "name": "t", "uid": "u", "controller": True}
+            ],
+        },
+    }
+    async with seeded_caches(lws, sts) as caches:
+        with pytest.raises(RuntimeError) as raised:
+            await LeaderWorkerSetReconciler(FakeApiClient(), caches)(KEY)
+    assert str(raised.value) == (
+        "StatefulSet default/lws exists and is controlled by Thing t, not by this LeaderWorkerSet"
+    )
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_update_right_after_adopting_a_stored_revision_is_numbered_after_it(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    reconciler, client = await first_pass(lws_in(mode))
+    lws = client.stored(LEADERWORKERSETS, "lws", "default")
+    assert lws is not None
+    client.put(CONTROLLER_REVISIONS, rev.new_revision(lws, 5, key_override="adopted"))
+    changed = change_template(client)
+    await pass_over(reconciler, client, changed, workload_at(client, workload, "adopted"))
+    (created,) = client.calls_of("create", "controllerrevisions")
+    assert created.body["revision"] == 6
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_an_updates_revision_written_by_another_serializer_is_reused(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """A revision under the update's key whose data differs only in how it is
+    serialized (Go writes null and empty members the API server omits) is that
+    update's revision, not a reason to make another."""
+    reconciler, client = await first_pass(lws_in(mode))
+    old = revision_of(client)
+    before = copy.deepcopy(client.stored(workload, "lws", "default"))
+    assert before is not None
+    changed = change_template(client)
+    go_written = rev.new_revision(changed, 2)
+    template = go_written["data"]["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    template["metadata"] = {"creationTimestamp": None}
+    template["spec"]["containers"][0]["resources"] = {}
+    assert not rev.equal(go_written, rev.new_revision(changed, 2))
+    client.put(CONTROLLER_REVISIONS, go_written)
+    await pass_over(reconciler, client, changed, old, go_written, before)
+    assert client.calls_of("create", "controllerrevisions") == []
+    assert applied_key(client, workload) == key_of(go_written)
