@@ -151,16 +151,17 @@ def _worker_set_of(pod: JSON, worker_sets: Mapping[str, JSON] | None) -> JSON | 
 
 
 def _deletion_deadline(pod: JSON, owner_set: JSON | None) -> float | None:
-    """When the pod should have been gone: the API server sets a pod's deletionTimestamp
-    to the end of its grace period; a StatefulSet has no grace period, so its
-    deletionTimestamp is when its deletion began, and a finalizer that holds it there
-    holds its pods too (they are deleted only once the set is gone)."""
-    moments = [
-        timestamp_of(meta_of(obj).get("deletionTimestamp"))
-        for obj in (pod, owner_set)
-        if obj is not None
-    ]
-    return min((m for m in moments if m is not None), default=None)
+    """When the pod should have been gone. The API server sets a pod's deletionTimestamp
+    to the end of its grace period, and that is the moment while the pod has one: a
+    foreground deletion of the worker StatefulSet (the restart policy's) marks the set
+    at once and its pods with their grace period, and the pods' deadline is theirs. A
+    pod with none belongs, at most, to a set whose deletion a finalizer holds up (its
+    pods are deleted only once it is gone): then the set's deletionTimestamp, the moment
+    its deletion began, starts the clock."""
+    own = timestamp_of(meta_of(pod).get("deletionTimestamp"))
+    if own is not None or owner_set is None:
+        return own
+    return timestamp_of(meta_of(owner_set).get("deletionTimestamp"))
 
 
 @dataclass(frozen=True)

@@ -825,3 +825,14 @@ def test_a_finished_leader_kept_by_a_foreground_deletion_does_not_stretch_the_wa
     # deletes it to take the group down).
     kept = {**leader, "metadata": {**leader["metadata"], "deletionTimestamp": None}}
     assert decide([kept, REPLACEMENT], nodes, EPOCH + 10 * OVERRUN_BOUND, BOUNDS).admit == []
+
+
+def test_a_pod_in_its_grace_period_keeps_its_own_deadline_under_a_foreground_deletion() -> None:
+    """The restart policy deletes a leader in the foreground: the worker StatefulSet is
+    marked at once, its pods get their grace period. The pods' own deadline (the end of
+    that grace period) holds, never the set's earlier mark."""
+    worker = kept_worker()
+    worker["metadata"]["deletionTimestamp"] = at(600)  # a 600 s grace period from 0
+    deleting = {"old-aaaa": worker_set("old-aaaa", deleting_since=0)}
+    release = pod_release(worker, {"n1": node("n1")}, BOUNDS, deleting)
+    assert release is not None and release.at == EPOCH + 600 + OVERRUN_BOUND
