@@ -735,10 +735,16 @@ def test_held_leaders_are_paired_oldest_first_with_distinct_groups() -> None:
 async def test_a_refused_gate_removal_backs_off_instead_of_a_flat_retry() -> None:
     rig = Rig([*old_group(node_name="n1", deleted_at=0), REPLACEMENT], [node("n1")])
     rig.client.fail[("patch", "pods")] = ApiError(409, {"message": "the gates changed"})
-    result = await rig.reconcile(OVERRUN_BOUND + 1)
+    waits = [(await rig.reconcile(OVERRUN_BOUND + 1 + i)).requeue_after for i in range(8)]
     assert rig.client.calls_of("patch"), "the removal was tried"
-    # The queue's rate limiter spaces the retries out, growing with each failure.
-    assert result.requeue and result.requeue_after is None
+    # From a second, doubling while it keeps being refused, never past a minute.
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    del rig.client.fail[("patch", "pods")]
+    assert await rig.reconcile(OVERRUN_BOUND + 10) is None
+    rig.client.fail[("patch", "pods")] = ApiError(409, {"message": "the gates changed"})
+    feed(rig.caches.pods, pod("new2", "e" * 40, gated=True, created=2))
+    again = await rig.reconcile(OVERRUN_BOUND + 11)
+    assert again.requeue_after == 1.0, "a pass that got through starts the backoff afresh"
 
 
 # --- a group whose pods will never be deleted (docs/hash-mode.md, "Pods nobody deletes") -------

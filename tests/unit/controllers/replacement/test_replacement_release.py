@@ -17,6 +17,7 @@ from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.replacement.reconciler import (
+    REFUSED_RETRY_FIRST,
     RELEASE_SLACK,
     UNGATED,
     ReplacementReconciler,
@@ -195,7 +196,7 @@ async def test_a_lost_race_on_the_gates_looks_again_with_backoff(status: int) ->
     refused = Client(ApiError(status, {"message": "the gates changed"}))
     async with rig(hash_lws(), WAITING, client=refused) as (replacement, _, _):
         result = await replacement(KEY)
-        assert result is not None and result.requeue and result.requeue_after is None
+        assert result is not None and result.requeue_after == REFUSED_RETRY_FIRST
         # Not removed here, so not waited for.
         assert replacement.ungating(KEY) == set()
 
