@@ -73,14 +73,8 @@ def _groups_tearing_down(pods: Iterable[JSON]) -> dict[str, list[JSON]]:
         if all(is_scheduling_gated(p) for p in members):
             continue  # never admitted, so it holds no capacity to wait for
         leaders = [p for p in members if is_leader(p)]
-        if leaders and not all(leader_lost(p) for p in leaders):
-            continue
-        # A finished pod whose deletion began holds nothing the scheduler counts and
-        # will not run again; a foreground deletion can keep it for as long as its
-        # dependents (a worker on a lost node) stay, and that wait is theirs to bound.
-        holding = [p for p in members if not (pod_finished(p) and pod_terminating(p))]
-        if holding:
-            tearing[key] = holding
+        if not leaders or all(leader_lost(p) for p in leaders):
+            tearing[key] = members
     return tearing
 
 
@@ -183,7 +177,11 @@ def group_release(
     worker_sets: Mapping[str, JSON] | None = None,
 ) -> GroupRelease | None:
     """When the whole group stops counting (its last pod's release); None if never."""
-    releases = [pod_release(p, nodes, thresholds, worker_sets) for p in members]
+    # A finished pod that a foreground deletion keeps until its dependents are gone (a
+    # leader whose worker sits on a lost node) goes with them: its release is theirs,
+    # not its own overrun bound.
+    kept = [p for p in members if not _kept_for_dependents(p)]
+    releases = [pod_release(p, nodes, thresholds, worker_sets) for p in kept or members]
     known = [r for r in releases if r is not None]
     if len(known) < len(releases):
         return None
@@ -196,6 +194,11 @@ def group_release(
         pods=tuple(sorted(name_of(p) for p in members)),
         nodes=tuple(sorted({r.node for r in known if r.node})),
     )
+
+
+def _kept_for_dependents(pod: JSON) -> bool:
+    finalizers = meta_of(pod).get("finalizers") or []
+    return pod_finished(pod) and pod_terminating(pod) and finalizers == ["foregroundDeletion"]
 
 
 def _group_reason(reasons: set[str]) -> str:

@@ -822,11 +822,16 @@ def test_a_finished_leader_kept_by_a_foreground_deletion_does_not_stretch_the_wa
     capacity, so the group is released on the node bound, not on the leader's overrun."""
     leader = pod("old-aaaa", "a" * 40, node_name="n1", deleted_at=10)
     leader["status"]["phase"] = "Succeeded"
+    leader["metadata"]["finalizers"] = ["foregroundDeletion"]
     worker = pod("old-aaaa-1", "a" * 40, leader=False, node_name="n2", deleted_at=10)
     nodes = {"n1": node("n1"), "n2": node("n2", "Unknown", 0)}
     decision = decide([leader, worker, REPLACEMENT], nodes, EPOCH + NODE_BOUND + EPS, BOUNDS)
     assert [p["metadata"]["name"] for p in decision.admit] == ["new"]
-    assert [(r.reason, r.pods) for r in decision.released] == [(NODE_NOT_READY, ("old-aaaa-1",))]
+    assert [r.reason for r in decision.released] == [NODE_NOT_READY]
+    # Without the foreground finalizer the finished leader keeps its own (later) bound.
+    del leader["metadata"]["finalizers"]
+    later = decide([leader, worker, REPLACEMENT], nodes, EPOCH + NODE_BOUND + EPS, BOUNDS)
+    assert later.admit == []
     # A finished leader not being deleted still counts, as before (the pod controller
     # deletes it to take the group down).
     kept = {**leader, "metadata": {**leader["metadata"], "deletionTimestamp": None}}
