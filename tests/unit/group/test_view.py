@@ -69,6 +69,12 @@ def test_an_object_that_skipped_defaulting_reads_with_the_schema_defaults() -> N
     assert view.leader_template() == {} and view.worker_template() == {}
 
 
+def test_an_object_not_named_yet_reads_with_an_empty_name() -> None:
+    # As a manifest with generateName only is, before the API server names it.
+    view = view_of({"metadata": {"generateName": "lws-"}, "spec": {"replicas": 2}})
+    assert (view.name, view.replicas) == ("", 2)
+
+
 def test_a_spec_with_members_left_out_reads_them_as_defaults() -> None:
     lws = leaderworkerset(rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": 2}})
     del lws["spec"]["replicas"], lws["spec"]["leaderWorkerTemplate"]["size"]
