@@ -174,4 +174,3 @@ def restarts(group: Group) -> int:
 
 def leader_node(group: Group) -> str:
     return str((group.leader or {}).get("spec", {}).get("nodeName") or "")
-
