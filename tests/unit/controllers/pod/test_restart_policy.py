@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.caches import LwsCaches
+from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.pod.restart_policy import DELETED_LEADER_MEMORY, GroupRestarter
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiError
+from leaderworkerset.runtime.metrics import REGISTRY
+from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
-from tests.toolkit.lws import lws_json
+from tests.toolkit.lws import lws_json, lws_object
 
 JSON = dict[str, Any]
 
@@ -106,3 +110,219 @@ async def test_failed_delete_is_retried_and_memory_expires() -> None:
     now[0] = DELETED_LEADER_MEMORY + 1
     assert (await r.handle(restarted_leader("uid-3"), VIEW))[1] is not None
     assert "uid-1" not in r.deleted_leaders
+
+
+# --- a worker's restart reaches its own leader, and only its own ----------------------------
+# A group as the controllers leave it: the leader, the worker StatefulSet it owns, and a
+# worker that StatefulSet made. Its pieces are changed one at a time below.
+KEY = "0123456789abcdef0123456789abcdef01234567"
+RECREATIONS = "lws_group_recreations_total"
+
+
+def group_lws(identity: str, policy: str = c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART) -> JSON:
+    body = lws_object("lws", replicas=1, size=2, groupIdentity=identity)
+    body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = policy
+    return body
+
+
+def owner(kind: str, name: str, uid: str) -> JSON:
+    return {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid, "controller": True}
+
+
+class Group:
+    """One group of LWS "lws" (size 2) in the given mode, its worker restarted once."""
+
+    def __init__(self, identity: str) -> None:
+        hash_mode = identity == c.GROUP_IDENTITY_HASH
+        self.lws = group_lws(identity)
+        self.leader_name = "lws-5d8f9c7b4-x7k2p" if hash_mode else "lws-0"
+        index = KEY if hash_mode else "0"
+        labels = {c.LABEL_SET_NAME: "lws", c.LABEL_GROUP_INDEX: index}
+        labels[c.LABEL_TEMPLATE_REVISION_HASH] = "rev-1"
+        self.leader: JSON = {
+            "kind": "Pod",
+            "metadata": {
+                "name": self.leader_name,
+                "namespace": "default",
+                "uid": f"uid-leader-{identity}",
+                "labels": {**labels, c.LABEL_WORKER_INDEX: "0"},
+            },
+            "status": {"phase": "Running"},
+        }
+        self.sts: JSON = {
+            "kind": "StatefulSet",
+            "metadata": {
+                "name": self.leader_name,
+                "namespace": "default",
+                "uid": "uid-sts",
+                "labels": dict(labels),
+                "ownerReferences": [owner("Pod", self.leader_name, f"uid-leader-{identity}")],
+            },
+        }
+        annotations = {c.ANNOTATION_SIZE: "2"}
+        if hash_mode:
+            annotations[c.ANNOTATION_LEADER_NAME] = self.leader_name
+        self.worker: JSON = {
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{self.leader_name}-1",
+                "namespace": "default",
+                "uid": "uid-worker",
+                "labels": {**labels, c.LABEL_WORKER_INDEX: "1"},
+                "annotations": annotations,
+                "ownerReferences": [owner("StatefulSet", self.leader_name, "uid-sts")],
+            },
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [{"name": "c", "restartCount": 1}],
+            },
+        }
+
+    @property
+    def leader_uid(self) -> str:
+        return str(self.leader["metadata"]["uid"])
+
+    def objects(self) -> list[JSON]:
+        return [self.lws, self.leader, self.sts, self.worker]
+
+    async def restart(self, *objects: JSON) -> tuple[tuple[bool, ev.Event | None], FakeApiClient]:
+        """What the restarter makes of the worker, with the caches holding `objects`
+        (the whole group unless given)."""
+        client = FakeApiClient()
+        async with seeded_caches(*(objects or self.objects())) as caches:
+            result = await GroupRestarter(client, caches).handle(self.worker, view_of(self.lws))
+        return result, client
+
+
+def recreations(identity: str, cause: str) -> float:
+    labels = {"namespace": "default", "leaderworkerset": "lws", "group_identity": identity}
+    return REGISTRY.get_sample_value(RECREATIONS, {**labels, "cause": cause}) or 0.0
+
+
+MODES = [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH]
+
+
+@pytest.mark.parametrize("identity", MODES)
+async def test_a_restarted_worker_recreates_its_group_through_its_leader(identity: str) -> None:
+    group = Group(identity)
+    counted = recreations(identity, "container_restart")
+    (recreating, event), client = await group.restart()
+    assert recreating
+    assert deletes(client) == [(group.leader_name, {"uid": f"uid-leader-{identity}"})]
+    (delete,) = client.calls_of("delete")
+    assert delete.options["propagation_policy"] == "Foreground"
+    assert delete.namespace == "default"
+    assert event is not None and event.reason == c.EVENT_REASON_RECREATE_GROUP
+    index = group.leader["metadata"]["labels"][c.LABEL_GROUP_INDEX]
+    assert event.note == (
+        f"Worker pod {group.leader_name}-1 failed, deleted leader pod {group.leader_name}"
+        f" to recreate group {index}"
+    )
+    assert event.related is not None and event.related["name"] == group.leader_name
+    assert recreations(identity, "container_restart") == counted + 1
+
+
+# Ways a restarted worker is not (or no longer) of this leader's group: each leaves the
+# group alone. Most are the pods of a predecessor leader still being garbage collected.
+def worker_of_another_statefulset(group: Group) -> None:
+    group.worker["metadata"]["ownerReferences"] = [owner("StatefulSet", "lws-0", "uid-old")]
+
+
+def worker_of_a_statefulset_of_another_name(group: Group) -> None:
+    group.worker["metadata"]["ownerReferences"] = [owner("StatefulSet", "other", "uid-sts")]
+
+
+def worker_owned_by_a_replicaset(group: Group) -> None:
+    group.worker["metadata"]["ownerReferences"] = [
+        owner("ReplicaSet", group.leader_name, "uid-sts")
+    ]
+
+
+def worker_without_a_controller(group: Group) -> None:
+    ref = owner("StatefulSet", group.leader_name, "uid-sts")
+    group.worker["metadata"]["ownerReferences"] = [{**ref, "controller": False}]
+
+
+def statefulset_of_a_predecessor(group: Group) -> None:
+    group.sts["metadata"]["ownerReferences"] = [owner("Pod", group.leader_name, "uid-old")]
+
+
+def statefulset_of_a_leader_of_another_name(group: Group) -> None:
+    group.sts["metadata"]["ownerReferences"] = [owner("Pod", "lws-9", group.leader_uid)]
+
+
+def statefulset_owned_by_a_replicaset(group: Group) -> None:
+    ref = owner("ReplicaSet", group.leader_name, group.leader_uid)
+    group.sts["metadata"]["ownerReferences"] = [ref]
+
+
+def statefulset_without_a_controller(group: Group) -> None:
+    group.sts["metadata"]["ownerReferences"] = []
+
+
+def leader_of_another_revision(group: Group) -> None:
+    group.leader["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] = "rev-2"
+
+
+STRANGERS = [
+    worker_of_another_statefulset,
+    worker_of_a_statefulset_of_another_name,
+    worker_owned_by_a_replicaset,
+    worker_without_a_controller,
+    statefulset_of_a_predecessor,
+    statefulset_of_a_leader_of_another_name,
+    statefulset_owned_by_a_replicaset,
+    statefulset_without_a_controller,
+    leader_of_another_revision,
+]
+
+
+@pytest.mark.parametrize("identity", MODES)
+@pytest.mark.parametrize("stranger", STRANGERS, ids=lambda f: f.__name__)
+async def test_a_restarted_pod_of_another_group_leaves_the_leader_alone(
+    identity: str, stranger: Callable[[Group], None]
+) -> None:
+    group = Group(identity)
+    stranger(group)
+    result, client = await group.restart()
+    assert result == (False, None)
+    assert client.writes() == []
+
+
+@pytest.mark.parametrize("identity", MODES)
+async def test_a_worker_whose_group_is_gone_leaves_nothing_to_do(identity: str) -> None:
+    group = Group(identity)
+    for missing in (group.leader, group.sts):
+        present = [o for o in group.objects() if o is not missing]
+        result, client = await group.restart(*present)
+        assert result == (False, None) and client.writes() == [], missing["kind"]
+
+
+async def test_a_worker_made_by_its_leader_directly_counts_as_its_groups() -> None:
+    """A controller reference straight to the leader pod (name and UID) is as good as
+    one through the leader's worker StatefulSet."""
+    group = Group(c.GROUP_IDENTITY_HASH)
+    group.worker["metadata"]["ownerReferences"] = [
+        owner("Pod", group.leader_name, group.leader_uid)
+    ]
+    (recreating, event), client = await group.restart(group.lws, group.leader, group.worker)
+    assert recreating and event is not None
+    assert [call.name for call in client.calls_of("delete")] == [group.leader_name]
+    for name, uid in (("lws-9", group.leader_uid), (group.leader_name, "uid-old")):
+        group.worker["metadata"]["ownerReferences"] = [owner("Pod", name, uid)]
+        result, client = await group.restart(group.lws, group.leader, group.worker)
+        assert result == (False, None) and client.writes() == [], name
+
+
+async def test_a_hash_worker_without_its_leaders_name_is_left_alone() -> None:
+    group = Group(c.GROUP_IDENTITY_HASH)
+    del group.worker["metadata"]["annotations"][c.ANNOTATION_LEADER_NAME]
+    result, client = await group.restart()
+    assert result == (False, None) and client.writes() == []
+
+
+async def test_an_ordinal_worker_without_an_ordinal_is_an_error() -> None:
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    group.worker["metadata"]["name"] = "lws-worker"
+    with pytest.raises(ValueError, match="parsing pod name for pod lws-worker"):
+        await group.restart()
