@@ -326,3 +326,116 @@ async def test_an_ordinal_worker_without_an_ordinal_is_an_error() -> None:
     group.worker["metadata"]["name"] = "lws-worker"
     with pytest.raises(ValueError, match="parsing pod name for pod lws-worker"):
         await group.restart()
+
+
+# --- when the policy acts at all --------------------------------------------------------------
+@pytest.mark.parametrize(
+    "policy", [c.RESTART_POLICY_NONE, c.RESTART_POLICY_DEPRECATED_DEFAULT], ids=str
+)
+async def test_policies_that_keep_groups_leave_a_restart_alone(policy: str) -> None:
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    group.lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = policy
+    result, client = await group.restart()
+    assert result == (False, None) and client.writes() == []
+
+
+async def test_a_running_pod_that_never_restarted_changes_nothing() -> None:
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    group.worker["status"]["containerStatuses"][0]["restartCount"] = 0
+    result, client = await group.restart()
+    assert result == (False, None) and client.writes() == []
+
+
+async def test_a_deleted_worker_recreates_its_group() -> None:
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    group.worker["status"]["containerStatuses"][0]["restartCount"] = 0
+    group.worker["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    (recreating, event), client = await group.restart()
+    assert recreating and event is not None
+    assert [call.name for call in client.calls_of("delete")] == ["lws-0"]
+
+
+async def test_a_leader_already_on_its_way_out_is_not_deleted_again() -> None:
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    group.leader["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    result, client = await group.restart()
+    assert result == (True, None) and client.writes() == []
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ApiError(404, {"reason": "NotFound", "message": "gone"}),
+        ApiError(409, {"reason": "Conflict", "message": "uid precondition failed"}),
+    ],
+    ids=["gone", "replaced"],
+)
+async def test_a_leader_gone_or_replaced_meanwhile_is_no_recreation_to_report(
+    error: ApiError,
+) -> None:
+    """The DELETE names the leader's UID: a leader deleted (404) or replaced by a new pod
+    of the same name (409) in between is not counted or told as this restart's."""
+    client, now = fake_client(error), [0.0]
+    r = restarter(client, now)
+    assert await r.handle(restarted_leader("uid-gone-" + error.reason), VIEW) == (True, None)
+    assert len(deletes(client)) == 1
+
+
+async def test_a_cancelled_delete_is_tried_again() -> None:
+    client, now = fake_client(asyncio.CancelledError()), [0.0]  # type: ignore[arg-type]
+    r = restarter(client, now)
+    with pytest.raises(asyncio.CancelledError):
+        await r.handle(restarted_leader("uid-cancelled"), VIEW)
+    assert "uid-cancelled" not in r.deleted_leaders
+    client.fail.clear()
+    assert (await r.handle(restarted_leader("uid-cancelled"), VIEW))[1] is not None
+
+
+# --- RecreateGroupAfterStart waits for the group to have started -------------------------------
+def after_start(group: Group, how: str) -> None:
+    """Ask for RecreateGroupAfterStart by the policy, or by the experimental annotation
+    beside RecreateGroupOnPodRestart."""
+    if how == "policy":
+        template = group.lws["spec"]["leaderWorkerTemplate"]
+        template["restartPolicy"] = c.RESTART_POLICY_RECREATE_GROUP_AFTER_START
+    else:
+        group.lws["metadata"]["annotations"] = {c.ANNOTATION_RECREATE_GROUP_AFTER_START: ""}
+
+
+@pytest.mark.parametrize("how", ["policy", "annotation"])
+async def test_after_start_leaves_a_group_with_a_pending_pod_alone(how: str) -> None:
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    after_start(group, how)
+    group.leader["status"]["phase"] = "Pending"
+    result, client = await group.restart()
+    assert result == (False, None) and client.writes() == []
+    # Once every pod of the group runs, the restart recreates it.
+    group.leader["status"]["phase"] = "Running"
+    (recreating, event), client = await group.restart()
+    assert recreating and event is not None and len(client.calls_of("delete")) == 1
+
+
+async def test_on_pod_restart_does_not_wait_for_a_pending_pod() -> None:
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    group.leader["status"]["phase"] = "Pending"
+    (recreating, event), client = await group.restart()
+    assert recreating and event is not None and len(client.calls_of("delete")) == 1
+
+
+async def test_after_start_counts_only_the_groups_own_pods() -> None:
+    """A pod of another group (or of another LWS with the same group index) neither
+    completes nor holds back this group."""
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    after_start(group, "policy")
+    stranger = copy.deepcopy(group.worker)
+    stranger["metadata"].update(name="lws-1-1", uid="uid-stranger")
+    stranger["metadata"]["labels"][c.LABEL_GROUP_INDEX] = "1"
+    stranger["status"]["phase"] = "Pending"
+    other_lws = copy.deepcopy(stranger)
+    other_lws["metadata"].update(name="other-0-1", uid="uid-other")
+    other_lws["metadata"]["labels"].update({c.LABEL_SET_NAME: "other", c.LABEL_GROUP_INDEX: "0"})
+    (recreating, _), _ = await group.restart(*group.objects(), stranger, other_lws)
+    assert recreating
+    # Without its leader in the cache, the group is one pod short: still starting.
+    result, client = await group.restart(group.lws, group.sts, group.worker, stranger)
+    assert result == (False, None) and client.writes() == []
