@@ -1,10 +1,14 @@
-"""GroupRestarter: a leader is deleted once per group restart, even when
-the pod cache has not caught up with that deletion yet."""
+"""The group restart policy (GroupRestarter): which restarts and deletions recreate a
+group, that a worker reaches only its own group's leader (never one it is not owned by,
+through its StatefulSet or directly), RecreateGroupAfterStart's wait for a started group,
+and that a leader is deleted once per group restart, even when the pod cache has not
+caught up with that deletion yet."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -129,11 +133,16 @@ def owner(kind: str, name: str, uid: str) -> JSON:
     return {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid, "controller": True}
 
 
+LEADER_UIDS = itertools.count()
+
+
 class Group:
     """One group of LWS "lws" (size 2) in the given mode, its worker restarted once."""
 
     def __init__(self, identity: str) -> None:
         hash_mode = identity == c.GROUP_IDENTITY_HASH
+        # Each group's leader is new: the recreation metric counts a leader UID once.
+        leader_uid = f"uid-leader-{next(LEADER_UIDS)}"
         self.lws = group_lws(identity)
         self.leader_name = "lws-5d8f9c7b4-x7k2p" if hash_mode else "lws-0"
         index = KEY if hash_mode else "0"
@@ -144,7 +153,7 @@ class Group:
             "metadata": {
                 "name": self.leader_name,
                 "namespace": "default",
-                "uid": f"uid-leader-{identity}",
+                "uid": leader_uid,
                 "labels": {**labels, c.LABEL_WORKER_INDEX: "0"},
             },
             "status": {"phase": "Running"},
@@ -156,7 +165,7 @@ class Group:
                 "namespace": "default",
                 "uid": "uid-sts",
                 "labels": dict(labels),
-                "ownerReferences": [owner("Pod", self.leader_name, f"uid-leader-{identity}")],
+                "ownerReferences": [owner("Pod", self.leader_name, leader_uid)],
             },
         }
         annotations = {c.ANNOTATION_SIZE: "2"}
@@ -208,7 +217,7 @@ async def test_a_restarted_worker_recreates_its_group_through_its_leader(identit
     counted = recreations(identity, "container_restart")
     (recreating, event), client = await group.restart()
     assert recreating
-    assert deletes(client) == [(group.leader_name, {"uid": f"uid-leader-{identity}"})]
+    assert deletes(client) == [(group.leader_name, {"uid": group.leader_uid})]
     (delete,) = client.calls_of("delete")
     assert delete.options["propagation_policy"] == "Foreground"
     assert delete.namespace == "default"
