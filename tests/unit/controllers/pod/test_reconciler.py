@@ -5,12 +5,14 @@ restart policy during a size-changing rollout."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any, cast
 
 import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import revision_key_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.pod.backoff import MAX_DELAY, RetryBackoff
@@ -35,6 +37,7 @@ from leaderworkerset.webhooks.pods import (
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.objects import leader_pod, worker_sts
 
 JSON = dict[str, Any]
 NS = "default"
@@ -482,3 +485,128 @@ def test_issued_hostnames_are_forgotten_after_a_while() -> None:
     assert issued.recent(NS, "lws") == {"aaaaaaaa"} and issued.recent(NS, "other") == set()
     now[0] = 11.0
     assert issued.recent(NS, "lws") == set()
+
+
+# --- a pod deleted before it was ever seen terminating (a grace-0 or forced delete) ----------
+def ordinal_group(policy: str) -> tuple[JSON, JSON, JSON, JSON, JSON]:
+    """LWS "lws" (one group of 2) under `policy`: the LWS, its revision, leader lws-0, the
+    leader's worker StatefulSet and worker lws-0-1 (running, never restarted)."""
+    lws = lws_object("lws", replicas=1, size=2)
+    lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = policy
+    revision = rev.new_revision(lws, 1)
+    leader = leader_pod("lws", 0, revision_key_of(revision))
+    sts = worker_sts("lws", 0, revision_key_of(revision))
+    sts["metadata"]["uid"] = "uid-sts"
+    sts["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "lws-0", "uid": "uid-lws-0", "controller": True}
+    ]
+    worker = group_pod("lws-0-1", "0", size=2, worker="1")
+    worker["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] = revision_key_of(revision)
+    worker["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "name": "lws-0",
+            "uid": "uid-sts",
+            "controller": True,
+        }
+    ]
+    return lws, revision, leader, sts, worker
+
+
+ON_RESTART = c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART
+
+
+async def test_a_worker_deleted_unseen_still_recreates_its_group() -> None:
+    lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, sts) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(worker)
+        assert await pods(object_key(worker)) is None
+        assert pods.tombstones == {}
+        # Told once: the next event of that name finds no tombstone.
+        assert await pods(object_key(worker)) is None
+    assert calls(client) == [("delete", "pods", "lws-0")]
+    ((_, reason, note),) = events.recorded
+    assert reason == c.EVENT_REASON_RECREATE_GROUP
+    assert note.startswith("Worker pod lws-0-1 failed, deleted leader pod lws-0")
+
+
+async def test_a_worker_deleted_unseen_under_no_recreating_policy_changes_nothing() -> None:
+    lws, revision, leader, sts, worker = ordinal_group(c.RESTART_POLICY_NONE)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, sts) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(worker)
+        assert await pods(object_key(worker)) is None
+        assert pods.tombstones == {}
+    assert calls(client) == [] and events.recorded == []
+
+
+def renamed(pod: JSON, uid: str) -> JSON:
+    """The pod its StatefulSet made again under the same name."""
+    again = copy.deepcopy(pod)
+    again["metadata"]["uid"] = uid
+    return again
+
+
+@pytest.mark.parametrize(
+    ("policy", "built"), [(ON_RESTART, False), (c.RESTART_POLICY_NONE, True)], ids=str
+)
+async def test_a_leader_lost_unseen_and_already_recreated(policy: str, built: bool) -> None:
+    """Ordinal leader lws-0 was force-deleted and its StatefulSet made a new lws-0 before
+    the reconcile. The loss is seen first: under a recreating policy the group is being
+    recreated and the newcomer gets nothing in this reconcile; otherwise the newcomer
+    is built on at once."""
+    lws, revision, leader, _, _ = ordinal_group(policy)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, renamed(leader, "uid-new-lws-0")) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(leader)
+        assert await pods(object_key(leader)) is None
+    assert calls(client) == ([("create", "statefulsets", "lws-0")] if built else [])
+
+
+async def test_a_tombstone_of_the_pod_the_cache_still_shows_adds_nothing() -> None:
+    """The same UID alive in the cache: the pod is reconciled as the cache shows it,
+    not as lost (under a recreating policy, a lost leader would be left alone)."""
+    lws, revision, leader, _, _ = ordinal_group(ON_RESTART)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(leader)
+        assert await pods(object_key(leader)) is None
+        assert pods.tombstones == {}
+    assert calls(client) == [("create", "statefulsets", "lws-0")]
+
+
+async def test_a_failed_reconcile_of_a_lost_pod_keeps_it_for_the_retry() -> None:
+    lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
+    client, events = FakeApiClient(), Events()
+    client.fail[("delete", "pods")] = ApiError(500, {"message": "etcd timeout"})
+    async with seeded_caches(lws, revision, leader, sts) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(worker)
+        with pytest.raises(ApiError):
+            await pods(object_key(worker))
+        assert object_key(worker) in pods.tombstones
+        client.fail.clear()
+        assert await pods(object_key(worker)) is None
+    assert calls(client) == [("delete", "pods", "lws-0")] * 2
+    assert [reason for _, reason, _ in events.recorded] == [c.EVENT_REASON_RECREATE_GROUP]
+
+
+def test_only_named_pods_are_remembered_and_as_terminating() -> None:
+    pods = PodReconciler(FakeApiClient(), cast(LwsCaches, None))
+    pods.remember_deleted({"metadata": {"namespace": NS}})
+    assert pods.tombstones == {}
+    _, _, leader, _, worker = ordinal_group(ON_RESTART)
+    worker["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:09Z"
+    pods.remember_deleted(leader)
+    pods.remember_deleted(worker)
+    assert pods.tombstones[object_key(leader)]["metadata"]["deletionTimestamp"]
+    assert pods.tombstones[object_key(worker)]["metadata"]["deletionTimestamp"] == (
+        "2026-01-01T00:00:09Z"
+    )
+    assert leader["metadata"].get("deletionTimestamp") is None, "the cache's copy is untouched"
