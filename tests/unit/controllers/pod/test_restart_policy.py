@@ -448,3 +448,38 @@ async def test_after_start_counts_only_the_groups_own_pods() -> None:
     # Without its leader in the cache, the group is one pod short: still starting.
     result, client = await group.restart(group.lws, group.sts, group.worker, stranger)
     assert result == (False, None) and client.writes() == []
+
+
+async def test_after_start_measures_pods_without_a_size_against_the_lws() -> None:
+    """Pods made before the size annotation existed: the group's size is the LWS's."""
+    group = Group(c.GROUP_IDENTITY_ORDINAL)
+    after_start(group, "policy")
+    del group.worker["metadata"]["annotations"][c.ANNOTATION_SIZE]
+    (recreating, _), _ = await group.restart()
+    assert recreating
+    group.lws["spec"]["leaderWorkerTemplate"]["size"] = 3
+    result, client = await group.restart()
+    assert result == (False, None) and client.writes() == []
+
+
+async def test_a_restarted_leader_is_told_as_the_leader() -> None:
+    client, now = fake_client(), [0.0]
+    _, event = await restarter(client, now).handle(restarted_leader("uid-told"), VIEW)
+    assert event is not None and event.note == (
+        "Leader pod test-sample-0 failed, deleted leader pod test-sample-0 to recreate group 0"
+    )
+
+
+async def test_a_deleted_leader_is_remembered_for_exactly_its_memory() -> None:
+    """On a monotonic clock far from zero, as in production."""
+    client, now = fake_client(), [5000.0]
+    r = restarter(client, now)
+    assert (await r.handle(restarted_leader("uid-m"), VIEW))[1] is not None
+    now[0] += 1
+    assert await r.handle(restarted_leader("uid-m"), VIEW) == (True, None)
+    now[0] = 5000.0 + DELETED_LEADER_MEMORY
+    assert await r.handle(restarted_leader("uid-m"), VIEW) == (True, None)
+    assert len(deletes(client)) == 1
+    now[0] += 0.5
+    assert (await r.handle(restarted_leader("uid-m"), VIEW))[1] is not None
+    assert len(deletes(client)) == 2
