@@ -365,3 +365,29 @@ async def test_a_lost_hash_leader_already_gone_is_not_reported() -> None:
     client.fail[("delete", "pods")] = ApiError(404, {"reason": "NotFound"})
     _, events, _ = await reconcile(lws, a_leader(lws, phase="Failed"), client=client)
     assert events.recorded == []
+
+
+async def test_an_ordinal_group_follows_the_live_size() -> None:
+    """Ordinal follows the live spec, as upstream: the leader's size annotation (of the
+    revision it was made from) does not decide whether it gets workers."""
+    lws = an_lws(c.GROUP_IDENTITY_ORDINAL, size=3)
+    leader = a_leader(lws)
+    leader["metadata"]["annotations"][c.ANNOTATION_SIZE] = "1"
+    client, _, _ = await reconcile(lws, leader)
+    assert writes(client)[-1] == ("create", "statefulsets", "lws-0")
+    single = an_lws(c.GROUP_IDENTITY_ORDINAL, size=1)
+    leader = a_leader(single)
+    leader["metadata"]["annotations"][c.ANNOTATION_SIZE] = "3"
+    client, _, _ = await reconcile(single, leader)
+    assert writes(client) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_worker_statefulset_carries_the_lws_identity(mode: str) -> None:
+    lws = an_lws(mode)
+    lws["metadata"]["labels"] = {"team": "a"}
+    client, _, _ = await reconcile(lws, a_leader(lws))
+    body = created(client)[-1]
+    assert body["metadata"]["labels"]["team"] == "a"
+    assert body["metadata"]["labels"][c.LABEL_SET_NAME] == "lws"
+    assert body["spec"]["serviceName"] == "lws"
