@@ -834,3 +834,39 @@ async def test_a_lost_hash_leader_is_counted_as_a_recreation() -> None:
         await reconciler(client, caches, events)(object_key(leader))
     assert recreations() == before + 1
     assert calls(client) == [("delete", "pods", leader["metadata"]["name"])]
+
+
+async def test_a_lost_pod_is_seen_by_the_restart_policy_only() -> None:
+    """Even a lost pod that looks like a misplaced leader (a leader with a leader's name
+    annotation, which a live one would be reported for) gets nothing else."""
+    lws, revision, leader, _, _ = ordinal_group(c.RESTART_POLICY_NONE)
+    leader["metadata"]["annotations"] = {c.ANNOTATION_LEADER_NAME: "lws-0"}
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(leader)
+        assert await pods(object_key(leader)) is None
+    assert calls(client) == [] and events.recorded == []
+
+
+async def test_a_live_workers_restart_recreates_its_group_and_asks_no_requeue() -> None:
+    lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
+    worker["status"]["containerStatuses"][0]["restartCount"] = 2
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, sts, worker) as caches:
+        assert await reconciler(client, caches, events)(object_key(worker)) is None
+    assert calls(client) == [("delete", "pods", "lws-0")]
+    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+
+
+async def test_a_deleted_leaders_group_ready_write_is_forgotten() -> None:
+    lws = hash_lws()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready="False")
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, worker_set(leader, ready=True)) as caches:
+        pods = reconciler(client, caches, events)
+        await pods(object_key(leader))
+        assert pods.group_ready_writes.unseen != {}
+        pods.remember_deleted(leader)
+        assert pods.group_ready_writes.unseen == {}, "nothing kept for a pod that is gone"
