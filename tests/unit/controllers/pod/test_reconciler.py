@@ -6,6 +6,7 @@ restart policy during a size-changing rollout."""
 from __future__ import annotations
 
 import copy
+import uuid
 from typing import Any, cast
 
 import pytest
@@ -818,7 +819,8 @@ async def test_a_lost_hash_leader_is_counted_as_a_recreation() -> None:
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision))
     leader["status"]["phase"] = "Failed"
-    leader["metadata"]["uid"] = "uid-lost-leader"
+    # A UID never counted before in this process: the metric counts a leader UID once.
+    leader["metadata"]["uid"] = f"uid-lost-{uuid.uuid4()}"
     labels = {"namespace": NS, "leaderworkerset": "lws", "group_identity": c.GROUP_IDENTITY_HASH}
 
     def recreations() -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import itertools
+import uuid
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -133,16 +133,14 @@ def owner(kind: str, name: str, uid: str) -> JSON:
     return {"apiVersion": "v1", "kind": kind, "name": name, "uid": uid, "controller": True}
 
 
-LEADER_UIDS = itertools.count()
-
-
 class Group:
     """One group of LWS "lws" (size 2) in the given mode, its worker restarted once."""
 
     def __init__(self, identity: str) -> None:
         hash_mode = identity == c.GROUP_IDENTITY_HASH
-        # Each group's leader is new: the recreation metric counts a leader UID once.
-        leader_uid = f"uid-leader-{next(LEADER_UIDS)}"
+        # Each group's leader is new, even to a second run of the suite in the same process:
+        # the recreation metric counts a leader UID once.
+        leader_uid = f"uid-leader-{uuid.uuid4()}"
         self.lws = group_lws(identity)
         self.leader_name = "lws-5d8f9c7b4-x7k2p" if hash_mode else "lws-0"
         index = KEY if hash_mode else "0"
