@@ -678,7 +678,7 @@ async def test_the_group_service_is_the_leaders_and_selects_its_group() -> None:
     async with seeded_caches(lws, revision, leader) as caches:
         assert await reconciler(client, caches, events)(object_key(leader)) is None
     body = client.calls_of("create", "services")[0].body
-    assert body["metadata"]["name"] == GROUP_SERVICE
+    assert (body["metadata"]["name"], body["metadata"]["namespace"]) == (GROUP_SERVICE, NS)
     assert body["metadata"]["labels"][c.LABEL_SET_NAME] == "lws"
     assert body["spec"]["selector"] == {c.LABEL_SET_NAME: "lws", c.LABEL_GROUP_INDEX: KEY}
     (owner,) = body["metadata"]["ownerReferences"]

@@ -74,3 +74,9 @@ def test_worker_template_names_no_policy_type_the_user_left_out() -> None:
     assert c.ANNOTATION_SUBGROUP_POLICY_TYPE not in annotations
     env = tpu_env(mutate_pod(worker_from(sts, 1)))
     assert env[c.ENV_TPU_WORKER_HOSTNAMES] == "lws-0.lws,lws-0-1.lws"
+
+
+def test_the_body_is_an_apps_v1_statefulset_in_the_leaders_namespace() -> None:
+    sts = worker_set(tpu_lws(2, {"subGroupSize": 1}))
+    assert (sts["apiVersion"], sts["kind"]) == ("apps/v1", "StatefulSet")
+    assert sts["metadata"]["namespace"] == "default"
