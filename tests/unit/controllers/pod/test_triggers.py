@@ -119,6 +119,10 @@ async def test_the_pod_controller_is_woken_by_what_its_reconciler_reads(tmp_path
         ready["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
         modified(caches.pods, ready, "2")
         assert await queued(controller) == {"default/hash-abc-x1"}
+        # Any other change of a worker that its restart policy cannot act on: nobody.
+        ready["metadata"]["labels"]["touched"] = "yes"
+        modified(caches.pods, ready, "3")
+        assert await queued(controller) == set()
         # The leader's worker StatefulSet: its owner.
         modified(caches.statefulsets, sts, "2")
         assert await queued(controller) == {"default/hash-abc-x1"}
