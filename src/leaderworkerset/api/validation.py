@@ -23,7 +23,6 @@ from leaderworkerset.api.errors import (
 from leaderworkerset.api.fields import Kind, api_fields
 from leaderworkerset.api.intstr import IntOrString, is_percent, scaled_value
 from leaderworkerset.api.metavalidation import qualified_name_errors, validate_object_meta
-from leaderworkerset.api.objects import meta_of
 from leaderworkerset.api.types import (
     LeaderWorkerSet,
     LeaderWorkerSetSpec,
@@ -119,14 +118,20 @@ def _topology_values(lws: LeaderWorkerSet) -> list[tuple[str, str]]:
         ("leaderTemplate", template.leader_template if template else None),
         ("workerTemplate", template.worker_template if template else None),
     ):
-        if not isinstance(pod_template, dict):
-            continue
-        on_pods = meta_of(pod_template).get("annotations") or {}
+        metadata = pod_template.get("metadata") if isinstance(pod_template, dict) else None
+        if not isinstance(metadata, dict):
+            continue  # a wrong type is the schema's to refuse
+        on_pods = metadata.get("annotations") or {}
         for key in TOPOLOGY_KEY_ANNOTATIONS:
             value = on_pods.get(key) if isinstance(on_pods, dict) else None
             if isinstance(value, str):  # copied to the pods as it is, even empty
                 out.append((f"{TEMPLATE}.{field}.metadata.annotations.{key}", value))
     return out
+
+
+def _claim_name(claim: dict[str, Any]) -> str:
+    metadata = claim.get("metadata")
+    return str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
 
 
 def _validate_spec(lws: LeaderWorkerSet) -> list[FieldError]:
@@ -319,7 +324,7 @@ def _validate_group_identity(spec: LeaderWorkerSetSpec) -> list[FieldError]:
     template = spec.leader_worker_template
     claims = template.volume_claim_templates if template else None
     if claims:
-        names = [meta_of(claim).get("name", "") for claim in claims]
+        names = [_claim_name(claim) for claim in claims]
         errs.append(
             invalid(
                 VOLUME_CLAIM_TEMPLATES,

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from leaderworkerset.api.objects import (
     JSON,
     meta_of,
-    name_of,
     revision_key_of,
 )
 from leaderworkerset.group.gates import is_scheduling_gated
@@ -175,7 +174,3 @@ def restarts(group: Group) -> int:
 
 def leader_node(group: Group) -> str:
     return str((group.leader or {}).get("spec", {}).get("nodeName") or "")
-
-
-def leader_name(group: Group) -> str:
-    return name_of(group.leader)

@@ -244,14 +244,45 @@ class LeaderElector:
             self.on_stopped_leading()
 
     async def release(self) -> bool:
-        """Empty the holder and shorten the lease to 1 s so a standby takes over at once."""
+        """Empty the holder and shorten the lease to 1 s so a standby takes over at once.
+
+        A conflict means the lease changed since this process last saw it; most often
+        its own renewal, cancelled by the shutdown after the API server had stored it.
+        The lease is read again and, while this process still holds it, released from
+        what the server has (once: a standby that took it meanwhile is left to lead)."""
         lease = self._lease
+        try:
+            async with asyncio.timeout(self.config.renew_deadline):
+                for attempt in range(2):
+                    if not self._holds(lease):
+                        return True
+                    assert lease is not None
+                    try:
+                        self._observe(await self.client.replace(LEASES, self._released(lease)))
+                        break
+                    except ApiError as exc:
+                        if not exc.conflict or attempt:
+                            raise
+                        lease = await self.client.get(
+                            LEASES, self.config.name, self.config.namespace
+                        )
+        except (ApiError, *TRANSPORT_ERRORS) as exc:
+            log.error("failed to release lease: %s", exc)
+            return False
+        log.info("released leader lease", extra={"lease": self._describe()})
+        return True
+
+    def _holds(self, lease: JSON | None) -> bool:
         spec = (lease or {}).get("spec") or {}
-        if lease is None or spec.get("holderIdentity") != self.config.identity:
-            return True
+        return lease is not None and spec.get("holderIdentity") == self.config.identity
+
+    @staticmethod
+    def _released(lease: JSON) -> JSON:
+        """A copy with the holder emptied: what was observed stays what the server holds
+        if the release fails."""
+        spec = lease.get("spec") or {}
         now = format_micro_time()
-        # A copy: what was observed stays what the server holds if the release fails.
-        released = {
+        return {
             **lease,
             "spec": {
                 **spec,
@@ -262,14 +293,6 @@ class LeaderElector:
                 "leaseTransitions": spec.get("leaseTransitions") or 0,
             },
         }
-        try:
-            async with asyncio.timeout(self.config.renew_deadline):
-                self._observe(await self.client.replace(LEASES, released))
-        except (ApiError, *TRANSPORT_ERRORS) as exc:
-            log.error("failed to release lease: %s", exc)
-            return False
-        log.info("released leader lease", extra={"lease": self._describe()})
-        return True
 
     def _record_event(self, what: str) -> None:
         if self.recorder is None or self._lease is None:

@@ -46,6 +46,10 @@ KEEPALIVE_TIMEOUT = 75.0  # aiohttp's default, under the 90 s idle timeout of Go
 REQUEST_TIMEOUT = 60.0
 # How long a shutdown waits for reviews it cancelled at its deadline to unwind.
 CANCEL_WAIT = 1.0
+# Whole requests a connection may hold unanswered before it parses no further (what
+# it read waits unparsed, and reading pauses): bodiless ones weigh little in bytes,
+# yet each is an object in memory. One FEED_SLICE may add as many as it holds.
+MAX_QUEUED = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,11 @@ class Server:
             await asyncio.wait(tasks, timeout=CANCEL_WAIT)
 
 
+def _weight(message: _Message) -> int:
+    """What a whole request waiting in the queue counts against MAX_HEAD."""
+    return len(message.data) + message.head
+
+
 def _head(response: Response, keep_alive: bool, http10: bool) -> bytes:
     if not keep_alive:
         connection = b"Connection: close\r\n"
@@ -207,7 +216,8 @@ class Connection(asyncio.Protocol):
         self.headers_done = False  # of `message`
         self.body_size = 0  # of `message`
         self.queue: collections.deque[_Message] = collections.deque()
-        self.queued_bytes = 0  # the bodies in `queue`
+        self.queued_bytes = 0  # the requests in `queue`: bodies and heads
+        self.unparsed = b""  # read while the queue was full, parsed as it drains
         # What the parser refused: answered in turn, after the whole requests before it.
         self.refusal: HTTPError | None = None
         self.continue_sent = False  # of `message`
@@ -242,8 +252,13 @@ class Connection(asyncio.Protocol):
         self.last_activity = self.loop.time()
         if self.request_started is None:
             self.request_started = self.last_activity
-        if self.refusal is None and not self.closing:
-            self._parse(data)
+        # Read on while the connection is open, even when the server shuts down: a
+        # request already arriving is answered (with `Connection: close`), not cut off.
+        if self.refusal is None and self.transport is not None and not self.transport.is_closing():
+            if self.unparsed:
+                self.unparsed += data  # in order, behind what waits already
+            else:
+                self._parse(data)
         self._serve()
 
     def eof_received(self) -> bool | None:
@@ -273,15 +288,20 @@ class Connection(asyncio.Protocol):
     # -- parsing
 
     def _parse(self, data: bytes) -> None:
-        """Feed the parser; whole requests join the queue, a refusal is kept."""
+        """Feed the parser; whole requests join the queue, a refusal is kept. Once the
+        queue is full, the rest of `data` waits unparsed (and reading pauses) until
+        answers drain it: one read can hold thousands of small pipelined requests."""
         try:
-            if len(data) <= FEED_SLICE:
+            if len(data) <= FEED_SLICE and len(self.queue) < MAX_QUEUED:
                 self.parser.feed_data(data)
                 if self.message is not None:
                     self._measure(len(data))
             else:
                 view = memoryview(data)
                 for start in range(0, len(data), FEED_SLICE):
+                    if len(self.queue) >= MAX_QUEUED:
+                        self.unparsed = bytes(view[start:])
+                        return
                     piece = view[start : start + FEED_SLICE]
                     self.parser.feed_data(piece)
                     if self.message is not None:
@@ -388,13 +408,13 @@ class Connection(asyncio.Protocol):
         message.data = body[0] if len(body) == 1 else b"".join(body)
         message.keep_alive = self.parser.should_keep_alive()
         self.queue.append(message)
-        self.queued_bytes += len(message.data)
+        self.queued_bytes += _weight(message)
 
     # -- lifecycle
 
     def close_when_idle(self) -> None:
         self.closing = True
-        if not self.busy and not self.queue:
+        if not self.busy and not self.queue and self.message is None:
             self._close()
 
     def abort(self) -> None:
@@ -439,11 +459,16 @@ class Connection(asyncio.Protocol):
         """Answer the queued requests in turn until one needs its endpoint run (or
         the client must read first); then what waits on this turn: a refusal, or a
         100 Continue for the request being read."""
-        while self.queue and not self.busy and not self.writing_paused:
+        while not self.busy and not self.writing_paused:
             if self.transport is None or self.transport.is_closing():
                 return
+            if self.unparsed and len(self.queue) < MAX_QUEUED and self.refusal is None:
+                waiting, self.unparsed = self.unparsed, b""
+                self._parse(waiting)
+            if not self.queue:
+                break
             parsed = self.queue.popleft()
-            self.queued_bytes -= len(parsed.data)
+            self.queued_bytes -= _weight(parsed)
             self.request_started = self.loop.time() if self.queue or self.message else None
             keep_alive = parsed.keep_alive and not self.closing and not self.server.closing
             endpoint, refusal = self._route(parsed.method, parsed.path)
@@ -485,7 +510,8 @@ class Connection(asyncio.Protocol):
 
     def held_bytes(self) -> int:
         """What this connection holds of requests not yet answered."""
-        return self.queued_bytes + (self.message.size if self.message is not None else 0)
+        reading = self.message.size if self.message is not None else 0
+        return self.queued_bytes + reading + len(self.unparsed)
 
     def _pace_reading(self) -> None:
         """Read on while nothing waits, or what waits is small; pause while requests
@@ -494,7 +520,7 @@ class Connection(asyncio.Protocol):
         if transport is None:
             return
         held = self.busy or self.writing_paused
-        if held and self.held_bytes() > MAX_HEAD:
+        if self.unparsed or (held and self.held_bytes() > MAX_HEAD):
             if not self.reading_paused:
                 self.reading_paused = True
                 transport.pause_reading()
@@ -538,12 +564,14 @@ class Connection(asyncio.Protocol):
             self.closing = True
             self.queue.clear()
             self.queued_bytes = 0
+            self.unparsed = b""
             transport.close()
         return keep_alive
 
     def _refuse(self, response: Response) -> None:
         self.queue.clear()
         self.queued_bytes = 0
+        self.unparsed = b""
         self.message = None
         self._send(_head(response, False, False) + response.body)
         self.closing = True

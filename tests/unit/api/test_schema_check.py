@@ -6,13 +6,17 @@ The same verdicts against the real API server: tests/integration/test_bad_input_
 from __future__ import annotations
 
 import asyncio
+import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from leaderworkerset.api import constants as c
 from leaderworkerset.api.schema_check import check_against_schema
 from leaderworkerset.cli import main
 from leaderworkerset.webhooks.admission import mutate_leaderworkerset
@@ -144,3 +148,74 @@ def test_validate_shows_the_first_refusal_then_everything_else_to_fix() -> None:
     ]
     rule = "size must be equal or greater than 1"
     assert lines[then + 1 :] == [f"  - {SIZE}: Invalid value: 0: {rule}"]
+
+
+def _paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += _paths(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _paths(value, (*path, i))
+    return found
+
+
+def _replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    copied = copy.deepcopy(doc)
+    parent = copied
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
+    return copied
+
+
+def _full() -> Any:
+    """A sample with every part the rules read: template metadata, both templates,
+    claims, subgroups, topology annotations."""
+    doc = yaml.safe_load((REPO / "config" / "samples" / "subgroups.yaml").read_text())
+    template = doc["spec"]["leaderWorkerTemplate"]
+    template["workerTemplate"]["metadata"] = {
+        "labels": {"app": "x"},
+        "annotations": {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "topology.kubernetes.io/zone"},
+    }
+    template["leaderTemplate"] = copy.deepcopy(template["workerTemplate"])
+    template["volumeClaimTemplates"] = [
+        {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    ]
+    doc["spec"]["rolloutStrategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": "50%"},
+    }
+    return doc
+
+
+FULL = _full()
+ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**40), max_value=2**40),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(index=st.integers(min_value=1), value=ODD_VALUES)
+def test_validate_answers_any_wrongly_typed_member_without_crashing(index: int, value: Any) -> None:
+    """Whatever member is replaced by whatever value, `lws validate` gives a verdict (the
+    server's stages run in order, and the rules never see what they cannot read)."""
+    paths = _paths(FULL)[1:]
+    path = paths[index % len(paths)]
+    doc = _replaced(FULL, path, value)
+    result = CliRunner().invoke(main, ["validate", "-"], input=yaml.safe_dump(doc))
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        path,
+        value,
+        result.exception,
+    )
+    assert result.exit_code in (0, 1), (path, value, result.output)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON
+from leaderworkerset.api.objects import JSON, name_of
 from leaderworkerset.group.state import (
     GroupState,
     group_state,
     groups_of,
+    leader_node,
     ready_pods,
     restarts,
 )
-from tests.toolkit.lws import leaderworkerset
 
 
 def pod(
@@ -116,27 +116,77 @@ def test_a_live_leader_wins_over_a_dying_one_and_groups_sort_by_number() -> None
     assert group_state(groups[1], None) is GroupState.NOT_READY  # size 2, no workers yet
 
 
-def test_a_stored_leaderworkerset_is_decoded_once_per_version() -> None:
-    from leaderworkerset.group.view import view_of
-
-    stored = {"uid": "u1", "resourceVersion": "7"}
-    lws = leaderworkerset("a", "ns", replicas=2, size=3, metadata=stored)
-    first = view_of(lws)
-    assert view_of(lws) is first
-    changed = {**lws, "metadata": {**lws["metadata"], "resourceVersion": "8"}}
-    changed["spec"] = leaderworkerset(replicas=5, size=3)["spec"]
-    assert view_of(changed).replicas == 5
-    # Partial on purpose: never stored, so without the uid and resourceVersion a view
-    # is remembered by.
-    unstored = {"metadata": {"name": "a"}, "spec": {"replicas": 1}}
-    assert view_of(unstored) is not view_of(unstored)
-    # A revision applied to the live object keeps its uid and resourceVersion but not
-    # its spec: its view is its own.
-    applied = {**lws, "spec": leaderworkerset(replicas=2, size=9)["spec"]}
-    assert view_of(applied).size == 9
-    assert view_of(lws).size == 3
-
-
 def test_a_deleted_leader_never_admitted_is_gated_not_tearing_down() -> None:
     (group,) = groups_of([pod("held", "k", 0, gated=True, deleting=True)])
     assert group_state(group, "r1") is GroupState.GATED
+
+
+def test_a_pod_without_a_group_index_is_passed_over() -> None:
+    stray = pod("stray", "0", 0)
+    del stray["metadata"]["labels"][c.LABEL_GROUP_INDEX]
+    groups = groups_of([pod("a", "0", 0), stray, pod("b", "1", 0)])
+    assert [(g.index, name_of(g.leader)) for g in groups] == [("0", "a"), ("1", "b")]
+
+
+def test_a_worker_statefulset_is_the_group_of_the_leader_that_controls_it() -> None:
+    owned = sts("uid-l")
+    # The same leader named, but not as the controller: not its group's set.
+    referring = sts("uid-m")
+    referring["metadata"]["ownerReferences"][0]["controller"] = False
+    other_kind = sts("uid-n")
+    other_kind["metadata"]["ownerReferences"][0]["kind"] = "LeaderWorkerSet"
+    pods = [pod("l", "0", 0), pod("m", "1", 0), pod("n", "2", 0)]
+    groups = groups_of(pods, [owned, referring, other_kind])
+    assert [g.worker_statefulset for g in groups] == [owned, None, None]
+
+
+def test_hash_groups_sort_by_their_leaders_age_then_key_after_ordinal_ones() -> None:
+    def leader(name: str, key: str, created: str) -> JSON:
+        p = pod(name, key, 0)
+        p["metadata"]["creationTimestamp"] = created
+        return p
+
+    pods = [
+        leader("newer", "aaa", "2026-01-02T00:00:00Z"),
+        leader("older", "bbb", "2026-01-01T00:00:00Z"),
+        leader("same-age", "000c", "2026-01-02T00:00:00Z"),
+        pod("leaderless-1", "zzz", 1),  # its leader is gone: the oldest group
+        pod("ten", "10", 0),
+        pod("seven", "7", 0),
+    ]
+    assert [g.index for g in groups_of(pods)] == ["7", "10", "zzz", "bbb", "000c", "aaa"]
+
+
+def test_a_leader_without_a_size_is_a_group_of_one() -> None:
+    alone = pod("alone", "0", 0)
+    del alone["metadata"]["annotations"][c.ANNOTATION_SIZE]
+    (group,) = groups_of([alone])
+    assert group.size is None
+    assert group_state(group, "r1") is GroupState.READY
+
+
+def test_a_worker_statefulset_rolling_out_is_updating_and_a_new_one_is_not() -> None:
+    pods = [pod("l", "0", 0), pod("l-1", "0", 1, ready=False)]
+    rolling = sts("uid-l", ready=False)
+    rolling["status"]["updateRevision"] = "b"
+    (group,) = groups_of(pods, [rolling])
+    assert group_state(group, "r1") is GroupState.UPDATING
+    # Just created: its controller has written no revision yet.
+    created = sts("uid-l", ready=False)
+    created["status"] = {}
+    (group,) = groups_of(pods, [created])
+    assert group_state(group, "r1") is GroupState.NOT_READY
+
+
+def test_restarts_add_up_init_and_regular_containers_of_every_pod() -> None:
+    leader = pod("l", "0", 0, restarts=1)
+    leader["status"]["containerStatuses"].append({"restartCount": 3})
+    leader["status"]["initContainerStatuses"] = [{"restartCount": 2}]
+    (group,) = groups_of([leader, pod("l-1", "0", 1, restarts=4)])
+    assert restarts(group) == 10
+
+
+def test_the_leader_node_is_empty_for_a_group_without_leader() -> None:
+    (led,) = groups_of([pod("l", "0", 0)])
+    (leaderless,) = groups_of([pod("l-1", "0", 1)])
+    assert (leader_node(led), leader_node(leaderless)) == ("n1", "")

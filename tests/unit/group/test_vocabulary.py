@@ -17,7 +17,9 @@ from leaderworkerset.group import gates, roles
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.go_int import GoIntError, go_atoi, go_atoi_or_none, go_div, go_mod
 from leaderworkerset.group.tpu import pod_requests_tpus
+from leaderworkerset.group.view import view_of
 from leaderworkerset.webhooks.denial import Denied, atoi, display_name
+from tests.toolkit.lws import leaderworkerset
 
 JSON = dict[str, Any]
 KEY = "0123456789abcdef0123456789abcdef01234567"
@@ -48,6 +50,15 @@ def test_group_labels_read_as_strings_or_none() -> None:
     assert roles.group_index(bare) is None
     assert roles.group_key(bare) is None
     assert roles.lws_name(bare) is None
+
+
+def test_group_size_is_the_pods_annotation_else_the_live_size_if_given() -> None:
+    live = view_of(leaderworkerset(size=5))
+    sized: JSON = {"metadata": {"annotations": {c.ANNOTATION_SIZE: "3"}}}
+    assert roles.group_size(sized) == 3 and roles.group_size(sized, live) == 3
+    for unsized in (pod(), {"metadata": {"annotations": {c.ANNOTATION_SIZE: "x"}}}, None):
+        assert roles.group_size(unsized) is None
+        assert roles.group_size(unsized, live) == 5
 
 
 # --- gates -------------------------------------------------------------------------------
@@ -145,6 +156,19 @@ def test_hash_names_share_the_key_prefix() -> None:
     assert naming.hash_group_service_name("lws", KEY) == f"lws-{host}"
     assert naming.subgroup_key(KEY, 1) == naming.subgroup_key(KEY, "1")
     assert naming.leader_pod_name("lws", "2") == naming.leader_pod_name("lws", 2) == "lws-2"
+
+
+def test_parse_ordinal_reads_the_int32_suffix_only() -> None:
+    assert naming.parse_ordinal("web-3-2") == ("web-3", 2)
+    assert naming.parse_ordinal("web-2147483647") == ("web", 2**31 - 1)
+    for unread in ("web", "web-", "web-2147483648"):
+        assert naming.parse_ordinal(unread) == ("", -1), unread
+
+
+def test_revision_name_cuts_the_owner_to_220_bytes_without_splitting_a_character() -> None:
+    assert naming.revision_name("a" * 300, "h", 3) == f"{'a' * 220}-h-3"
+    # "é" is two bytes, the second past the cut: the whole character goes.
+    assert naming.revision_name("a" * 219 + "é", "h", 3) == f"{'a' * 219}-h-3"
 
 
 # --- Services and events ------------------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""Releasing the lease when the API server cannot be reached gives up quietly:
-the manager is stopping, and the lease then simply expires."""
+"""Releasing the lease: when the API server cannot be reached it gives up quietly (the
+manager is stopping, and the lease then simply expires); when the lease changed since
+it was seen, it is released from what the server holds, unless another took it."""
 
 from __future__ import annotations
 
 import aiohttp
 import pytest
 
+from leaderworkerset.runtime.client import LEASES
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
 from tests.toolkit.fake_client import FakeApiClient
 
@@ -21,4 +23,42 @@ async def test_a_release_that_cannot_reach_the_api_server_returns_false(error: E
     elector = LeaderElector(client, config)
     elector._lease = {"metadata": {"name": "lease"}, "spec": {"holderIdentity": "me"}}
     assert await elector.release() is False
+    assert len(client.calls_of("replace")) == 1
+
+
+def lease(holder: str) -> dict[str, object]:
+    return {
+        "metadata": {"name": "lease", "namespace": "ns"},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15},
+    }
+
+
+async def test_a_release_that_meets_its_own_late_renewal_is_made_from_the_fresh_lease() -> None:
+    """The shutdown cancelled a renewal the API server had already stored: the lease
+    this process saw is one version behind, the release conflicts, and is made again
+    from what the server holds."""
+    client = FakeApiClient()
+    seen = client.put(LEASES, lease("me"))
+    client.put(LEASES, lease("me"))  # the renewal whose answer never arrived
+    elector = LeaderElector(
+        client, LeaderElectionConfig(namespace="ns", name="lease", identity="me")
+    )
+    elector._lease = seen
+    assert await elector.release() is True
+    stored = client.stored(LEASES, "lease", "ns")
+    assert stored is not None and stored["spec"]["holderIdentity"] == ""
+    assert len(client.calls_of("replace")) == 2
+
+
+async def test_a_lease_another_took_meanwhile_is_left_to_it() -> None:
+    client = FakeApiClient()
+    seen = client.put(LEASES, lease("me"))
+    client.put(LEASES, lease("standby"))
+    elector = LeaderElector(
+        client, LeaderElectionConfig(namespace="ns", name="lease", identity="me")
+    )
+    elector._lease = seen
+    assert await elector.release() is True
+    stored = client.stored(LEASES, "lease", "ns")
+    assert stored is not None and stored["spec"]["holderIdentity"] == "standby"
     assert len(client.calls_of("replace")) == 1

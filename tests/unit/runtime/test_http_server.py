@@ -470,3 +470,50 @@ async def test_tls_cipher_suites_are_enforced() -> None:
         other = tls_client(pairs, maximum=tls12, ciphers="ECDHE-RSA-AES256-GCM-SHA384")
         with pytest.raises(HANDSHAKE_REFUSED):
             await tls_exchange(port, other)
+
+
+async def test_bodiless_requests_pipelined_unread_are_bounded_too(running: Running) -> None:
+    """Requests without a body weigh nothing in body bytes: a client that pipelines
+    thousands of them and reads no answers must still be paused, not queued for ever."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", running.port))
+    _, writer = await asyncio.open_connection(sock=sock)
+    writer.write(b"GET /echo HTTP/1.1\r\nHost: x\r\n\r\n" * 200_000)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not any(c.reading_paused for c in running.server.connections):
+        assert loop.time() < deadline, "the server never stopped reading"
+        await asyncio.sleep(0.01)
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+        queued = [len(c.queue) for c in running.server.connections]
+        # At most one slice of the read past the bound: 16 bytes is the least a request
+        # line and its end can take.
+        bound = http_server.MAX_QUEUED + http_server.FEED_SLICE // 16
+        assert all(n <= bound for n in queued), queued
+    writer.transport.abort()
+
+
+async def test_shutdown_answers_a_request_still_arriving() -> None:
+    """A review half sent when the server starts shutting down is read to its end and
+    answered (with `Connection: close`), not cut off."""
+    async for running in serve():
+        reader, writer = await running.connect()
+        raw = post("/echo", b'{"x": 1}')
+        writer.write(raw[:40])
+        await writer.drain()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while not any(c.message is not None for c in running.server.connections):
+            assert loop.time() < deadline, "the request never began"
+            await asyncio.sleep(0.01)
+        stopping = asyncio.create_task(running.server.shutdown(5.0))
+        await asyncio.sleep(0)
+        writer.write(raw[40:])
+        status, headers, body = await read_response(reader)
+        assert (status, headers["connection"]) == (200, "close")
+        assert body.endswith(b'{"x": 1}')
+        await asyncio.wait_for(stopping, 5)
+        assert await closed(reader)

@@ -400,3 +400,42 @@ def test_hash_subgroups_name_hosts_by_key_prefix() -> None:
     assert worker[c.ENV_TPU_WORKER_HOSTNAMES] == hosts(f"{K8}-2", f"{K8}-3", sub="test-sample")
     assert worker[c.ENV_TPU_WORKER_ID] == "1"
     assert worker[c.ENV_TPU_NAME] == K8
+
+
+# --- subGroupSize 1: every pod is a slice of its own (upstream lws#917) ----------------------
+
+
+@pytest.mark.parametrize("leader_tpus", [True, False], ids=["leader-tpus", "no-leader-tpus"])
+def test_subgroups_of_one_pod_each_list_only_that_pod(leader_tpus: bool) -> None:
+    """Size 3 in subgroups of 1: the leader and each worker form their own slice, so each
+    lists only its own host, as rank 0, and the subgroup indexes do not collide (a worker
+    counted into the leader's subgroup would list the leader instead of itself)."""
+    group = {
+        c.ANNOTATION_SIZE: "3",
+        c.ANNOTATION_SUBGROUP_SIZE: "1",
+        c.ANNOTATION_SUBGROUP_POLICY_TYPE: c.SUBGROUP_POLICY_LEADER_WORKER,
+    }
+    leader = mutate_pod(lws_pod("test-sample-0", group, **{c.LABEL_WORKER_INDEX: "0"}))
+    workers = [
+        mutate_pod(
+            lws_pod(
+                f"test-sample-0-{ordinal}",
+                {
+                    **group,
+                    **(LRT if leader_tpus else {}),
+                    c.ANNOTATION_LEADER_NAME: "test-sample-0",
+                },
+                **{c.LABEL_GROUP_INDEX: "0", c.LABEL_GROUP_KEY: "k"},
+            )
+        )
+        for ordinal in (1, 2)
+    ]
+    pods = [leader, *workers]
+    assert [p["metadata"]["labels"][c.LABEL_SUBGROUP_INDEX] for p in pods] == ["0", "1", "2"]
+    for pod in pods:
+        got = first_env(pod)
+        own = pod["metadata"]["name"]
+        assert got[c.ENV_TPU_WORKER_HOSTNAMES] == hosts(own, sub="test")
+        assert got[c.ENV_TPU_PROCESS_ADDRESSES] == addresses((own, "8476"), sub="test")
+        assert got[c.ENV_TPU_WORKER_ID] == "0"
+        assert got[c.ENV_TPU_NAME] == "test-sample-0"

@@ -73,14 +73,8 @@ def _groups_tearing_down(pods: Iterable[JSON]) -> dict[str, list[JSON]]:
         if all(is_scheduling_gated(p) for p in members):
             continue  # never admitted, so it holds no capacity to wait for
         leaders = [p for p in members if is_leader(p)]
-        if leaders and not all(leader_lost(p) for p in leaders):
-            continue
-        # A finished pod whose deletion began holds nothing the scheduler counts and
-        # will not run again; a foreground deletion can keep it for as long as its
-        # dependents (a worker on a lost node) stay, and that wait is theirs to bound.
-        holding = [p for p in members if not (pod_finished(p) and pod_terminating(p))]
-        if holding:
-            tearing[key] = holding
+        if not leaders or all(leader_lost(p) for p in leaders):
+            tearing[key] = members
     return tearing
 
 
@@ -151,16 +145,17 @@ def _worker_set_of(pod: JSON, worker_sets: Mapping[str, JSON] | None) -> JSON | 
 
 
 def _deletion_deadline(pod: JSON, owner_set: JSON | None) -> float | None:
-    """When the pod should have been gone: the API server sets a pod's deletionTimestamp
-    to the end of its grace period; a StatefulSet has no grace period, so its
-    deletionTimestamp is when its deletion began, and a finalizer that holds it there
-    holds its pods too (they are deleted only once the set is gone)."""
-    moments = [
-        timestamp_of(meta_of(obj).get("deletionTimestamp"))
-        for obj in (pod, owner_set)
-        if obj is not None
-    ]
-    return min((m for m in moments if m is not None), default=None)
+    """When the pod should have been gone. The API server sets a pod's deletionTimestamp
+    to the end of its grace period, and that is the moment while the pod has one: a
+    foreground deletion of the worker StatefulSet (the restart policy's) marks the set
+    at once and its pods with their grace period, and the pods' deadline is theirs. A
+    pod with none belongs, at most, to a set whose deletion a finalizer holds up (its
+    pods are deleted only once it is gone): then the set's deletionTimestamp, the moment
+    its deletion began, starts the clock."""
+    own = timestamp_of(meta_of(pod).get("deletionTimestamp"))
+    if own is not None or owner_set is None:
+        return own
+    return timestamp_of(meta_of(owner_set).get("deletionTimestamp"))
 
 
 @dataclass(frozen=True)
@@ -182,7 +177,11 @@ def group_release(
     worker_sets: Mapping[str, JSON] | None = None,
 ) -> GroupRelease | None:
     """When the whole group stops counting (its last pod's release); None if never."""
-    releases = [pod_release(p, nodes, thresholds, worker_sets) for p in members]
+    # A finished pod that a foreground deletion keeps until its dependents are gone (a
+    # leader whose worker sits on a lost node) goes with them: its release is theirs,
+    # not its own overrun bound.
+    kept = [p for p in members if not _kept_for_dependents(p)]
+    releases = [pod_release(p, nodes, thresholds, worker_sets) for p in kept or members]
     known = [r for r in releases if r is not None]
     if len(known) < len(releases):
         return None
@@ -195,6 +194,11 @@ def group_release(
         pods=tuple(sorted(name_of(p) for p in members)),
         nodes=tuple(sorted({r.node for r in known if r.node})),
     )
+
+
+def _kept_for_dependents(pod: JSON) -> bool:
+    finalizers = meta_of(pod).get("finalizers") or []
+    return pod_finished(pod) and pod_terminating(pod) and finalizers == ["foregroundDeletion"]
 
 
 def _group_reason(reasons: set[str]) -> str:

@@ -51,6 +51,13 @@ RELEASE_SLACK = 0.05
 # Gate removals in flight at once for one LWS; the client's token bucket bounds the
 # rate, this only keeps one pass from queueing a thousand requests at once.
 UNGATE_IN_FLIGHT = 32
+# A gate removal refused (409/422: the pod changed under a stale cache, or a webhook
+# refuses it) is tried again after 1 s, then 2, 4, ... up to a minute while it keeps
+# being refused. Not the queue's own limiter: from 5 ms it would resend the same
+# failing PATCH eight times in the first second, and after a dozen failures wait a
+# quarter of an hour once the obstacle went without a pod event.
+REFUSED_RETRY_FIRST = 1.0
+REFUSED_RETRY_MAX = 60.0
 
 
 def held_of(decision: Decision) -> HeldReplacements:
@@ -79,6 +86,8 @@ class ReplacementReconciler:
     # What the Events already said, per LeaderWorkerSet: held leaders, released groups.
     _told_held: dict[str, set[str]] = field(default_factory=dict)
     _told_released: dict[str, set[str]] = field(default_factory=dict)
+    # Passes in a row, per LeaderWorkerSet, whose gate removals were refused.
+    _refusals: dict[str, int] = field(default_factory=dict)
 
     # -- cache handlers: ticking off the gates this controller removed ------------------
 
@@ -132,9 +141,8 @@ class ReplacementReconciler:
             names = [name_of(p) for p in decision.admit]
             self.expectations.expect_deletions(key, UNGATED, names)
         if not await self._ungate_all(key, decision.admit):
-            # The gates changed under us: look again with the queue's growing backoff
-            # (a flat retry kept hammering a pod that stays in conflict).
-            return Result(requeue=True)
+            return Result(requeue_after=self._refused_again(key))
+        self._refusals.pop(key, None)
         if decision.held and decision.next_release_at is not None:
             return Result(requeue_after=max(decision.next_release_at - now, 0.0) + RELEASE_SLACK)
         return None
@@ -171,7 +179,14 @@ class ReplacementReconciler:
         # Forget groups that have left the cache, so memory follows the cluster.
         self._told_released[key] = gone & {r.group for r in released}
 
+    def _refused_again(self, key: str) -> float:
+        """How long to wait before trying refused gate removals again."""
+        refused = self._refusals.get(key, 0)
+        self._refusals[key] = refused + 1
+        return float(min(REFUSED_RETRY_MAX, REFUSED_RETRY_FIRST * 2**refused))
+
     def _forget(self, key: str) -> None:
+        self._refusals.pop(key, None)
         self.held.forget(key)
         self.expectations.delete(key)
         self._told_held.pop(key, None)

@@ -9,8 +9,10 @@ import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.quantity import format_quantity, parse_quantity, sum_resources
-from leaderworkerset.controllers.pod.gang_scheduling import pod_group
+from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group, pod_group
 from leaderworkerset.group.view import view_of
+from leaderworkerset.runtime.client import ApiError
+from tests.toolkit.fake_client import FakeApiClient
 
 
 def lws(size: int, *, startup: str = "LeaderCreated", leader: bool = True) -> dict[str, Any]:
@@ -109,3 +111,34 @@ def test_format_and_sum() -> None:
     assert format_quantity(Decimal("0.0001")) == "1m"
     assert format_quantity(Decimal(4)) == "4"
     assert sum_resources({"cpu": "1"}, {"cpu": "500m", "x": "bad"}) == {"cpu": Decimal("1.5")}
+
+
+# --- creating it ----------------------------------------------------------------------------------
+async def test_the_pod_group_is_created_once_as_a_volcano_object() -> None:
+    client = FakeApiClient()
+    await ensure_pod_group(client, view_of(lws(4)), LEADER)
+    (get, create) = client.calls
+    assert (get.verb, get.name, get.namespace) == ("get", "g-0-abc", "ns")
+    assert (create.verb, create.plural, create.namespace) == ("create", "podgroups", "ns")
+    body = create.body
+    assert (body["apiVersion"], body["kind"]) == ("scheduling.volcano.sh/v1beta1", "PodGroup")
+    assert body["metadata"]["namespace"] == "ns"
+    # It exists now: looked up, not created again.
+    await ensure_pod_group(client, view_of(lws(4)), LEADER)
+    assert [call.verb for call in client.calls] == ["get", "create", "get"]
+
+
+async def test_a_pod_group_created_meanwhile_is_no_error_but_a_refusal_is() -> None:
+    client = FakeApiClient()
+    client.fail[("create", "podgroups")] = ApiError(409, {"reason": "AlreadyExists"})
+    await ensure_pod_group(client, view_of(lws(4)), LEADER)
+    client.fail[("create", "podgroups")] = ApiError(403, {"message": "quota"})
+    with pytest.raises(ApiError):
+        await ensure_pod_group(client, view_of(lws(4)), LEADER)
+
+
+async def test_no_pod_group_is_looked_up_for_a_leader_without_one() -> None:
+    client = FakeApiClient()
+    leader = {**LEADER, "metadata": {**LEADER["metadata"], "annotations": {}}}
+    await ensure_pod_group(client, view_of(lws(4)), leader)
+    assert client.calls == []

@@ -1,20 +1,33 @@
-"""The Hash group-ready gate read from the worker pods, and the worker events that wake
-the leader for it."""
+"""The Hash group-ready gate: read from the worker pods, the worker events that wake the
+leader for it, and the condition written to the leader only when it changes."""
 
 from __future__ import annotations
 
+import datetime
+import re
 from typing import Any
+
+import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.controllers.pod.group_ready import GroupReadyWrites
+from leaderworkerset.controllers.pod.group_ready import (
+    REASON_WORKERS_NOT_READY,
+    REASON_WORKERS_READY,
+    GroupReadyWrites,
+    group_ready_patch,
+    sync_group_ready,
+)
 from leaderworkerset.controllers.pod.triggers import WORKER_READINESS_CHANGED, hash_leader_of_worker
 from leaderworkerset.group.readiness import worker_pods_ready
+from leaderworkerset.runtime.client import STRATEGIC_MERGE_PATCH, ApiError
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
 from tests.toolkit.objects import NOW, leader_pod, worker_sts
 
 KEY = "rev1"
+NS = "default"
 
 
 def workers_set(size: int = 4) -> JSON:
@@ -110,3 +123,80 @@ def test_a_written_condition_is_not_written_again_before_the_cache_shows_it() ->
     writes.wrote(leader, "False")
     writes.forget(leader)
     assert writes.unseen == {}
+
+
+# --- writing the condition ----------------------------------------------------------------------
+def gated_leader(condition: str | None) -> JSON:
+    leader = leader_pod("lws", 0, KEY)
+    leader["spec"]["readinessGates"] = [{"conditionType": c.CONDITION_GROUP_READY}]
+    if condition is not None:
+        conditions = leader["status"]["conditions"]
+        conditions.append({"type": c.CONDITION_GROUP_READY, "status": condition})
+    return leader
+
+
+def group_of(ready: bool) -> JSON:
+    return worker_sts("lws", 0, KEY, size=2, ready=ready)
+
+
+@pytest.mark.parametrize(
+    ("condition", "ready", "written"),
+    [
+        # Absent reads as not ready already: only a True needs writing at first.
+        (None, True, "True"),
+        (None, False, None),
+        ("False", True, "True"),
+        ("True", False, "False"),
+        ("True", True, None),
+        ("False", False, None),
+    ],
+)
+async def test_the_condition_is_written_only_when_it_changes(
+    condition: str | None, ready: bool, written: str | None
+) -> None:
+    client = FakeApiClient()
+    changed = await sync_group_ready(client, gated_leader(condition), group_of(ready))
+    assert changed == (written is not None)
+    if written is None:
+        assert client.calls == []
+        return
+    (call,) = client.calls
+    assert (call.verb, call.plural, call.name, call.namespace) == ("patch", "pods", "lws-0", NS)
+    assert call.options == {"subresource": "status", "content_type": STRATEGIC_MERGE_PATCH}
+    (entry,) = call.body["status"]["conditions"]
+    reason = REASON_WORKERS_READY if written == "True" else REASON_WORKERS_NOT_READY
+    assert (entry["type"], entry["status"], entry["reason"]) == (
+        c.CONDITION_GROUP_READY,
+        written,
+        reason,
+    )
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry["lastTransitionTime"])
+
+
+async def test_a_leader_without_the_gate_is_left_alone() -> None:
+    client = FakeApiClient()
+    assert not await sync_group_ready(client, leader_pod("lws", 0, KEY), group_of(True))
+    assert client.calls == []
+
+
+async def test_a_leader_gone_before_the_write_is_no_error_and_no_write() -> None:
+    client = FakeApiClient()
+    client.fail[("patch", "pods")] = ApiError(404, {"reason": "NotFound"})
+    assert not await sync_group_ready(client, gated_leader(None), group_of(True))
+    client.fail[("patch", "pods")] = ApiError(500, {"message": "boom"})
+    with pytest.raises(ApiError):
+        await sync_group_ready(client, gated_leader(None), group_of(True))
+
+
+async def test_a_write_the_cache_has_not_shown_is_not_repeated() -> None:
+    client, writes = FakeApiClient(), GroupReadyWrites()
+    assert await sync_group_ready(client, gated_leader(None), group_of(True), writes=writes)
+    assert not await sync_group_ready(client, gated_leader(None), group_of(True), writes=writes)
+    assert len(client.calls) == 1
+
+
+def test_the_patch_carries_the_moment_given() -> None:
+    moment = datetime.datetime(2026, 3, 4, 5, 6, 7, tzinfo=datetime.UTC)
+    (entry,) = group_ready_patch(False, moment)["status"]["conditions"]
+    assert entry["lastTransitionTime"] == "2026-03-04T05:06:07Z"
+    assert entry["reason"] == REASON_WORKERS_NOT_READY

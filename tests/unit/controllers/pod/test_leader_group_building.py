@@ -14,11 +14,12 @@ from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.pod.reconciler import PodReconciler, TopologyError
 from leaderworkerset.group.options import ControllerOptions
-from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
+from leaderworkerset.runtime.client import NODES, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
 
 JSON = dict[str, Any]
@@ -28,53 +29,18 @@ TOPOLOGY = "topology.kubernetes.io/zone"
 MODES = [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH]
 
 
-class Client:
-    """Records every call as (verb, plural, name); `fail` maps (verb, plural) to the
-    error that call raises; GETs answer from `objects` (by plural and name), 404
-    otherwise."""
+def calls(client: FakeApiClient) -> list[tuple[str, str, str]]:
+    """Every call the reconciler made, as (verb, plural, name)."""
+    return [(call.verb, call.plural, call.name) for call in client.calls]
 
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, str]] = []
-        self.bodies: list[JSON] = []
-        self.kwargs: list[dict[str, Any]] = []
-        self.fail: dict[tuple[str, str], ApiError] = {}
-        self.objects: dict[tuple[str, str], JSON] = {}
 
-    def _call(self, verb: str, resource: Resource, name: str, **kwargs: Any) -> None:
-        self.calls.append((verb, resource.plural, name))
-        self.kwargs.append(kwargs)
-        error = self.fail.get((verb, resource.plural))
-        if error is not None:
-            raise error
+def writes(client: FakeApiClient) -> list[tuple[str, str, str]]:
+    return [(call.verb, call.plural, call.name) for call in client.writes()]
 
-    async def create(self, resource: Resource, body: JSON, namespace: str | None = None) -> JSON:
-        self._call("create", resource, str(body["metadata"]["name"]))
-        self.bodies.append(body)
-        return body
 
-    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
-        self._call("get", resource, name)
-        found = self.objects.get((resource.plural, name))
-        if found is None:
-            raise ApiError(404, {"reason": "NotFound", "message": f"{name} not found"})
-        return found
-
-    async def get_or_none(
-        self, resource: Resource, name: str, namespace: str | None = None
-    ) -> JSON | None:
-        self._call("get", resource, name)
-        return self.objects.get((resource.plural, name))
-
-    async def patch(self, resource: Resource, name: str, body: JSON, **kwargs: Any) -> JSON:
-        self._call("patch", resource, name)
-        return body
-
-    async def delete(self, resource: Resource, name: str, namespace: str, **kwargs: Any) -> JSON:
-        self._call("delete", resource, name, **kwargs)
-        return {}
-
-    def writes(self) -> list[tuple[str, str, str]]:
-        return [call for call in self.calls if call[0] != "get"]
+def created(client: FakeApiClient) -> list[JSON]:
+    """The bodies of the objects created, in order."""
+    return [call.body for call in client.calls_of("create")]
 
 
 class Events:
@@ -170,16 +136,16 @@ async def reconcile(
     lws: JSON,
     leader: JSON,
     *objects: JSON,
-    client: Client | None = None,
+    client: FakeApiClient | None = None,
     events: Events | None = None,
     **options: Any,
-) -> tuple[Client, Events, Result | None]:
+) -> tuple[FakeApiClient, Events, Result | None]:
     """One reconcile of `leader` with `lws`, its first revision and `objects` cached."""
-    client = client or Client()
+    client = client or FakeApiClient()
     events = events or Events()
     async with seeded_caches(lws, rev.new_revision(lws, 1), leader, *objects) as caches:
         pods = PodReconciler(
-            cast(ApiClient, client),
+            client,
             caches,
             cast(EventRecorder, events),
             options=ControllerOptions(**options),
@@ -195,8 +161,8 @@ async def test_a_leader_gets_its_worker_statefulset_once(mode: str) -> None:
     leader = a_leader(lws)
     client, events, result = await reconcile(lws, leader)
     assert result is None
-    assert client.writes()[-1] == ("create", "statefulsets", leader["metadata"]["name"])
-    body = client.bodies[-1]
+    assert writes(client)[-1] == ("create", "statefulsets", leader["metadata"]["name"])
+    body = created(client)[-1]
     assert body["spec"]["replicas"] == 2
     (owner,) = body["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"]) == ("Pod", leader["metadata"]["uid"])
@@ -205,7 +171,7 @@ async def test_a_leader_gets_its_worker_statefulset_once(mode: str) -> None:
     assert events.about == [("LeaderWorkerSet/lws", leader["metadata"]["name"])]
     # Never updated in place: with its StatefulSet cached, nothing is written for it.
     client, events, _ = await reconcile(lws, leader, worker_statefulset_of(leader))
-    assert ("create", "statefulsets", leader["metadata"]["name"]) not in client.calls
+    assert ("create", "statefulsets", leader["metadata"]["name"]) not in calls(client)
     assert c.REASON_GROUPS_PROGRESSING not in events.reasons()
 
 
@@ -214,7 +180,7 @@ async def test_a_size_one_group_gets_no_worker_statefulset(mode: str) -> None:
     lws = an_lws(mode, size=1)
     client, events, result = await reconcile(lws, a_leader(lws))
     assert result is None
-    assert [call for call in client.calls if call[1] == "statefulsets"] == []
+    assert [call for call in calls(client) if call[1] == "statefulsets"] == []
     assert events.recorded == []
 
 
@@ -224,15 +190,15 @@ async def test_a_hash_group_follows_its_leaders_revision_size() -> None:
     leader = a_leader(lws)
     leader["metadata"]["annotations"][c.ANNOTATION_SIZE] = "1"
     client, _, _ = await reconcile(lws, leader)
-    assert [call for call in client.calls if call[1] == "statefulsets"] == []
+    assert [call for call in calls(client) if call[1] == "statefulsets"] == []
     leader["metadata"]["annotations"][c.ANNOTATION_SIZE] = "not a number"
     client, _, _ = await reconcile(lws, leader)
-    assert client.writes()[-1][:2] == ("create", "statefulsets")
+    assert writes(client)[-1][:2] == ("create", "statefulsets")
 
 
 async def test_an_existing_worker_statefulset_is_not_an_error() -> None:
     lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
-    client = Client()
+    client = FakeApiClient()
     client.fail[("create", "statefulsets")] = ApiError(409, {"reason": "AlreadyExists"})
     _, events, result = await reconcile(lws, a_leader(lws), client=client)
     assert result is None and events.recorded == []
@@ -240,7 +206,7 @@ async def test_an_existing_worker_statefulset_is_not_an_error() -> None:
 
 async def test_a_refused_worker_statefulset_is_told_and_retried() -> None:
     lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
-    client = Client()
+    client = FakeApiClient()
     client.fail[("create", "statefulsets")] = ApiError(403, {"message": "quota exceeded"})
     events = Events()
     with pytest.raises(ApiError):
@@ -262,12 +228,12 @@ async def test_nothing_is_built_while_a_hash_leader_is_gated() -> None:
     pod_group = {c.ANNOTATION_POD_GROUP_NAME: "lws-pg"}
     leader = a_leader(lws, gated=True, conditions=state, **pod_group)
     client, events, result = await reconcile(lws, leader, gang_scheduling=True)
-    assert (client.calls, events.recorded, result) == ([], [], None)
+    assert (calls(client), events.recorded, result) == ([], [], None)
     # The same leader once admitted gets its group-ready condition, Service, PodGroup
     # and workers: the gate alone held them back.
     admitted = a_leader(lws, conditions=state, **pod_group)
     client, _, _ = await reconcile(lws, admitted, gang_scheduling=True)
-    assert {call[1] for call in client.writes()} == {
+    assert {call[1] for call in writes(client)} == {
         "pods",
         "services",
         "podgroups",
@@ -280,14 +246,14 @@ async def test_a_deleting_leader_gets_no_group_service_pod_group_or_workers(mode
     lws = an_lws(mode, networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA})
     leader = a_leader(lws, deleting=True, **{c.ANNOTATION_POD_GROUP_NAME: "lws-pg"})
     client, events, result = await reconcile(lws, leader, gang_scheduling=True)
-    assert (client.calls, events.recorded, result) == ([], [], None)
+    assert (calls(client), events.recorded, result) == ([], [], None)
 
 
 async def test_a_leader_marked_as_a_worker_is_reported_and_left_alone() -> None:
     lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
     leader = a_leader(lws, **{c.ANNOTATION_LEADER_NAME: "lws-0"})
     client, events, result = await reconcile(lws, leader)
-    assert (client.calls, result) == ([], None)
+    assert (calls(client), result) == ([], None)
     ((type_, reason, note),) = events.recorded
     assert (type_, reason) == ("Warning", c.EVENT_REASON_FAILED_CREATE)
     assert f"{NS}/lws-0" in note
@@ -312,7 +278,7 @@ async def test_leader_ready_startup_waits_for_the_right_condition(
 ) -> None:
     lws = an_lws(mode, startupPolicy=c.STARTUP_POLICY_LEADER_READY)
     client, _, result = await reconcile(lws, a_leader(lws, conditions=conditions))
-    created = [call for call in client.calls if call[:2] == ("create", "statefulsets")]
+    created = [call for call in calls(client) if call[:2] == ("create", "statefulsets")]
     assert bool(created) == built and result is None
 
 
@@ -320,7 +286,7 @@ async def test_leader_created_startup_does_not_wait() -> None:
     lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
     leader = a_leader(lws, conditions={"Ready": "False", "ContainersReady": "False"})
     client, _, _ = await reconcile(lws, leader)
-    assert client.writes()[-1][:2] == ("create", "statefulsets")
+    assert writes(client)[-1][:2] == ("create", "statefulsets")
 
 
 # --- exclusive placement ---------------------------------------------------------------------
@@ -336,18 +302,18 @@ def a_node(name: str, **labels: str) -> JSON:
 
 async def test_exclusive_workers_are_pinned_to_the_leaders_topology_domain() -> None:
     lws = exclusive_lws()
-    client = Client()
-    client.objects[("nodes", "n1")] = a_node("n1", **{TOPOLOGY: "zone-a"})
+    client = FakeApiClient()
+    client.put(NODES, a_node("n1", **{TOPOLOGY: "zone-a"}))
     await reconcile(lws, a_leader(lws, node="n1"), client=client)
-    assert client.calls[-1][:2] == ("create", "statefulsets")
-    template = client.bodies[-1]["spec"]["template"]
+    assert calls(client)[-1][:2] == ("create", "statefulsets")
+    template = created(client)[-1]["spec"]["template"]
     assert template["spec"]["nodeSelector"] == {TOPOLOGY: "zone-a"}
 
 
 async def test_exclusive_workers_wait_for_the_leader_to_be_scheduled() -> None:
     lws = exclusive_lws()
     client, _, result = await reconcile(lws, a_leader(lws))
-    assert (client.writes(), result) == ([], None)
+    assert (writes(client), result) == ([], None)
 
 
 async def test_a_missing_node_is_a_reconcile_error() -> None:
@@ -359,11 +325,11 @@ async def test_a_missing_node_is_a_reconcile_error() -> None:
 
 async def test_a_node_without_the_topology_label_is_a_reconcile_error() -> None:
     lws = exclusive_lws()
-    client = Client()
-    client.objects[("nodes", "n1")] = a_node("n1", other="x")
+    client = FakeApiClient()
+    client.put(NODES, a_node("n1", other="x"))
     with pytest.raises(TopologyError, match=TOPOLOGY):
         await reconcile(lws, a_leader(lws, node="n1"), client=client)
-    assert client.writes() == []
+    assert writes(client) == []
 
 
 # --- a lost Hash leader ----------------------------------------------------------------------
@@ -374,9 +340,10 @@ async def test_a_finished_hash_leader_takes_its_group_down(phase: str) -> None:
     client, events, result = await reconcile(lws, leader, worker_statefulset_of(leader))
     assert result is None
     name = leader["metadata"]["name"]
-    assert client.writes() == [("delete", "pods", name)]
-    assert client.kwargs[-1]["propagation_policy"] == "Foreground"
-    assert client.kwargs[-1]["preconditions"] == {"uid": leader["metadata"]["uid"]}
+    assert writes(client) == [("delete", "pods", name)]
+    delete = client.calls_of("delete")[-1]
+    assert delete.options["propagation_policy"] == "Foreground"
+    assert delete.options["preconditions"] == {"uid": leader["metadata"]["uid"]}
     ((_, reason, note),) = events.recorded
     assert reason == c.EVENT_REASON_RECREATE_GROUP
     assert (
@@ -389,12 +356,38 @@ async def test_a_finished_ordinal_leader_is_left_to_its_statefulset() -> None:
     lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
     leader = a_leader(lws, phase="Failed")
     client, events, _ = await reconcile(lws, leader, worker_statefulset_of(leader))
-    assert client.writes() == [] and events.recorded == []
+    assert writes(client) == [] and events.recorded == []
 
 
 async def test_a_lost_hash_leader_already_gone_is_not_reported() -> None:
     lws = an_lws(c.GROUP_IDENTITY_HASH)
-    client = Client()
+    client = FakeApiClient()
     client.fail[("delete", "pods")] = ApiError(404, {"reason": "NotFound"})
     _, events, _ = await reconcile(lws, a_leader(lws, phase="Failed"), client=client)
     assert events.recorded == []
+
+
+async def test_an_ordinal_group_follows_the_live_size() -> None:
+    """Ordinal follows the live spec, as upstream: the leader's size annotation (of the
+    revision it was made from) does not decide whether it gets workers."""
+    lws = an_lws(c.GROUP_IDENTITY_ORDINAL, size=3)
+    leader = a_leader(lws)
+    leader["metadata"]["annotations"][c.ANNOTATION_SIZE] = "1"
+    client, _, _ = await reconcile(lws, leader)
+    assert writes(client)[-1] == ("create", "statefulsets", "lws-0")
+    single = an_lws(c.GROUP_IDENTITY_ORDINAL, size=1)
+    leader = a_leader(single)
+    leader["metadata"]["annotations"][c.ANNOTATION_SIZE] = "3"
+    client, _, _ = await reconcile(single, leader)
+    assert writes(client) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_worker_statefulset_carries_the_lws_identity(mode: str) -> None:
+    lws = an_lws(mode)
+    lws["metadata"]["labels"] = {"team": "a"}
+    client, _, _ = await reconcile(lws, a_leader(lws))
+    body = created(client)[-1]
+    assert body["metadata"]["labels"]["team"] == "a"
+    assert body["metadata"]["labels"][c.LABEL_SET_NAME] == "lws"
+    assert body["spec"]["serviceName"] == "lws"

@@ -5,14 +5,18 @@ restart policy during a size-changing rollout."""
 
 from __future__ import annotations
 
+import copy
+import uuid
 from typing import Any, cast
 
 import pytest
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import revision_key_of
+from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
+from leaderworkerset.controllers.group_metrics import Cause
 from leaderworkerset.controllers.pod.backoff import MAX_DELAY, RetryBackoff
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
@@ -24,6 +28,7 @@ from leaderworkerset.runtime.client import SERVICES, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key
+from leaderworkerset.runtime.metrics import REGISTRY
 from leaderworkerset.webhooks.admission import pod_mutator
 from leaderworkerset.webhooks.hostnames import IssuedHostnames, hostnames_in_use
 from leaderworkerset.webhooks.pods import (
@@ -35,6 +40,7 @@ from leaderworkerset.webhooks.pods import (
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.objects import leader_pod, worker_sts
 
 JSON = dict[str, Any]
 NS = "default"
@@ -55,8 +61,11 @@ def patches(client: FakeApiClient) -> list[JSON]:
 
 
 class Events:
+    """Records (type, reason, note); `about` keeps what each Event regards and relates to."""
+
     def __init__(self) -> None:
         self.recorded: list[tuple[str, str, str]] = []
+        self.about: list[tuple[str, str | None]] = []
 
     def event(
         self,
@@ -68,6 +77,8 @@ class Events:
         related: JSON | None = None,
     ) -> None:
         self.recorded.append((type_, reason, note))
+        about = f"{regarding['kind']}/{regarding['metadata']['name']}"
+        self.about.append((about, related["name"] if related else None))
 
 
 def hash_lws(**spec: Any) -> JSON:
@@ -482,3 +493,382 @@ def test_issued_hostnames_are_forgotten_after_a_while() -> None:
     assert issued.recent(NS, "lws") == {"aaaaaaaa"} and issued.recent(NS, "other") == set()
     now[0] = 11.0
     assert issued.recent(NS, "lws") == set()
+
+
+# --- a pod deleted before it was ever seen terminating (a grace-0 or forced delete) ----------
+def ordinal_group(policy: str) -> tuple[JSON, JSON, JSON, JSON, JSON]:
+    """LWS "lws" (one group of 2) under `policy`: the LWS, its revision, leader lws-0, the
+    leader's worker StatefulSet and worker lws-0-1 (running, never restarted)."""
+    lws = lws_object("lws", replicas=1, size=2)
+    lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = policy
+    revision = rev.new_revision(lws, 1)
+    leader = leader_pod("lws", 0, revision_key_of(revision))
+    sts = worker_sts("lws", 0, revision_key_of(revision))
+    sts["metadata"]["uid"] = "uid-sts"
+    sts["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "lws-0", "uid": "uid-lws-0", "controller": True}
+    ]
+    worker = group_pod("lws-0-1", "0", size=2, worker="1")
+    worker["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] = revision_key_of(revision)
+    worker["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "name": "lws-0",
+            "uid": "uid-sts",
+            "controller": True,
+        }
+    ]
+    return lws, revision, leader, sts, worker
+
+
+ON_RESTART = c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART
+
+
+async def test_a_worker_deleted_unseen_still_recreates_its_group() -> None:
+    lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, sts) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(worker)
+        assert await pods(object_key(worker)) is None
+        assert pods.tombstones == {}
+        # Told once: the next event of that name finds no tombstone.
+        assert await pods(object_key(worker)) is None
+    assert calls(client) == [("delete", "pods", "lws-0")]
+    ((_, reason, note),) = events.recorded
+    assert reason == c.EVENT_REASON_RECREATE_GROUP
+    assert note.startswith("Worker pod lws-0-1 failed, deleted leader pod lws-0")
+    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+
+
+async def test_a_worker_deleted_unseen_under_no_recreating_policy_changes_nothing() -> None:
+    lws, revision, leader, sts, worker = ordinal_group(c.RESTART_POLICY_NONE)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, sts) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(worker)
+        assert await pods(object_key(worker)) is None
+        assert pods.tombstones == {}
+    assert calls(client) == [] and events.recorded == []
+
+
+def renamed(pod: JSON, uid: str) -> JSON:
+    """The pod its StatefulSet made again under the same name."""
+    again = copy.deepcopy(pod)
+    again["metadata"]["uid"] = uid
+    return again
+
+
+@pytest.mark.parametrize(
+    ("policy", "built"), [(ON_RESTART, False), (c.RESTART_POLICY_NONE, True)], ids=str
+)
+async def test_a_leader_lost_unseen_and_already_recreated(policy: str, built: bool) -> None:
+    """Ordinal leader lws-0 was force-deleted and its StatefulSet made a new lws-0 before
+    the reconcile. The loss is seen first: under a recreating policy the group is being
+    recreated and the newcomer gets nothing in this reconcile; otherwise the newcomer
+    is built on at once."""
+    lws, revision, leader, _, _ = ordinal_group(policy)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, renamed(leader, "uid-new-lws-0")) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(leader)
+        assert await pods(object_key(leader)) is None
+    assert calls(client) == ([("create", "statefulsets", "lws-0")] if built else [])
+
+
+async def test_a_tombstone_of_the_pod_the_cache_still_shows_adds_nothing() -> None:
+    """The same UID alive in the cache: the pod is reconciled as the cache shows it,
+    not as lost (under a recreating policy, a lost leader would be left alone)."""
+    lws, revision, leader, _, _ = ordinal_group(ON_RESTART)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(leader)
+        assert await pods(object_key(leader)) is None
+        assert pods.tombstones == {}
+    assert calls(client) == [("create", "statefulsets", "lws-0")]
+
+
+async def test_a_failed_reconcile_of_a_lost_pod_keeps_it_for_the_retry() -> None:
+    lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
+    client, events = FakeApiClient(), Events()
+    client.fail[("delete", "pods")] = ApiError(500, {"message": "etcd timeout"})
+    async with seeded_caches(lws, revision, leader, sts) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(worker)
+        with pytest.raises(ApiError):
+            await pods(object_key(worker))
+        assert object_key(worker) in pods.tombstones
+        client.fail.clear()
+        assert await pods(object_key(worker)) is None
+    assert calls(client) == [("delete", "pods", "lws-0")] * 2
+    assert [reason for _, reason, _ in events.recorded] == [c.EVENT_REASON_RECREATE_GROUP]
+
+
+def test_only_named_pods_are_remembered_and_as_terminating() -> None:
+    pods = PodReconciler(FakeApiClient(), cast(LwsCaches, None))
+    pods.remember_deleted({"metadata": {"namespace": NS}})
+    assert pods.tombstones == {}
+    _, _, leader, _, worker = ordinal_group(ON_RESTART)
+    worker["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:09Z"
+    pods.remember_deleted(leader)
+    pods.remember_deleted(worker)
+    assert pods.tombstones[object_key(leader)]["metadata"]["deletionTimestamp"]
+    assert pods.tombstones[object_key(worker)]["metadata"]["deletionTimestamp"] == (
+        "2026-01-01T00:00:09Z"
+    )
+    assert leader["metadata"].get("deletionTimestamp") is None, "the cache's copy is untouched"
+
+
+# --- what a reconcile of a worker does -------------------------------------------------------
+async def test_a_live_workers_events_build_nothing() -> None:
+    """Only a leader's reconcile builds; a worker's serves the restart policy alone."""
+    lws, revision, _, _, worker = ordinal_group(c.RESTART_POLICY_NONE)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, worker) as caches:
+        assert await reconciler(client, caches, events)(object_key(worker)) is None
+    assert calls(client) == [] and events.recorded == []
+
+
+@pytest.mark.parametrize("label", [c.LABEL_SET_NAME, c.LABEL_WORKER_INDEX])
+async def test_a_pod_without_its_lws_labels_is_a_reconcile_error(label: str) -> None:
+    lws, _, leader, _, _ = ordinal_group(c.RESTART_POLICY_NONE)
+    del leader["metadata"]["labels"][label]
+    async with seeded_caches(lws) as caches:
+        pods = reconciler(FakeApiClient(), caches, Events())
+        pods.remember_deleted(leader)  # a cache holds only pods with the LWS's label
+        with pytest.raises(ValueError, match=f"^{label} label is unexpected missing$"):
+            await pods(object_key(leader))
+
+
+# --- waits are per leader ----------------------------------------------------------------------
+async def test_each_leader_waits_for_its_revision_on_its_own_and_forgets_once_found() -> None:
+    lws = hash_lws()
+    revision = rev.new_revision(lws, 1)
+    first = hash_leader(revision_key_of(revision), group_ready=None)
+    second = copy.deepcopy(first)
+    second["metadata"].update(name="lws-5d8f9c7b4-abcde", uid="uid-second")
+    client, events, now = FakeApiClient(), Events(), [0.0]
+    waits = RetryBackoff(clock=lambda: now[0])
+    async with seeded_caches(lws, first, second) as caches:
+        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        assert await delays_of(pods, object_key(first), now, 4) == [1, 1, 2, 4]
+        assert await delays_of(pods, object_key(second), now, 1) == [1]
+    assert events.about == [("LeaderWorkerSet/lws", first["metadata"]["name"])]
+    assert events.recorded[0][2] == (
+        f"Failed to create worker statefulset for leader pod {first['metadata']['name']}: its "
+        f"revision (ControllerRevision with {c.LABEL_TEMPLATE_REVISION_HASH}="
+        f"{revision_key_of(revision)}) is missing; retrying with backoff"
+    )
+    # The revision reaches the cache: the first leader's workers are built, its wait ends.
+    async with seeded_caches(lws, revision, first, second) as caches:
+        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        assert await pods(object_key(first)) is None
+    assert calls(client) == [("create", "statefulsets", first["metadata"]["name"])]
+    assert len(waits) == 1, "the second leader still waits"
+
+
+# --- the per-group Service -------------------------------------------------------------------
+async def test_the_group_service_is_the_leaders_and_selects_its_group() -> None:
+    lws = unique_per_replica()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader) as caches:
+        assert await reconciler(client, caches, events)(object_key(leader)) is None
+    body = client.calls_of("create", "services")[0].body
+    assert (body["metadata"]["name"], body["metadata"]["namespace"]) == (GROUP_SERVICE, NS)
+    assert body["metadata"]["labels"][c.LABEL_SET_NAME] == "lws"
+    assert body["spec"]["selector"] == {c.LABEL_SET_NAME: "lws", c.LABEL_GROUP_INDEX: KEY}
+    (owner,) = body["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"]) == (
+        "Pod",
+        leader["metadata"]["name"],
+        "uid-leader",
+    )
+
+
+async def test_a_group_service_deleted_between_create_and_read_is_created_again() -> None:
+    lws = unique_per_replica()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
+    client, events = FakeApiClient(), Events()
+    client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
+    async with seeded_caches(lws, revision, leader) as caches:
+        result = await reconciler(client, caches, events)(object_key(leader))
+    assert result == Result(requeue=True)
+    assert events.recorded == []
+
+
+async def test_each_leader_waits_for_a_foreign_service_on_its_own() -> None:
+    """Two Hash leaders whose Service names are taken: each is told once and backs off
+    from its own first delay; the leader's own Service (or its deletion) ends its wait."""
+    lws = unique_per_replica()
+    revision = rev.new_revision(lws, 1)
+    first = hash_leader(revision_key_of(revision), group_ready=None)
+    second = hash_leader(revision_key_of(revision), group_ready=None)
+    second["metadata"].update(name="lws-5d8f9c7b4-abcde", uid="uid-second")
+    second["metadata"]["labels"].update({c.LABEL_GROUP_INDEX: OTHER_HOST})
+    second["metadata"]["labels"].update({c.LABEL_GROUP_KEY: OTHER_HOST})
+    second_service = naming.hash_group_service_name("lws", OTHER_HOST)
+    taken = [service(GROUP_SERVICE, "uid-x"), service(second_service, "uid-y")]
+    client, events, now = FakeApiClient(), Events(), [0.0]
+    waits = RetryBackoff(clock=lambda: now[0])
+    async with seeded_caches(lws, revision, first, second, *taken) as caches:
+        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        assert await delays_of(pods, object_key(first), now, 3) == [1, 1, 2]
+        assert await delays_of(pods, object_key(second), now, 2) == [1, 1]
+    assert events.about == [
+        ("LeaderWorkerSet/lws", first["metadata"]["name"]),
+        ("LeaderWorkerSet/lws", "lws-5d8f9c7b4-abcde"),
+    ]
+    assert events.recorded[0][2] == (
+        f"Service {NS}/{GROUP_SERVICE} for the group of leader pod {first['metadata']['name']}"
+        " exists and is owned by Pod someone-else, not by that leader: not using it; retrying"
+        " until it is removed"
+    )
+    # The first leader's own Service is there now: its wait ends, the other's goes on.
+    async with seeded_caches(lws, revision, first, service(GROUP_SERVICE, "uid-leader")) as caches:
+        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        assert await pods(object_key(first)) is None
+    assert len(waits) == 1
+    # The second's wait ends with its deletion.
+    pods.remember_deleted(second)
+    assert len(waits) == 0
+
+
+async def test_a_service_created_after_a_wait_ends_the_wait() -> None:
+    lws = unique_per_replica()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready=None)
+    client, events, now = FakeApiClient(), Events(), [0.0]
+    waits = RetryBackoff(clock=lambda: now[0])
+    async with seeded_caches(lws, revision, leader, service(GROUP_SERVICE, "uid-x")) as caches:
+        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        await delays_of(pods, object_key(leader), now, 2)
+    async with seeded_caches(lws, revision, leader) as caches:
+        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        assert await pods(object_key(leader)) is None
+    assert len(waits) == 0
+    assert [call[:2] for call in calls(client)][:1] == [("create", "services")]
+
+
+# --- what the group-ready condition is read from ------------------------------------------------
+def ready_worker(leader: JSON, sts: JSON) -> JSON:
+    """Worker 1 of `leader`'s group, Ready, made by `sts`."""
+    labels = leader["metadata"]["labels"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{leader['metadata']['name']}-1",
+            "namespace": NS,
+            "uid": "uid-worker-1",
+            "labels": {**labels, c.LABEL_WORKER_INDEX: "1"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "StatefulSet",
+                    "name": sts["metadata"]["name"],
+                    "uid": sts["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def group_ready_written(client: FakeApiClient) -> list[str]:
+    return [
+        call.body["status"]["conditions"][0]["status"] for call in client.calls_of("patch", "pods")
+    ]
+
+
+@pytest.mark.parametrize("told_by", ["its pods", "its status"])
+async def test_the_group_is_ready_when_its_pods_or_its_statefulset_say_so(told_by: str) -> None:
+    """The worker pods turn Ready one sync of the StatefulSet controller before its
+    status says so; either is enough."""
+    lws = hash_lws()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready="False")
+    sts = worker_set(leader, ready=told_by == "its status")
+    sts["metadata"]["uid"] = "uid-ws"
+    workers = [ready_worker(leader, sts)] if told_by == "its pods" else []
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, sts, *workers) as caches:
+        assert await reconciler(client, caches, events)(object_key(leader)) is None
+    assert group_ready_written(client) == ["True"]
+
+
+async def test_a_group_ready_write_the_cache_has_not_shown_is_not_repeated() -> None:
+    lws = hash_lws()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready="False")
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, worker_set(leader, ready=True)) as caches:
+        pods = reconciler(client, caches, events)
+        for _ in range(3):  # e.g. each worker's event, before the leader's own update
+            await pods(object_key(leader))
+    assert group_ready_written(client) == ["True"]
+
+
+async def test_a_lost_hash_leader_is_counted_as_a_recreation() -> None:
+    lws = hash_lws()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision))
+    leader["status"]["phase"] = "Failed"
+    # A UID never counted before in this process: the metric counts a leader UID once.
+    leader["metadata"]["uid"] = f"uid-lost-{uuid.uuid4()}"
+    labels = {"namespace": NS, "leaderworkerset": "lws", "group_identity": c.GROUP_IDENTITY_HASH}
+
+    def recreations() -> float:
+        return sum(
+            REGISTRY.get_sample_value("lws_group_recreations_total", {**labels, "cause": cause})
+            or 0.0
+            for cause in Cause
+        )
+
+    before = recreations()
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader) as caches:
+        await reconciler(client, caches, events)(object_key(leader))
+    assert recreations() == before + 1
+    assert calls(client) == [("delete", "pods", leader["metadata"]["name"])]
+
+
+async def test_a_lost_pod_is_seen_by_the_restart_policy_only() -> None:
+    """Even a lost pod that looks like a misplaced leader (a leader with a leader's name
+    annotation, which a live one would be reported for) gets nothing else."""
+    lws, revision, leader, _, _ = ordinal_group(c.RESTART_POLICY_NONE)
+    leader["metadata"]["annotations"] = {c.ANNOTATION_LEADER_NAME: "lws-0"}
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision) as caches:
+        pods = reconciler(client, caches, events)
+        pods.remember_deleted(leader)
+        assert await pods(object_key(leader)) is None
+    assert calls(client) == [] and events.recorded == []
+
+
+async def test_a_live_workers_restart_recreates_its_group_and_asks_no_requeue() -> None:
+    lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
+    worker["status"]["containerStatuses"][0]["restartCount"] = 2
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, sts, worker) as caches:
+        assert await reconciler(client, caches, events)(object_key(worker)) is None
+    assert calls(client) == [("delete", "pods", "lws-0")]
+    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+
+
+async def test_a_deleted_leaders_group_ready_write_is_forgotten() -> None:
+    lws = hash_lws()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision), group_ready="False")
+    client, events = FakeApiClient(), Events()
+    async with seeded_caches(lws, revision, leader, worker_set(leader, ready=True)) as caches:
+        pods = reconciler(client, caches, events)
+        await pods(object_key(leader))
+        assert pods.group_ready_writes.unseen != {}
+        pods.remember_deleted(leader)
+        assert pods.group_ready_writes.unseen == {}, "nothing kept for a pod that is gone"

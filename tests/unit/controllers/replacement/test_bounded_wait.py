@@ -735,10 +735,16 @@ def test_held_leaders_are_paired_oldest_first_with_distinct_groups() -> None:
 async def test_a_refused_gate_removal_backs_off_instead_of_a_flat_retry() -> None:
     rig = Rig([*old_group(node_name="n1", deleted_at=0), REPLACEMENT], [node("n1")])
     rig.client.fail[("patch", "pods")] = ApiError(409, {"message": "the gates changed"})
-    result = await rig.reconcile(OVERRUN_BOUND + 1)
+    waits = [(await rig.reconcile(OVERRUN_BOUND + 1 + i)).requeue_after for i in range(8)]
     assert rig.client.calls_of("patch"), "the removal was tried"
-    # The queue's rate limiter spaces the retries out, growing with each failure.
-    assert result.requeue and result.requeue_after is None
+    # From a second, doubling while it keeps being refused, never past a minute.
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    del rig.client.fail[("patch", "pods")]
+    assert await rig.reconcile(OVERRUN_BOUND + 10) is None
+    rig.client.fail[("patch", "pods")] = ApiError(409, {"message": "the gates changed"})
+    feed(rig.caches.pods, pod("new2", "e" * 40, gated=True, created=2))
+    again = await rig.reconcile(OVERRUN_BOUND + 11)
+    assert again.requeue_after == 1.0, "a pass that got through starts the backoff afresh"
 
 
 # --- a group whose pods will never be deleted (docs/hash-mode.md, "Pods nobody deletes") -------
@@ -816,12 +822,28 @@ def test_a_finished_leader_kept_by_a_foreground_deletion_does_not_stretch_the_wa
     capacity, so the group is released on the node bound, not on the leader's overrun."""
     leader = pod("old-aaaa", "a" * 40, node_name="n1", deleted_at=10)
     leader["status"]["phase"] = "Succeeded"
+    leader["metadata"]["finalizers"] = ["foregroundDeletion"]
     worker = pod("old-aaaa-1", "a" * 40, leader=False, node_name="n2", deleted_at=10)
     nodes = {"n1": node("n1"), "n2": node("n2", "Unknown", 0)}
     decision = decide([leader, worker, REPLACEMENT], nodes, EPOCH + NODE_BOUND + EPS, BOUNDS)
     assert [p["metadata"]["name"] for p in decision.admit] == ["new"]
-    assert [(r.reason, r.pods) for r in decision.released] == [(NODE_NOT_READY, ("old-aaaa-1",))]
+    assert [r.reason for r in decision.released] == [NODE_NOT_READY]
+    # Without the foreground finalizer the finished leader keeps its own (later) bound.
+    del leader["metadata"]["finalizers"]
+    later = decide([leader, worker, REPLACEMENT], nodes, EPOCH + NODE_BOUND + EPS, BOUNDS)
+    assert later.admit == []
     # A finished leader not being deleted still counts, as before (the pod controller
     # deletes it to take the group down).
     kept = {**leader, "metadata": {**leader["metadata"], "deletionTimestamp": None}}
     assert decide([kept, REPLACEMENT], nodes, EPOCH + 10 * OVERRUN_BOUND, BOUNDS).admit == []
+
+
+def test_a_pod_in_its_grace_period_keeps_its_own_deadline_under_a_foreground_deletion() -> None:
+    """The restart policy deletes a leader in the foreground: the worker StatefulSet is
+    marked at once, its pods get their grace period. The pods' own deadline (the end of
+    that grace period) holds, never the set's earlier mark."""
+    worker = kept_worker()
+    worker["metadata"]["deletionTimestamp"] = at(600)  # a 600 s grace period from 0
+    deleting = {"old-aaaa": worker_set("old-aaaa", deleting_since=0)}
+    release = pod_release(worker, {"n1": node("n1")}, BOUNDS, deleting)
+    assert release is not None and release.at == EPOCH + 600 + OVERRUN_BOUND

@@ -11,7 +11,9 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.replacement.post_termination import (
     NODE_NOT_READY,
+    ORPHANED,
     TERMINATION_OVERRUN,
+    PodRelease,
     decide,
     gated_leaders,
     group_release,
@@ -122,6 +124,35 @@ def test_an_overrun_release_names_the_pods_node() -> None:
     assert release.pods == ("old", "old-1")
 
 
+def of_set(pod: JSON, set_name: str) -> JSON:
+    """`pod` as a worker its StatefulSet `set_name` controls."""
+    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": set_name, "controller": True}
+    pod["metadata"]["ownerReferences"] = [ref]
+    return pod
+
+
+ORPHANED_SET = {"metadata": {"name": "old-set", "namespace": "default"}}
+
+
+def test_a_pod_of_an_orphaned_set_is_released_at_once_on_its_node() -> None:
+    worker = of_set(a_pod("old-1", "g", leader=False, node="n1"), "old-set")
+    release = pod_release(worker, {}, BOUNDS, {"old-set": ORPHANED_SET})
+    # At the epoch: before any moment the clock can read, whatever the thresholds.
+    assert release == PodRelease(0.0, ORPHANED, "n1")
+    members = [worker, of_set(a_pod("old-2", "g", leader=False, node="n2"), "old-set")]
+    group = group_release("g", members, {}, BOUNDS, {"old-set": ORPHANED_SET})
+    assert group is not None
+    assert (group.at, group.reason, group.nodes) == (0.0, ORPHANED, ("n1", "n2"))
+
+
+def test_a_group_orphaned_but_for_a_pod_on_a_lost_node_is_released_for_the_node() -> None:
+    worker = of_set(a_pod("old-1", "g", leader=False, node="n1"), "old-set")
+    leader = a_pod("old", "g", node="lost", deleted=T0)
+    release = group_release("g", [leader, worker], {}, BOUNDS, {"old-set": ORPHANED_SET})
+    assert release is not None
+    assert (release.at, release.reason) == (BOUNDS.node_not_ready, NODE_NOT_READY)
+
+
 # --- the decision ----------------------------------------------------------------------------
 def test_a_group_stops_counting_at_its_release_moment_exactly() -> None:
     old = [a_pod("old", "g1", deleted=T0)]
@@ -132,6 +163,25 @@ def test_a_group_stops_counting_at_its_release_moment_exactly() -> None:
     assert names(decide([*old, waiting], nodes, moment - 0.001, BOUNDS).admit) == []
     decision = decide([*old, waiting], nodes, moment, BOUNDS)
     assert names(decision.admit) == ["new"] and decision.holding == []
+
+
+def test_a_held_leader_waits_for_a_bounded_release_before_an_unbounded_one() -> None:
+    ready = {"type": "Ready", "status": "True"}
+    nodes: dict[str, JSON] = {
+        "healthy": {"metadata": {"name": "healthy"}, "status": {"conditions": [ready]}},
+        "lost": {"metadata": {"name": "lost"}, "status": {}},
+    }
+    # Group "a" keeps a Running worker on a healthy node: nothing bounds its wait. Group
+    # "z" (later by key) has its worker on a lost node: it goes first.
+    pods = [
+        a_pod("a-1", "a", leader=False, node="healthy"),
+        a_pod("z-1", "z", leader=False, node="lost"),
+        a_pod("new", "new", gated=True),
+    ]
+    decision = decide(pods, nodes, 1.0, BOUNDS)
+    assert decision.holding == ["a", "z"]
+    assert decision.waits_for == {"new": "z"}
+    assert decision.next_release_at == BOUNDS.node_not_ready
 
 
 def test_immediate_holds_nothing_and_names_no_group() -> None:

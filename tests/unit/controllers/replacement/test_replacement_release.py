@@ -13,10 +13,11 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.caches import LwsCaches
+from leaderworkerset.caches import build_caches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.replacement.reconciler import (
+    REFUSED_RETRY_FIRST,
     RELEASE_SLACK,
     UNGATED,
     ReplacementReconciler,
@@ -24,10 +25,11 @@ from leaderworkerset.controllers.replacement.reconciler import (
 )
 from leaderworkerset.controllers.replacement.triggers import node_events, replacement_events
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
-from leaderworkerset.runtime.client import JSON_PATCH, ApiClient, ApiError, Resource
+from leaderworkerset.runtime.client import JSON_PATCH, ApiError
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.metrics import REGISTRY
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_object
 
 JSON = dict[str, Any]
@@ -90,21 +92,16 @@ OLD_GROUP = [
 WAITING = a_pod("new", "b" * 40, gated=True)
 
 
-class Client:
-    """Records gate removals; `fail` is raised by every PATCH when set."""
+def refusing(error: BaseException) -> FakeApiClient:
+    """A client whose every pod PATCH raises `error`."""
+    client = FakeApiClient()
+    client.fail[("patch", "pods")] = error
+    return client
 
-    def __init__(self, fail: BaseException | None = None) -> None:
-        self.patches: list[tuple[str, str, Any, JSON]] = []
-        self.fail = fail
 
-    async def patch(self, resource: Resource, name: str, body: Any, **kwargs: Any) -> JSON:
-        self.patches.append((resource.plural, name, body, kwargs))
-        if self.fail is not None:
-            raise self.fail
-        return {}
-
-    def patched(self) -> list[str]:
-        return [name for _, name, _, _ in self.patches]
+def patched(client: FakeApiClient) -> list[str]:
+    """The pods whose gate removal was sent, in order."""
+    return [call.name for call in client.calls_of("patch", "pods")]
 
 
 class Events:
@@ -123,14 +120,14 @@ class Events:
 
 @contextlib.asynccontextmanager
 async def rig(
-    *objects: JSON, client: Client | None = None, now: float = T0_SECONDS
-) -> AsyncIterator[tuple[ReplacementReconciler, Client, Events]]:
-    client = client or Client()
+    *objects: JSON, client: FakeApiClient | None = None, now: float = T0_SECONDS
+) -> AsyncIterator[tuple[ReplacementReconciler, FakeApiClient, Events]]:
+    client = client or FakeApiClient()
     events = Events()
     async with seeded_caches(*objects) as caches:
         yield (
             ReplacementReconciler(
-                cast(ApiClient, client),
+                client,
                 caches,
                 cast(EventRecorder, events),
                 options=ControllerOptions(replacement_release=BOUNDS),
@@ -145,12 +142,12 @@ async def rig(
 async def test_switching_to_immediate_releases_the_waiting_leaders() -> None:
     async with rig(hash_lws(), *OLD_GROUP, WAITING, a_node("n1")) as (replacement, client, _):
         await replacement(KEY)
-        assert client.patched() == []
+        assert patched(client) == []
         assert replacement.held.get(KEY) == HeldReplacements(("new",), ("a" * 40,))
     immediate = hash_lws(c.GROUP_REPLACEMENT_IMMEDIATE)
     async with rig(immediate, *OLD_GROUP, WAITING, a_node("n1")) as (replacement, client, _):
         assert await replacement(KEY) is None
-        assert client.patched() == ["new"]
+        assert patched(client) == ["new"]
         assert replacement.held.get(KEY) == HeldReplacements()
 
 
@@ -158,18 +155,22 @@ async def test_an_ordinal_lws_is_not_this_reconcilers() -> None:
     ordinal = lws_object("lws", replicas=1)
     async with rig(ordinal, WAITING) as (replacement, client, events):
         assert await replacement(KEY) is None
-        assert (client.patches, events.recorded, replacement.held.get(KEY)) == ([], [], None)
+        assert (client.calls_of("patch"), events.recorded, replacement.held.get(KEY)) == (
+            [],
+            [],
+            None,
+        )
 
 
 # --- removing a gate ---------------------------------------------------------------------------
 async def test_the_gate_is_removed_by_a_json_patch_of_its_own_index() -> None:
     async with rig(hash_lws(), WAITING) as (replacement, client, _):
         assert await replacement(KEY) is None
-    ((plural, name, body, kwargs),) = client.patches
-    assert (plural, name) == ("pods", "new")
-    assert kwargs == {"namespace": "default", "content_type": JSON_PATCH}
+    (call,) = client.calls_of("patch")
+    assert (call.plural, call.name, call.namespace) == ("pods", "new", "default")
+    assert call.options == {"subresource": None, "content_type": JSON_PATCH}
     # The gate is second: the first one is somebody else's and stays.
-    assert {"op": "remove", "path": "/spec/schedulingGates/1"} in body
+    assert {"op": "remove", "path": "/spec/schedulingGates/1"} in call.body
     assert replacement.ungating(KEY) == {"new"}
 
 
@@ -183,7 +184,7 @@ async def test_a_gate_removed_is_counted_and_a_gone_pod_is_not() -> None:
     async with rig(hash_lws(), WAITING) as (replacement, _, _):
         await replacement(KEY)
     assert admissions() == before + 1
-    gone = Client(ApiError(404, {"reason": "NotFound"}))
+    gone = refusing(ApiError(404, {"reason": "NotFound"}))
     async with rig(hash_lws(), WAITING, client=gone) as (replacement, _, _):
         # Gone with its pod is as good as removed: no retry.
         assert await replacement(KEY) is None
@@ -192,16 +193,16 @@ async def test_a_gate_removed_is_counted_and_a_gone_pod_is_not() -> None:
 
 @pytest.mark.parametrize("status", [409, 422])
 async def test_a_lost_race_on_the_gates_looks_again_with_backoff(status: int) -> None:
-    refused = Client(ApiError(status, {"message": "the gates changed"}))
+    refused = refusing(ApiError(status, {"message": "the gates changed"}))
     async with rig(hash_lws(), WAITING, client=refused) as (replacement, _, _):
         result = await replacement(KEY)
-        assert result is not None and result.requeue and result.requeue_after is None
+        assert result is not None and result.requeue_after == REFUSED_RETRY_FIRST
         # Not removed here, so not waited for.
         assert replacement.ungating(KEY) == set()
 
 
 async def test_other_errors_fail_the_reconcile() -> None:
-    broken = Client(ApiError(500, {"message": "etcd is unhappy"}))
+    broken = refusing(ApiError(500, {"message": "etcd is unhappy"}))
     async with rig(hash_lws(), WAITING, client=broken) as (replacement, _, _):
         with pytest.raises(ApiError):
             await replacement(KEY)
@@ -209,12 +210,13 @@ async def test_other_errors_fail_the_reconcile() -> None:
 
 
 async def test_a_cancelled_pass_waits_for_none_of_its_gates() -> None:
-    class Stalling(Client):
-        async def patch(self, resource: Resource, name: str, body: Any, **kwargs: Any) -> JSON:
+    async def stall(call: Call) -> None:
+        if call.verb == "patch":
             await asyncio.Event().wait()
-            return {}
 
-    async with rig(hash_lws(), WAITING, client=Stalling()) as (replacement, _, _):
+    stalling = FakeApiClient()
+    stalling.on_call = stall
+    async with rig(hash_lws(), WAITING, client=stalling) as (replacement, _, _):
         task = asyncio.ensure_future(replacement(KEY))
         for _ in range(20):
             await asyncio.sleep(0)
@@ -253,7 +255,7 @@ async def test_an_overrun_release_is_told_with_the_overrun_bound() -> None:
     objects = (hash_lws(), *OLD_GROUP, WAITING, a_node("n1"))
     async with rig(*objects, now=late) as (replacement, client, events):
         await replacement(KEY)
-        assert client.patched() == ["new"]
+        assert patched(client) == ["new"]
     ((regarding, reason, note, _),) = events.recorded
     assert (regarding, reason) == ("LeaderWorkerSet/lws", ev.REASON_REPLACEMENT_RELEASED)
     assert f"{OVERRUN_BOUND:g}s" in note and f"{NODE_BOUND:g}s" not in note
@@ -301,7 +303,7 @@ async def test_each_release_is_told_once_and_a_silent_one_is_told_when_it_matter
         # The cache still shows the leader gated: nothing is told twice.
         await replacement(KEY)
         assert events.reasons() == [ev.REASON_REPLACEMENT_RELEASED] * 2
-        assert client.patched() == ["new"]
+        assert patched(client) == ["new"]
 
 
 async def test_a_release_nobody_waited_for_is_told_once_someone_does() -> None:
@@ -313,7 +315,7 @@ async def test_a_release_nobody_waited_for_is_told_once_someone_does() -> None:
     ):
         events = Events()
         replacement = ReplacementReconciler(
-            cast(ApiClient, Client()),
+            FakeApiClient(),
             quiet,
             cast(EventRecorder, events),
             options=ControllerOptions(replacement_release=BOUNDS),
@@ -334,7 +336,7 @@ async def test_a_deleted_lws_is_forgotten() -> None:
     ):
         events = Events()
         replacement = ReplacementReconciler(
-            cast(ApiClient, Client()),
+            FakeApiClient(),
             present,
             cast(EventRecorder, events),
             options=ControllerOptions(replacement_release=BOUNDS),
@@ -355,7 +357,8 @@ async def test_a_deleted_lws_is_forgotten() -> None:
 
 # --- what wakes it -----------------------------------------------------------------------------
 def test_a_gate_that_stays_is_not_an_admission() -> None:
-    replacement = ReplacementReconciler(cast(ApiClient, None), cast(LwsCaches, None))
+    client = FakeApiClient()
+    replacement = ReplacementReconciler(client, build_caches(client))
     replacement.expectations.expect_deletions(KEY, UNGATED, ["new"])
     replacement.observe(WAITING, WAITING)
     assert replacement.ungating(KEY) == {"new"}
@@ -365,7 +368,8 @@ def test_a_gate_that_stays_is_not_an_admission() -> None:
 
 
 def test_a_deleted_leader_is_not_waited_for() -> None:
-    replacement = ReplacementReconciler(cast(ApiClient, None), cast(LwsCaches, None))
+    client = FakeApiClient()
+    replacement = ReplacementReconciler(client, build_caches(client))
     replacement.expectations.expect_deletions(KEY, UNGATED, ["new"])
     replacement.observe_deleted(WAITING)
     assert replacement.ungating(KEY) == set()
@@ -408,12 +412,12 @@ async def test_an_overrun_release_is_counted_as_one() -> None:
 
 async def test_a_release_is_not_told_again_while_its_leader_keeps_being_refused() -> None:
     late = T0_SECONDS + OVERRUN_BOUND + 1
-    refused = Client(ApiError(409, {"message": "the gates changed"}))
+    refused = refusing(ApiError(409, {"message": "the gates changed"}))
     objects = (hash_lws(), *OLD_GROUP, WAITING, a_node("n1"))
     async with rig(*objects, client=refused, now=late) as (replacement, _, events):
         await replacement(KEY)
         await replacement(KEY)
-    assert refused.patched() == ["new", "new"]
+    assert patched(refused) == ["new", "new"]
     assert events.reasons() == [ev.REASON_REPLACEMENT_RELEASED]
 
 
@@ -424,14 +428,14 @@ async def test_a_new_release_is_told_after_one_already_told() -> None:
         a_pod("c", "c" * 40, deleted=True),
         a_pod("c-1", "c" * 40, leader=False, deleted=True),
     ]
-    refused = Client(ApiError(409, {"message": "the gates changed"}))
+    refused = refusing(ApiError(409, {"message": "the gates changed"}))
     async with (
         seeded_caches(hash_lws(), *OLD_GROUP, WAITING, a_node("n1")) as first,
         seeded_caches(hash_lws(), *OLD_GROUP, *group_c, WAITING, a_node("n1")) as second,
     ):
         events = Events()
         replacement = ReplacementReconciler(
-            cast(ApiClient, refused),
+            refused,
             first,
             cast(EventRecorder, events),
             options=ControllerOptions(replacement_release=BOUNDS),
@@ -447,4 +451,4 @@ async def test_a_new_release_is_told_after_one_already_told() -> None:
 async def test_an_lws_never_seen_is_forgotten_quietly() -> None:
     async with rig() as (replacement, client, events):
         assert await replacement("default/never-seen") is None
-        assert (client.patches, events.recorded) == ([], [])
+        assert (client.calls_of("patch"), events.recorded) == ([], [])
