@@ -847,3 +847,15 @@ def test_a_pod_in_its_grace_period_keeps_its_own_deadline_under_a_foreground_del
     deleting = {"old-aaaa": worker_set("old-aaaa", deleting_since=0)}
     release = pod_release(worker, {"n1": node("n1")}, BOUNDS, deleting)
     assert release is not None and release.at == EPOCH + 600 + OVERRUN_BOUND
+
+
+async def test_a_deleted_lws_takes_its_refusal_count_with_it() -> None:
+    """An LWS deleted and made again under its name starts its backoff afresh."""
+    rig = Rig([*old_group(node_name="n1", deleted_at=0), REPLACEMENT], [node("n1")])
+    rig.client.fail[("patch", "pods")] = ApiError(409, {"message": "the gates changed"})
+    assert (await rig.reconcile(OVERRUN_BOUND + 1)).requeue_after == 1.0
+    assert (await rig.reconcile(OVERRUN_BOUND + 2)).requeue_after == 2.0
+    feed(rig.caches.leaderworkersets, hash_lws(), kind="DELETED")
+    assert await rig.reconcile(OVERRUN_BOUND + 3) is None
+    feed(rig.caches.leaderworkersets, hash_lws())
+    assert (await rig.reconcile(OVERRUN_BOUND + 4)).requeue_after == 1.0
