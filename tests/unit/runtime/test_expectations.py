@@ -19,24 +19,35 @@ def new() -> tuple[Expectations, FakeClock]:
 def test_nothing_expected_is_satisfied() -> None:
     exp, _ = new()
     assert exp.satisfied(LWS)
-    exp.creation_observed(LWS, "Pod", "ns/x")  # stray events are harmless
+    exp.deletion_observed(LWS, "Pod", "ns/x")  # stray events are harmless
     assert exp.satisfied(LWS)
     assert len(exp) == 0
 
 
-def test_creations_are_satisfied_only_when_every_one_is_seen() -> None:
+def test_removals_are_satisfied_only_when_every_one_is_seen() -> None:
     exp, _ = new()
-    exp.expect_creations(LWS, "Pod", ["ns/sample-0", "ns/sample-1"])
+    exp.expect_deletions(LWS, "Pod", ["ns/sample-0", "ns/sample-1"])
     assert not exp.satisfied(LWS)
-    exp.creation_observed(LWS, "Pod", "ns/sample-0")
-    exp.creation_observed(LWS, "Pod", "ns/sample-0")  # a repeat must not count twice
+    exp.deletion_observed(LWS, "Pod", "ns/sample-0")
+    exp.deletion_observed(LWS, "Pod", "ns/sample-0")  # a repeat must not count twice
     assert not exp.satisfied(LWS)
-    assert exp.pending(LWS) == ({"Pod": {"ns/sample-1"}}, {})
-    exp.creation_observed(LWS, "Service", "ns/sample-1")  # another kind does not tick off
+    assert exp.pending(LWS) == {"Pod": {"ns/sample-1"}}
+    exp.deletion_observed(LWS, "Service", "ns/sample-1")  # another kind does not tick off
     assert not exp.satisfied(LWS)
-    exp.creation_observed(LWS, "Pod", "ns/sample-1")
+    exp.deletion_observed(LWS, "Pod", "ns/sample-1")
     assert exp.satisfied(LWS)
     assert len(exp) == 0
+
+
+def test_kinds_are_kept_apart() -> None:
+    exp, _ = new()
+    exp.expect_deletions(LWS, "Pod", ["uid-1"])
+    exp.expect_deletions(LWS, "Gate", ["uid-1"])
+    exp.deletion_observed(LWS, "Pod", "uid-1")
+    assert not exp.satisfied(LWS)
+    assert exp.pending(LWS) == {"Gate": {"uid-1"}}
+    exp.deletion_observed(LWS, "Gate", "uid-1")
+    assert exp.satisfied(LWS)
 
 
 def test_deletions_by_uid() -> None:
@@ -49,49 +60,26 @@ def test_deletions_by_uid() -> None:
     assert exp.satisfied(LWS)
 
 
-def test_creations_and_deletions_both_count() -> None:
-    exp, _ = new()
-    exp.expect_creations(LWS, "StatefulSet", ["ns/sample-0"])
-    exp.expect_deletions(LWS, "Pod", ["uid-1"])
-    exp.creation_observed(LWS, "StatefulSet", "ns/sample-0")
-    assert not exp.satisfied(LWS)
-    exp.deletion_observed(LWS, "Pod", "uid-1")
-    assert exp.satisfied(LWS)
-
-
-def test_counted_creations_for_generated_names() -> None:
-    exp, _ = new()
-    exp.expect_creations(LWS, "Pod", 2)
-    exp.creation_observed(LWS, "Pod", "ns/sample-abcde")
-    assert not exp.satisfied(LWS)
-    assert exp.pending(LWS) == ({"Pod": {"#1"}}, {})
-    exp.creation_observed(LWS, "Pod", "ns/sample-fghij")
-    exp.creation_observed(LWS, "Pod", "ns/sample-klmno")  # never goes negative
-    assert exp.satisfied(LWS)
-    exp.expect_creations(LWS, "Pod", 1)
-    assert not exp.satisfied(LWS)
-
-
 def test_ttl_expires_expectations_and_new_ones_restart_it() -> None:
     exp, clock = new()
-    exp.expect_creations(LWS, "Pod", ["ns/a"])
+    exp.expect_deletions(LWS, "Pod", ["ns/a"])
     clock.advance(EXPECTATIONS_TIMEOUT - 1)
-    exp.expect_creations(LWS, "Pod", ["ns/b"])  # keeps ns/a, restarts the clock
+    exp.expect_deletions(LWS, "Pod", ["ns/b"])  # keeps ns/a, restarts the clock
     clock.advance(2)
     assert not exp.satisfied(LWS)
-    assert exp.pending(LWS) == ({"Pod": {"ns/a", "ns/b"}}, {})
+    assert exp.pending(LWS) == {"Pod": {"ns/a", "ns/b"}}
     clock.advance(EXPECTATIONS_TIMEOUT)
     assert exp.satisfied(LWS)
     # Expired leftovers are dropped when new expectations are set.
-    exp.expect_creations(LWS, "Pod", ["ns/c"])
-    assert exp.pending(LWS) == ({"Pod": {"ns/c"}}, {})
+    exp.expect_deletions(LWS, "Pod", ["ns/c"])
+    assert exp.pending(LWS) == {"Pod": {"ns/c"}}
 
 
 def test_keys_are_independent_and_delete_forgets() -> None:
     exp, _ = new()
-    exp.expect_creations("ns/one", "Pod", ["ns/one-0"])
-    exp.expect_creations("ns/two", "Pod", ["ns/two-0"])
-    exp.creation_observed("ns/one", "Pod", "ns/one-0")
+    exp.expect_deletions("ns/one", "Pod", ["ns/one-0"])
+    exp.expect_deletions("ns/two", "Pod", ["ns/two-0"])
+    exp.deletion_observed("ns/one", "Pod", "ns/one-0")
     assert exp.satisfied("ns/one")
     assert not exp.satisfied("ns/two")
     exp.delete("ns/two")
@@ -107,9 +95,9 @@ def test_satisfied_exactly_when_all_expected_names_are_observed(
     expected: set[str], events: list[str]
 ) -> None:
     exp, _ = new()
-    exp.expect_creations(LWS, "Pod", expected)
+    exp.expect_deletions(LWS, "Pod", expected)
     seen: set[str] = set()
     for name in events:
-        exp.creation_observed(LWS, "Pod", name)
+        exp.deletion_observed(LWS, "Pod", name)
         seen.add(name)
         assert exp.satisfied(LWS) == expected.issubset(seen)

@@ -107,7 +107,7 @@ class ReplacementReconciler:
         """Leaders ungated by this process that the cache still shows gated."""
         if self.expectations.satisfied(key):
             return set()
-        _, deletions = self.expectations.pending(key)
+        deletions = self.expectations.pending(key)
         return set(deletions.get(UNGATED, set()))
 
     # -- reconcile --------------------------------------------------------------------
