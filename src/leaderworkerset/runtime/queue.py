@@ -172,7 +172,6 @@ class WorkQueue:
         self._timer_at = 0.0
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
-        self._drained: asyncio.Event | None = None
         # When each paced key was last handed out; kept only once add_paced is used.
         self._handed_out: dict[str, float] = {}
         self._longest_pace = 0.0
@@ -206,10 +205,6 @@ class WorkQueue:
     @property
     def processing(self) -> frozenset[str]:
         return frozenset(self._processing)
-
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down
 
     def num_requeues(self, key: str) -> int:
         return self.rate_limiter.num_requeues(key)
@@ -311,8 +306,6 @@ class WorkQueue:
         self._work_duration.observe(self._clock.now() - started)
         if key in self._dirty and not self._shutting_down:
             self._enqueue(key)
-        if not self._processing and self._drained is not None:
-            self._drained.set()
 
     # -- shutting down --------------------------------------------------------------------
 
@@ -326,20 +319,6 @@ class WorkQueue:
             waiter = self._getters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
-
-    async def shutdown_with_drain(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
-        """Shut down, then wait until every handed-out key is done; False on timeout."""
-        self.shutdown()
-        if not self._processing:
-            return True
-        if self._drained is None:
-            self._drained = asyncio.Event()
-        try:
-            async with asyncio.timeout(timeout):
-                await self._drained.wait()
-        except TimeoutError:
-            return False
-        return True
 
     # -- internals --------------------------------------------------------------------
 

@@ -179,7 +179,7 @@ def test_concurrent_workers_never_share_a_key_and_process_every_add(
                 adds += 1
             await asyncio.sleep(0)
         await eventually(lambda: len(q) == 0 and not q.processing, "the queue to drain")
-        assert await q.shutdown_with_drain(timeout=5)
+        q.shutdown()
         await asyncio.gather(*tasks)
         for key, added in last_add.items():
             assert last_start.get(key, -1) > added, f"{key} not processed after its last add"
@@ -352,7 +352,7 @@ def test_a_cancelled_woken_getter_passes_the_key_on() -> None:
     run(scenario)
 
 
-def test_shutdown_stops_hand_out_and_drain_waits_for_in_flight() -> None:
+def test_shutdown_stops_hand_out_and_accepts_nothing_new() -> None:
     async def scenario() -> None:
         clock = FakeClock()
         q = new_queue(clock)
@@ -360,25 +360,14 @@ def test_shutdown_stops_hand_out_and_drain_waits_for_in_flight() -> None:
         q.add("ns/b")
         q.add_after("ns/c", 1.0)
         assert await q.get() == "ns/a"
-        drain = asyncio.create_task(q.shutdown_with_drain())
-        await eventually(lambda: q.shutting_down, "shutdown")
+        q.add("ns/a")  # changed again while in flight
+        q.shutdown()
         assert await q.get() is None  # ns/b is never handed out
         q.add("ns/d")
         clock.advance(5)
         assert len(q) == 1 and q.waiting == 1  # nothing new accepted, timers disarmed
-        assert not drain.done()
         q.done("ns/a")
-        assert await asyncio.wait_for(drain, 5) is True
-
-    run(scenario)
-
-
-def test_drain_times_out_while_work_is_held() -> None:
-    async def scenario() -> None:
-        q = new_queue(FakeClock())
-        q.add("ns/a")
-        await q.get()
-        assert await q.shutdown_with_drain(timeout=0.01) is False
+        assert len(q) == 1, "a key changed in flight is not queued again once shut down"
 
     run(scenario)
 
@@ -499,7 +488,7 @@ def test_controller_stop_lets_in_flight_finish_then_cancels_at_deadline() -> Non
         await eventually(lambda: len(started) == 2, "both reconciles to start")
         ctrl.enqueue("ns/never")
         stopping = asyncio.create_task(ctrl.stop(deadline=1.0))
-        await eventually(lambda: ctrl.queue.shutting_down, "the queue to shut down")
+        await eventually(lambda: ctrl.queue._shutting_down, "the queue to shut down")
         release.set()
         await asyncio.wait_for(stopping, 5)
         assert finished == ["ns/quick"]
