@@ -103,13 +103,6 @@ class Predicate:
         return cls(accept, lambda old, new: accept(old) or accept(new), accept)
 
 
-def _generation(obj: JSON) -> object:
-    return meta_of(obj).get("generation")
-
-
-# Status-only writes bump resourceVersion but not generation; these skip them.
-GENERATION_CHANGED = Predicate(update=lambda old, new: _generation(old) != _generation(new))
-
 # What a status write changes in metadata besides the status itself.
 _STATUS_WRITE_TOUCHES = frozenset({"resourceVersion", "managedFields"})
 

@@ -207,7 +207,7 @@ class LeaderElector:
         if record != self._observed_record:
             self._observed_record = record
             self._observed_time = time.monotonic()
-        holder = str(spec.get("holderIdentity") or "")
+        holder = self.observed_holder
         if holder and holder != self._reported_leader:
             self._reported_leader = holder
             if holder != self.config.identity:

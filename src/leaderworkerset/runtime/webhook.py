@@ -186,24 +186,6 @@ def patched(
 
 
 AdmissionHandler = Callable[[JSON], Awaitable[AdmissionResponse]]
-Defaulter = Callable[[JSON, JSON], Awaitable[list[str] | None]]
-
-
-def defaulting_handler(default: Defaulter) -> AdmissionHandler:
-    """A handler from `default(obj, request)`, which mutates a copy of the object in place
-    and may return warnings; the response patches the differences."""
-
-    async def handle(request: JSON) -> AdmissionResponse:
-        original = request.get("object")
-        if not isinstance(original, dict):
-            return errored(400, "the admission request carries no object")
-        mutated = orjson.loads(orjson.dumps(original))
-        warnings = await default(mutated, request)
-        return patched(original, mutated, warnings)
-
-    return handle
-
-
 # --- Server -------------------------------------------------------------------------
 
 

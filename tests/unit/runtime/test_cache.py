@@ -24,7 +24,6 @@ from leaderworkerset.runtime.cache import (
 )
 from leaderworkerset.runtime.client import CONFIGMAPS, ApiError, Resource
 from leaderworkerset.runtime.controller import (
-    GENERATION_CHANGED,
     Controller,
     Predicate,
     Result,
@@ -531,7 +530,13 @@ async def test_controller_maps_events_through_predicates_to_keys() -> None:
     ctrl = Controller("test-mapping", reconcile)
     ctrl.watch(informer, own_key, Predicate.for_objects(lambda o: "skip" not in o["data"]))
     ctrl.watch_labelled(informer, LABEL)
-    ctrl.watch_owned(informer, "StatefulSet", "apps/v1", GENERATION_CHANGED)
+    # Status-only writes bump resourceVersion but not generation: this skips them.
+    generation_changed = Predicate(
+        update=lambda old, new: (
+            old["metadata"].get("generation") != new["metadata"].get("generation")
+        )
+    )
+    ctrl.watch_owned(informer, "StatefulSet", "apps/v1", generation_changed)
     informer.start()
     await ctrl.start()
 

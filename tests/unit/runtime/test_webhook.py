@@ -23,7 +23,6 @@ from leaderworkerset.runtime.webhook import (
     AdmissionResponse,
     WebhookServer,
     allow,
-    defaulting_handler,
     deny,
     deny_status,
     errored,
@@ -206,22 +205,6 @@ def test_patched_response_encodes_the_patch() -> None:
     assert body["patchType"] == "JSONPatch"
     assert json.loads(base64.b64decode(body["patch"])) == [{"op": "add", "path": "/b", "value": 2}]
     assert "patch" not in patched({"a": 1}, {"a": 1}).to_json("u")
-
-
-async def test_defaulting_handler_patches_a_copy() -> None:
-    async def default(obj: dict[str, Any], request: dict[str, Any]) -> list[str] | None:
-        obj.setdefault("metadata", {}).setdefault("labels", {})["defaulted"] = request["operation"]
-        return ["defaulted"]
-
-    original = {"metadata": {"name": "x"}}
-    response = await defaulting_handler(default)({"operation": "CREATE", "object": original})
-    assert original == {"metadata": {"name": "x"}}
-    assert response.allowed and response.warnings == ["defaulted"]
-    assert response.patch == [
-        {"op": "add", "path": "/metadata/labels", "value": {"defaulted": "CREATE"}}
-    ]
-    missing = await defaulting_handler(default)({"operation": "DELETE"})
-    assert not missing.allowed and missing.result["code"] == 400
 
 
 # --- the server over TLS -----------------------------------------------------------------
