@@ -231,8 +231,10 @@ async def test_round_trip_rotation_and_reinjection(
 
             # Rotation: new CA and certificate, re-injected, hot-reloaded, same server.
             port = server.port
-            second = await rotator.rotate()
-            assert second.ca_cert != first.ca_cert
+            await api.delete(Resource("", "v1", "secrets", "Secret"), "webhook-certs", namespace)
+            await rotator.sync()
+            second = rotator.current
+            assert second is not None and second.ca_cert != first.ca_cert
             assert server.certificate() == second.cert
             assert await bundles(api, configs) == {b64(second.ca_cert)}
             await wait_mutated(api, namespace, names)

@@ -165,7 +165,6 @@ class CertRotator:
         self.current: KeyPairs | None = None
         self._injected_bundle: str | None = None
         self._dirty = asyncio.Event()
-        self._force = False
         self._sync_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._cert_dir_writable = True
@@ -222,13 +221,6 @@ class CertRotator:
     def trigger(self) -> None:
         self._dirty.set()
 
-    async def rotate(self) -> KeyPairs:
-        """Replace the CA and serving certificate now, whatever their state."""
-        self._force = True
-        await self.sync()
-        assert self.current is not None
-        return self.current
-
     async def sync(self) -> None:
         """One pass: a valid Secret, current files, the CA in every target."""
         async with self._sync_lock:
@@ -258,9 +250,8 @@ class CertRotator:
         for _ in range(10):
             secret = await self.client.get_or_none(SECRETS, opts.secret_name, opts.namespace)
             pairs = KeyPairs.from_secret_data(secret.get("data")) if secret else None
-            if self._force:
-                reason: str | None = "rotation requested"
-            elif pairs is None:
+            reason: str | None
+            if pairs is None:
                 reason = "no certificates in the secret"
             else:
                 reason = check_key_pairs(
@@ -292,10 +283,8 @@ class CertRotator:
             except ApiError as exc:
                 if exc.conflict or exc.already_exists:
                     # Another replica wrote first: adopt its certificates if they are good.
-                    self._force = False
                     continue
                 raise
-            self._force = False
             return fresh
         raise RuntimeError(f"secret {opts.namespace}/{opts.secret_name} keeps changing")
 
