@@ -26,6 +26,7 @@ from leaderworkerset.localcluster.node_lifecycle import (
 from leaderworkerset.localcluster.nodesim.fleet import NodeFleet, SimNode
 from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
 from leaderworkerset.runtime.client import LEASES, NODES
+from tests.toolkit.fake_client import FakeApiClient
 
 
 def args_of(cp: ControlPlane, component: str) -> list[str]:
@@ -78,33 +79,32 @@ def test_the_playground_controller_bounds_replacements_on_that_time_scale(
     assert int(bounds["nodeNotReadyRelease"].rstrip("s")) < PLAYGROUND.toleration_seconds
 
 
-class RecordingApi:
-    """Records writes; a node GET answers with no taints."""
-
-    def __init__(self) -> None:
-        self.writes: list[tuple[str, str, dict[str, Any]]] = []
-
-    async def patch(self, resource: Any, name: str, body: dict[str, Any], **kw: Any) -> Any:
-        kind = "lease" if resource is LEASES else str(kw.get("subresource") or "node")
-        self.writes.append((kind, name, body))
-        return {}
-
-    async def get(self, resource: Any, name: str) -> dict[str, Any]:
-        assert resource is NODES
-        return {"metadata": {"resourceVersion": "1"}, "spec": {}}
-
-
-def fleet_with_node(condition_taints: bool) -> tuple[NodeFleet, RecordingApi]:
-    api = RecordingApi()
-    fleet = NodeFleet(api, "172.30.0.0/16", condition_taints=condition_taints)  # type: ignore[arg-type]
+def fleet_with_node(condition_taints: bool) -> tuple[NodeFleet, FakeApiClient]:
+    api = FakeApiClient()
+    api.put(NODES, {"metadata": {"name": "n1", "resourceVersion": "1"}, "spec": {}})
+    fleet = NodeFleet(api, "172.30.0.0/16", condition_taints=condition_taints)
     fleet.nodes["n1"] = SimNode(NodeSpec("n1"), "172.30.0.1", uid="u", ready_since="t0")
     return fleet, api
+
+
+def written(api: FakeApiClient) -> list[tuple[str, str, dict[str, Any]]]:
+    """(lease, status or node, name, body) of each PATCH, in order."""
+    return [
+        (
+            "lease"
+            if call.plural == LEASES.plural
+            else str(call.options.get("subresource") or "node"),
+            call.name,
+            call.body,
+        )
+        for call in api.calls_of("patch")
+    ]
 
 
 async def test_a_silent_kubelet_writes_nothing() -> None:
     fleet, api = fleet_with_node(condition_taints=True)
     await fleet.set_ready("n1", False, None)
-    assert api.writes == []
+    assert api.writes() == []
     node = fleet.nodes["n1"]
     assert not node.ready and node.ready_since != "t0"
 
@@ -112,9 +112,9 @@ async def test_a_silent_kubelet_writes_nothing() -> None:
 async def test_a_kubelet_reporting_not_ready_writes_status_and_taints_unless_told() -> None:
     fleet, api = fleet_with_node(condition_taints=True)
     await fleet.set_ready("n1", False, "False")
-    kinds = [kind for kind, _, _ in api.writes]
+    kinds = [kind for kind, _, _ in written(api)]
     assert kinds == ["status", "node"]
-    taints = api.writes[1][2]["spec"]["taints"]
+    taints = written(api)[1][2]["spec"]["taints"]
     assert {(t["key"], t["effect"]) for t in taints} == {
         ("node.kubernetes.io/not-ready", "NoSchedule"),
         ("node.kubernetes.io/not-ready", "NoExecute"),
@@ -124,6 +124,6 @@ async def test_a_kubelet_reporting_not_ready_writes_status_and_taints_unless_tol
     fleet, api = fleet_with_node(condition_taints=False)
     await fleet.set_ready("n1", False, "False")
     await fleet.set_ready("n1", True)
-    assert [kind for kind, _, _ in api.writes] == ["status", "status", "lease"]
-    ready = api.writes[1][2]["status"]["conditions"][-1]
+    assert [kind for kind, _, _ in written(api)] == ["status", "status", "lease"]
+    ready = written(api)[1][2]["status"]["conditions"][-1]
     assert (ready["type"], ready["status"]) == ("Ready", "True")
