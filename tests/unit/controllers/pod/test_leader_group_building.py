@@ -5,7 +5,7 @@ Hash leader taking its group down."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -43,10 +43,12 @@ def created(client: FakeApiClient) -> list[JSON]:
     return [call.body for call in client.calls_of("create")]
 
 
-class Events:
+class Events(EventRecorder):
     """Records (type, reason, note); `about` keeps what each Event regards and relates to."""
 
     def __init__(self) -> None:
+        # A recorder that never writes: what the reconciler tells it stays here.
+        super().__init__(FakeApiClient(), "test")
         self.recorded: list[tuple[str, str, str]] = []
         self.about: list[tuple[str, str | None]] = []
 
@@ -147,7 +149,7 @@ async def reconcile(
         pods = PodReconciler(
             client,
             caches,
-            cast(EventRecorder, events),
+            events,
             options=ControllerOptions(**options),
         )
         result = await pods(object_key(leader))

@@ -60,10 +60,12 @@ def patches(client: FakeApiClient) -> list[JSON]:
     return [call.body for call in client.calls_of("patch")]
 
 
-class Events:
+class Events(EventRecorder):
     """Records (type, reason, note); `about` keeps what each Event regards and relates to."""
 
     def __init__(self) -> None:
+        # A recorder that never writes: what the reconciler tells it stays here.
+        super().__init__(FakeApiClient(), "test")
         self.recorded: list[tuple[str, str, str]] = []
         self.about: list[tuple[str, str | None]] = []
 
@@ -160,7 +162,7 @@ def reconciler(
     return PodReconciler(
         client,
         caches,
-        cast(EventRecorder, events),
+        events,
         options=ControllerOptions(**options),
         waits=RetryBackoff(clock=lambda: clock[0]),
     )
@@ -652,7 +654,7 @@ async def test_each_leader_waits_for_its_revision_on_its_own_and_forgets_once_fo
     client, events, now = FakeApiClient(), Events(), [0.0]
     waits = RetryBackoff(clock=lambda: now[0])
     async with seeded_caches(lws, first, second) as caches:
-        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        pods = PodReconciler(client, caches, events, waits=waits)
         assert await delays_of(pods, object_key(first), now, 4) == [1, 1, 2, 4]
         assert await delays_of(pods, object_key(second), now, 1) == [1]
     assert events.about == [("LeaderWorkerSet/lws", first["metadata"]["name"])]
@@ -663,7 +665,7 @@ async def test_each_leader_waits_for_its_revision_on_its_own_and_forgets_once_fo
     )
     # The revision reaches the cache: the first leader's workers are built, its wait ends.
     async with seeded_caches(lws, revision, first, second) as caches:
-        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        pods = PodReconciler(client, caches, events, waits=waits)
         assert await pods(object_key(first)) is None
     assert calls(client) == [("create", "statefulsets", first["metadata"]["name"])]
     assert len(waits) == 1, "the second leader still waits"
@@ -716,7 +718,7 @@ async def test_each_leader_waits_for_a_foreign_service_on_its_own() -> None:
     client, events, now = FakeApiClient(), Events(), [0.0]
     waits = RetryBackoff(clock=lambda: now[0])
     async with seeded_caches(lws, revision, first, second, *taken) as caches:
-        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        pods = PodReconciler(client, caches, events, waits=waits)
         assert await delays_of(pods, object_key(first), now, 3) == [1, 1, 2]
         assert await delays_of(pods, object_key(second), now, 2) == [1, 1]
     assert events.about == [
@@ -730,7 +732,7 @@ async def test_each_leader_waits_for_a_foreign_service_on_its_own() -> None:
     )
     # The first leader's own Service is there now: its wait ends, the other's goes on.
     async with seeded_caches(lws, revision, first, service(GROUP_SERVICE, "uid-leader")) as caches:
-        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        pods = PodReconciler(client, caches, events, waits=waits)
         assert await pods(object_key(first)) is None
     assert len(waits) == 1
     # The second's wait ends with its deletion.
@@ -745,10 +747,10 @@ async def test_a_service_created_after_a_wait_ends_the_wait() -> None:
     client, events, now = FakeApiClient(), Events(), [0.0]
     waits = RetryBackoff(clock=lambda: now[0])
     async with seeded_caches(lws, revision, leader, service(GROUP_SERVICE, "uid-x")) as caches:
-        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        pods = PodReconciler(client, caches, events, waits=waits)
         await delays_of(pods, object_key(leader), now, 2)
     async with seeded_caches(lws, revision, leader) as caches:
-        pods = PodReconciler(client, caches, cast(EventRecorder, events), waits=waits)
+        pods = PodReconciler(client, caches, events, waits=waits)
         assert await pods(object_key(leader)) is None
     assert len(waits) == 0
     assert [call[:2] for call in calls(client)][:1] == [("create", "services")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -104,8 +104,10 @@ def patched(client: FakeApiClient) -> list[str]:
     return [call.name for call in client.calls_of("patch", "pods")]
 
 
-class Events:
+class Events(EventRecorder):
     def __init__(self) -> None:
+        # A recorder that never writes: what the reconciler tells it stays here.
+        super().__init__(FakeApiClient(), "test")
         self.recorded: list[tuple[str, str, str, JSON | None]] = []
 
     def event(
@@ -129,7 +131,7 @@ async def rig(
             ReplacementReconciler(
                 client,
                 caches,
-                cast(EventRecorder, events),
+                events,
                 options=ControllerOptions(replacement_release=BOUNDS),
                 clock=lambda: now,
             ),
@@ -317,7 +319,7 @@ async def test_a_release_nobody_waited_for_is_told_once_someone_does() -> None:
         replacement = ReplacementReconciler(
             FakeApiClient(),
             quiet,
-            cast(EventRecorder, events),
+            events,
             options=ControllerOptions(replacement_release=BOUNDS),
             clock=lambda: late,
         )
@@ -338,7 +340,7 @@ async def test_a_deleted_lws_is_forgotten() -> None:
         replacement = ReplacementReconciler(
             FakeApiClient(),
             present,
-            cast(EventRecorder, events),
+            events,
             options=ControllerOptions(replacement_release=BOUNDS),
             clock=lambda: T0_SECONDS,
         )
@@ -437,7 +439,7 @@ async def test_a_new_release_is_told_after_one_already_told() -> None:
         replacement = ReplacementReconciler(
             refused,
             first,
-            cast(EventRecorder, events),
+            events,
             options=ControllerOptions(replacement_release=BOUNDS),
             clock=lambda: late,
         )
