@@ -14,16 +14,14 @@ to be gone; two ways of keeping them must not hold the replacement for ever:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 
 import pytest
-import pytest_asyncio
 
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.runtime.client import (
-    EVENTS,
     LEADERWORKERSETS,
     PODS,
     STATEFULSETS,
@@ -35,8 +33,11 @@ from tests.toolkit.cluster import (
     is_leader,
     key_of,
     leaders,
+    lws_event_notes,
     name_of,
     new_leader,
+    replacement_bounds,
+    still_gated,
     wait_ready,
 )
 from tests.toolkit.lws import hash_lws
@@ -48,30 +49,12 @@ OVERRUN_BOUND = 8.0  # room on a loaded machine to see the replacement held firs
 FINALIZER = "example.com/keep"
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def short_overrun_bound(lws_controller: RunningController) -> AsyncIterator[None]:
-    """The session controller with a `terminationOverrunRelease` of a few seconds, as a
-    manager Configuration would set it; the reconcilers read the options at each use."""
-    assert lws_controller.controllers is not None
-    options = lws_controller.controllers.options
-    saved = options.replacement_release
-    options.replacement_release = ReleaseThresholds(
-        node_not_ready=0, termination_overrun=OVERRUN_BOUND
-    )
-    try:
+@pytest.fixture
+def short_overrun_bound(lws_controller: RunningController) -> Iterator[None]:
+    with replacement_bounds(
+        lws_controller, ReleaseThresholds(node_not_ready=0, termination_overrun=OVERRUN_BOUND)
+    ):
         yield
-    finally:
-        options.replacement_release = saved
-
-
-async def released_notes(api: ApiClient, namespace: str, name: str) -> list[str]:
-    answer = await api.list(EVENTS, namespace)
-    return [
-        str(e.get("note", ""))
-        for e in answer.get("items", [])
-        if (e.get("regarding") or {}).get("name") == name
-        and e.get("reason") == ev.REASON_REPLACEMENT_RELEASED
-    ]
 
 
 async def admitted(api: ApiClient, namespace: str, pod: str) -> float | None:
@@ -102,7 +85,9 @@ async def test_an_orphaned_group_does_not_hold_its_replacement(
     kept_set = await api.get(STATEFULSETS, owner["name"], namespace)
     assert not kept_set["metadata"].get("ownerReferences")
     notes = await eventually(
-        lambda: released_notes(api, namespace, "orphan"), within=30, what="the release Event"
+        lambda: lws_event_notes(api, namespace, "orphan", ev.REASON_REPLACEMENT_RELEASED),
+        within=30,
+        what="the release Event",
     )
     assert any(old_key[:8] in n and "orphaned" in n for n in notes), notes
 
@@ -135,7 +120,7 @@ async def test_a_finalizer_on_the_worker_set_holds_the_replacement_only_for_the_
         await eventually(set_deleting, within=30, what="the worker set's deletion begun")
         # Gated while the bound runs (deletionTimestamp has whole seconds: 1 s slack).
         await stays(
-            lambda: _gated(api, namespace, replacement),
+            lambda: still_gated(api, namespace, replacement),
             seconds=max(0.0, deleted_at + OVERRUN_BOUND - 1.5 - time.time()),
             what="the replacement gated before the bound",
         )
@@ -151,7 +136,3 @@ async def test_a_finalizer_on_the_worker_set_holds_the_replacement_only_for_the_
         await api.patch(
             STATEFULSETS, owner["name"], {"metadata": {"finalizers": None}}, namespace=namespace
         )
-
-
-async def _gated(api: ApiClient, namespace: str, pod: str) -> bool:
-    return gated_pod(await api.get(PODS, pod, namespace))

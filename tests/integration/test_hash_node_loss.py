@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.lws.status import CONDITION_REPLACEMENT_HELD
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
-from leaderworkerset.runtime.client import EVENTS, LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
 from leaderworkerset.runtime.metrics import REGISTRY
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
 from tests.toolkit.cluster import (
@@ -31,9 +30,12 @@ from tests.toolkit.cluster import (
     is_leader,
     key_of,
     leaders,
+    lws_event_notes,
     name_of,
     new_leader,
+    replacement_bounds,
     scheduling_gated,
+    still_gated,
     wait_ready,
 )
 from tests.toolkit.lws import hash_lws
@@ -50,32 +52,13 @@ TIMESTAMP_SLACK = 1.0
 REACTION_SLACK = 5.0
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def short_node_bound(lws_controller: RunningController) -> AsyncIterator[None]:
-    """The session controller with `groupReplacement.nodeNotReadyRelease` of a few
-    seconds (and no overrun bound), as a manager Configuration would set it; the
-    reconcilers read the options at each use."""
-    assert lws_controller.controllers is not None
-    options = lws_controller.controllers.options
-    saved = options.replacement_release
-    options.replacement_release = ReleaseThresholds(
-        node_not_ready=NODE_BOUND, termination_overrun=0
-    )
-    try:
+@pytest.fixture
+def short_node_bound(lws_controller: RunningController) -> Iterator[None]:
+    """No overrun bound: only the node's loss may release the replacement."""
+    with replacement_bounds(
+        lws_controller, ReleaseThresholds(node_not_ready=NODE_BOUND, termination_overrun=0)
+    ):
         yield
-    finally:
-        options.replacement_release = saved
-
-
-async def lws_events(api: ApiClient, namespace: str, name: str, reason: str) -> list[str]:
-    answer = await api.list(EVENTS, namespace)
-    return [
-        str(e.get("note", ""))
-        for e in answer.get("items", [])
-        if (e.get("regarding") or {}).get("kind") == "LeaderWorkerSet"
-        and (e.get("regarding") or {}).get("name") == name
-        and e.get("reason") == reason
-    ]
 
 
 async def held_condition(api: ApiClient, namespace: str, name: str) -> str | None:
@@ -124,7 +107,7 @@ async def test_node_loss_releases_the_replacement_after_the_bound(
 
     await eventually(held, within=30, what="the replacement held, GroupReplacementHeld True")
     notes = await eventually(
-        lambda: lws_events(api, namespace, "loss", ev.REASON_REPLACEMENT_HELD),
+        lambda: lws_event_notes(api, namespace, "loss", ev.REASON_REPLACEMENT_HELD),
         within=30,
         what="a ReplacementHeld event",
     )
@@ -133,7 +116,7 @@ async def test_node_loss_releases_the_replacement_after_the_bound(
     # Not before the bound: gated until the node has been NotReady that long.
     not_before = went_down + NODE_BOUND - TIMESTAMP_SLACK
     await stays(
-        lambda: held_while(api, namespace, replacement),
+        lambda: still_gated(api, namespace, replacement),
         seconds=max(0.0, not_before - 0.3 - time.time()),
         what="the replacement gated before the bound",
     )
@@ -162,12 +145,12 @@ async def test_node_loss_releases_the_replacement_after_the_bound(
 
     await eventually(cleared, within=30, what="GroupReplacementHeld False")
     released = await eventually(
-        lambda: lws_events(api, namespace, "loss", ev.REASON_REPLACEMENT_RELEASED),
+        lambda: lws_event_notes(api, namespace, "loss", ev.REASON_REPLACEMENT_RELEASED),
         within=30,
         what="a ReplacementReleasedEarly event",
     )
     assert any(old_key[:8] in n and dead in n and "not Ready" in n for n in released), released
-    assert len(await lws_events(api, namespace, "loss", ev.REASON_REPLACEMENT_HELD)) == 1
+    assert len(await lws_event_notes(api, namespace, "loss", ev.REASON_REPLACEMENT_HELD)) == 1
     assert early_releases(namespace, "loss") == early_before + 1
 
 
@@ -183,10 +166,6 @@ def early_releases(namespace: str, name: str) -> float:
         },
     )
     return value or 0.0
-
-
-async def held_while(api: ApiClient, namespace: str, name: str) -> bool:
-    return scheduling_gated(await api.get(PODS, name, namespace))
 
 
 async def get_pod(api: ApiClient, namespace: str, name: str) -> JSON:

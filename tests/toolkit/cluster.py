@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.localcluster.deploy import RunningController
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import (
     CONTROLLER_REVISIONS,
+    EVENTS,
     LEADERWORKERSETS,
     NODES,
     PODS,
@@ -189,3 +194,33 @@ async def revisions(api: ApiClient, namespace: str, name: str) -> list[JSON]:
 async def node_labels_of(api: ApiClient, pod: JSON) -> dict[str, str]:
     node = await api.get(NODES, pod["spec"]["nodeName"])
     return labels(node)
+
+
+async def lws_event_notes(api: ApiClient, namespace: str, name: str, reason: str) -> list[str]:
+    """The notes of the Events with `reason` about LeaderWorkerSet `name`."""
+    answer = await api.list(EVENTS, namespace)
+    return [
+        str(e.get("note", ""))
+        for e in answer.get("items", [])
+        if (e.get("regarding") or {}).get("kind") == "LeaderWorkerSet"
+        and (e.get("regarding") or {}).get("name") == name
+        and e.get("reason") == reason
+    ]
+
+
+async def still_gated(api: ApiClient, namespace: str, pod: str) -> bool:
+    return gated_pod(await api.get(PODS, pod, namespace))
+
+
+@contextlib.contextmanager
+def replacement_bounds(running: RunningController, bounds: ReleaseThresholds) -> Iterator[None]:
+    """The session controller with these `groupReplacement` bounds for the block, as a
+    manager Configuration would set them; the reconcilers read the options at each use."""
+    assert running.controllers is not None
+    options = running.controllers.options
+    saved = options.replacement_release
+    options.replacement_release = bounds
+    try:
+        yield
+    finally:
+        options.replacement_release = saved
