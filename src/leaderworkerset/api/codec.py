@@ -12,7 +12,7 @@ import copy
 import dataclasses
 from typing import Any, TypeVar
 
-from leaderworkerset.api.errors import FieldError, out_of_range, type_error
+from leaderworkerset.api.errors import FieldError, json_integer, out_of_range, type_error
 from leaderworkerset.api.fields import FieldSpec, Kind, api_fields
 
 T = TypeVar("T")
@@ -71,16 +71,15 @@ def _decode_value(spec: FieldSpec, value: Any, path: str, errors: list[FieldErro
     kind = spec.kind
     if kind in _INT_RANGES:
         # The API server takes a whole number written as 2.0 for an integer (and stores 2).
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
+        number = json_integer(value)
+        if number is None:
             errors.append(type_error(path, value, "integer"))
             return None
         low, high = _INT_RANGES[kind]
-        if not low <= value <= high:
-            errors.append(out_of_range(path, value, kind.value))
+        if not low <= number <= high:
+            errors.append(out_of_range(path, number, kind.value))
             return None
-        return value
+        return number
     if kind is Kind.STRING:
         if not isinstance(value, str):
             errors.append(type_error(path, value, "string"))

@@ -110,6 +110,16 @@ def json_type_name(value: Any) -> str:
     return "null"
 
 
+def json_integer(value: Any) -> int | None:
+    """`value` as the API server reads a JSON integer (a whole float such as 2.0 is one,
+    a boolean is not), or None."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
 def type_error(field: str, value: Any, expected: str) -> FieldError:
     """A value of the wrong JSON type, worded as the API server's schema validation
     words it: `spec.replicas: Invalid value: "string": spec.replicas in body must be of

@@ -20,7 +20,13 @@ from typing import Any
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.crd import build_crd, object_meta_schema
-from leaderworkerset.api.errors import FieldError, invalid, not_supported, type_error
+from leaderworkerset.api.errors import (
+    FieldError,
+    invalid,
+    json_integer,
+    not_supported,
+    type_error,
+)
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -30,9 +36,6 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "array": (list,),
     "object": (dict,),
 }
-
-
-_SHOULD_BE = "should be"
 
 
 @dataclass
@@ -123,8 +126,8 @@ def _bounds_errors(value: Any, schema: dict[str, Any], path: str) -> list[FieldE
 
 
 def _has_type(value: Any, expected: str) -> bool:
-    if expected in ("integer", "number") and isinstance(value, bool):
+    if expected == "integer":
+        return json_integer(value) is not None
+    if expected == "number" and isinstance(value, bool):
         return False
-    if expected == "integer" and isinstance(value, float):
-        return value.is_integer()
     return isinstance(value, _JSON_TYPES.get(expected, (object,)))
