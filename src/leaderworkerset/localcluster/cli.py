@@ -11,6 +11,7 @@ first. ``fault`` reaches the running simulator through its socket.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -24,7 +25,7 @@ from typing import Any
 
 import click
 
-from leaderworkerset.localcluster.binaries import ensure_binaries
+from leaderworkerset.localcluster.binaries import ensure_binaries, ensure_node_binaries
 from leaderworkerset.localcluster.controlplane import (
     COMPONENTS,
     STATE_FILE,
@@ -43,6 +44,9 @@ from leaderworkerset.localcluster.playground import (
     PlaygroundError,
     find_kubectl,
 )
+from leaderworkerset.localcluster.realnode.images import ensure_images
+from leaderworkerset.localcluster.realnode.layout import HOST_IP, NODE_NAME, SANDBOX_IMAGE_NAME
+from leaderworkerset.localcluster.realnode.node import RealNode, node_ready
 from leaderworkerset.tables import table
 
 SERVE_LOG = "serve.log"
@@ -125,6 +129,12 @@ def _print_hints(cp: ControlPlane) -> None:
     show_default=True,
     help="Run `lws controller` with its webhooks and the CRD installed.",
 )
+@click.option(
+    "--real-node",
+    is_flag=True,
+    help=f"Add the node {NODE_NAME}, run by a real kubelet and containerd (root; "
+    "docs/real-node.md). With --nodes 0 it is the only node.",
+)
 def up(
     name: str,
     workdir: Path | None,
@@ -133,6 +143,7 @@ def up(
     gpus: int,
     zones: int,
     controller: bool,
+    real_node: bool,
 ) -> None:
     """Start a playground in the background: control plane, nodes, controller.
 
@@ -142,10 +153,14 @@ def up(
     wd = _workdir(name, workdir)
     cp = ControlPlane.attach(wd)
     if cp is None:
-        cp = _start_control_plane(name, wd, timeout)
+        cp = _start_control_plane(name, wd, timeout, real_node=real_node)
     elif not cp.is_healthy():
         raise click.ClickException(
             f"a control plane is recorded in {wd} but is not healthy; run `lws dev down`"
+        )
+    elif real_node and cp.host_ip is None:
+        raise click.ClickException(
+            f"the control plane in {wd} runs without a real node; `lws dev down` first"
         )
     pg = Playground(wd)
     try:
@@ -162,13 +177,20 @@ def up(
     _print_hints(cp)
 
 
-def _start_control_plane(name: str, wd: Path, timeout: float) -> ControlPlane:
+def _start_control_plane(
+    name: str, wd: Path, timeout: float, *, real_node: bool = False
+) -> ControlPlane:
     # Built here rather than in the background so that progress is visible.
     binaries = ensure_binaries()
+    if real_node:
+        RealNode.check_host()
+        ensure_node_binaries()
+        ensure_images(SANDBOX_IMAGE_NAME)
     wd.mkdir(parents=True, exist_ok=True)
     log_path = wd / SERVE_LOG
     cmd = [sys.executable, "-m", "leaderworkerset.localcluster.cli", "serve"]
     cmd += ["--name", name, "--workdir", str(wd), "--binaries", str(binaries)]
+    cmd += ["--real-node"] if real_node else []
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             cmd,
@@ -185,14 +207,19 @@ def _start_control_plane(name: str, wd: Path, timeout: float) -> ControlPlane:
                 f"serve exited with code {proc.returncode}; {log_path}:\n{_tail(log_path)}"
             )
         cp = ControlPlane.attach(wd)
-        if cp is not None and cp.owner_pid == proc.pid and cp.is_healthy():
-            break
+        if cp is not None and _serving(cp, proc.pid, real_node):
+            click.echo(f"control plane started in {time.monotonic() - started:.1f}s", err=True)
+            return cp
         if time.monotonic() - started > timeout:
             proc.terminate()
             raise click.ClickException(f"not healthy after {timeout}s; see {log_path}")
         time.sleep(0.2)
-    click.echo(f"control plane started in {time.monotonic() - started:.1f}s", err=True)
-    return cp
+
+
+def _serving(cp: ControlPlane, owner: int, real_node: bool) -> bool:
+    """Up and owned by the serve process just started (and its real node Ready)."""
+    healthy = cp.owner_pid == owner and cp.is_healthy()
+    return healthy and (not real_node or node_ready(cp))
 
 
 @dev.command()
@@ -322,7 +349,8 @@ def _show_playground(pg: Playground) -> bool:
 @name_option
 @workdir_option
 @click.option("--binaries", type=click.Path(path_type=Path), default=None)
-def serve(name: str, workdir: Path | None, binaries: Path | None) -> None:
+@click.option("--real-node", is_flag=True)
+def serve(name: str, workdir: Path | None, binaries: Path | None, real_node: bool) -> None:
     """Own a control plane until SIGTERM/SIGINT/SIGHUP (what `up` runs)."""
     stop = threading.Event()
 
@@ -331,10 +359,21 @@ def serve(name: str, workdir: Path | None, binaries: Path | None) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
+    wd = _workdir(name, workdir)
+    node = RealNode(wd) if real_node else None
     cp = ControlPlane(
-        _workdir(name, workdir), name=name, binaries=binaries, node_lifecycle=PLAYGROUND
+        wd,
+        name=name,
+        binaries=binaries,
+        node_lifecycle=PLAYGROUND,
+        host_ip=HOST_IP if node else None,
     )
-    with cp:
+    with cp, contextlib.ExitStack() as stack:
+        if node is not None:
+            node.prepare()
+            node.start(cp)
+            stack.callback(node.stop)
+            click.echo(f"real node {NODE_NAME} Ready: pids {node.pids}", err=True)
         click.echo(f"control plane up: {cp.server} pids {cp.pids}", err=True)
         reported: set[str] = set()
         while not stop.wait(1.0):

@@ -89,7 +89,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+def die_with_parent(parent_pid: int) -> Callable[[], None]:
     def preexec() -> None:
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         # The parent may have died between fork and prctl.
@@ -129,7 +129,7 @@ def _log_tail(path: Path, lines: int = 30) -> str:
         return ""
 
 
-def _kubeconfig(server: str, ca: bytes, cert: bytes, key: bytes, user: str) -> str:
+def kubeconfig_text(server: str, ca: bytes, cert: bytes, key: bytes, user: str) -> str:
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode()
 
@@ -194,6 +194,7 @@ class ControlPlane:
         stop_timeout: float = 15.0,
         extra_args: Mapping[str, Sequence[str]] | None = None,
         node_lifecycle: NodeLifecycle | None = None,
+        host_ip: str | None = None,
     ) -> None:
         self.name = name
         self.workdir = (workdir or default_workdir(name)).resolve()
@@ -203,6 +204,10 @@ class ControlPlane:
         self.extra_args = {k: list(v) for k, v in (extra_args or {}).items()}
         # None: nodes stay Ready whatever their leases do (see KCM_CONTROLLERS).
         self.node_lifecycle = node_lifecycle
+        # Set when pods run for real (a real node): the API server then listens on every
+        # address and publishes this one, a non-loopback address of this machine that pods
+        # can route to, as the `kubernetes` Service's endpoint.
+        self.host_ip = host_ip
         self.ports: Ports | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         # Set when attached to a cluster another process started.
@@ -299,20 +304,20 @@ class ControlPlane:
         for stale in (STATE_FILE, "kubeconfig"):
             (self.workdir / stale).unlink(missing_ok=True)
         self.log_dir.mkdir(parents=True)
-        pkilib.create_control_plane_pki(self.pki_dir)
+        pkilib.create_control_plane_pki(self.pki_dir, host_ip=self.host_ip)
 
     @property
-    def _pki(self) -> pkilib.ControlPlanePKI:
+    def pki(self) -> pkilib.ControlPlanePKI:
         return pkilib.ControlPlanePKI(self.pki_dir)
 
     def _write_kubeconfigs(self) -> None:
-        ca = self._pki.ca_crt.read_bytes()
+        ca = self.pki.ca_crt.read_bytes()
         for stem, (user, _groups) in pkilib.CLIENTS.items():
-            text = _kubeconfig(
+            text = kubeconfig_text(
                 self.server,
                 ca,
-                self._pki.crt(stem).read_bytes(),
-                self._pki.key(stem).read_bytes(),
+                self.pki.crt(stem).read_bytes(),
+                self.pki.key(stem).read_bytes(),
                 user,
             )
             path = self.kubeconfig if stem == "admin" else self.workdir / f"{stem}.kubeconfig"
@@ -332,7 +337,7 @@ class ControlPlane:
 
     # One piece: the flag lists of all four components, read best side by side.
     def _args(self, component: str) -> list[str]:
-        p, w, k = self._ports(), self.workdir, self._pki
+        p, w, k = self._ports(), self.workdir, self.pki
         if component == ETCD:
             peer = f"http://127.0.0.1:{p.etcd_peer}"
             args = [
@@ -350,11 +355,7 @@ class ControlPlane:
         elif component == APISERVER:
             args = [
                 f"--etcd-servers={self.etcd_endpoint}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                # The endpoint reconciler refuses loopback addresses; nothing
-                # routes to the `kubernetes` Service here anyway.
-                "--endpoint-reconciler-type=none",
+                *self._apiserver_address_args(),
                 # Otherwise open watches hold a SIGTERM for the 60s request
                 # timeout; in this mode the HTTP server gets 2s after the
                 # in-flight requests drain, and late clients get 429 +
@@ -382,6 +383,10 @@ class ControlPlane:
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 f"--proxy-client-cert-file={k.crt('front-proxy-client')}",
                 f"--proxy-client-key-file={k.key('front-proxy-client')}",
+                f"--kubelet-client-certificate={k.crt('apiserver-kubelet-client')}",
+                f"--kubelet-client-key={k.key('apiserver-kubelet-client')}",
+                # A real node's name is not in this machine's DNS; its address is.
+                "--kubelet-preferred-address-types=InternalIP",
             ]
             if self.node_lifecycle is not None:
                 args += self.node_lifecycle.apiserver_args()
@@ -423,6 +428,17 @@ class ControlPlane:
                 ]
         return args + self.extra_args.get(component, [])
 
+    def _apiserver_address_args(self) -> list[str]:
+        if self.host_ip is None:
+            return [
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                # The endpoint reconciler refuses loopback addresses; nothing
+                # routes to the `kubernetes` Service here anyway.
+                "--endpoint-reconciler-type=none",
+            ]
+        return ["--bind-address=0.0.0.0", f"--advertise-address={self.host_ip}"]
+
     def _spawn(self, component: str) -> None:
         assert self.binaries is not None
         log = (self.log_dir / f"{component}.log").open("ab")
@@ -434,7 +450,7 @@ class ControlPlane:
                 stderr=subprocess.STDOUT,
                 cwd=self.workdir,
                 start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()),
+                preexec_fn=die_with_parent(os.getpid()),
             )
         finally:
             log.close()
@@ -610,6 +626,7 @@ class ControlPlane:
             "kubeconfig": str(self.kubeconfig),
             "binaries": str(self.binaries),
             "node_lifecycle": asdict(self.node_lifecycle) if self.node_lifecycle else None,
+            "host_ip": self.host_ip,
             "started_at": time.time(),
         }
         tmp = self.workdir / (STATE_FILE + ".tmp")
@@ -630,6 +647,7 @@ class ControlPlane:
         cp._owner_pid = state.get("owner_pid")
         lifecycle = state.get("node_lifecycle")
         cp.node_lifecycle = NodeLifecycle(**lifecycle) if lifecycle else None
+        cp.host_ip = state.get("host_ip")
         cp._foreign_pids = {
             n: pid
             for n, pid in state.get("pids", {}).items()

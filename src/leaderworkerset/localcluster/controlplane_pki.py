@@ -77,11 +77,18 @@ CLIENTS = {
     "admin": ("lws-admin", ("system:masters",)),
     "controller-manager": ("system:kube-controller-manager", ()),
     "scheduler": ("system:kube-scheduler", ()),
+    # The API server's identity towards kubelets (logs, exec, port-forward): the
+    # bootstrap policy grants the nodes/proxy rights it needs to system:masters only.
+    "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", ("system:masters",)),
 }
 
 
-def create_control_plane_pki(directory: Path) -> ControlPlanePKI:
-    """Create a fresh CA, serving and client certificates, and the SA key pair."""
+def create_control_plane_pki(directory: Path, *, host_ip: str | None = None) -> ControlPlanePKI:
+    """Create a fresh CA, serving and client certificates, and the SA key pair.
+
+    ``host_ip``: an address of this machine that pods reach the API server at (the
+    real node's), which its serving certificate must then name too.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     ca = make_ca("lws-local-ca")
     ca.write(directory, "ca")
@@ -89,7 +96,7 @@ def create_control_plane_pki(directory: Path) -> ControlPlanePKI:
         ca,
         "kube-apiserver",
         dns_names=APISERVER_DNS_NAMES,
-        ip_addresses=APISERVER_IPS,
+        ip_addresses=(*APISERVER_IPS, *([host_ip] if host_ip else [])),
         server=True,
     ).write(directory, "apiserver")
     for stem, (cn, groups) in CLIENTS.items():

@@ -65,6 +65,12 @@ class NodeLifecycle:
             f"--default-unreachable-toleration-seconds={self.toleration_seconds}",
         ]
 
+    @property
+    def kubelet_lease_seconds(self) -> int:
+        """A real kubelet's nodeLeaseDurationSeconds for this heartbeat: it renews its
+        Lease every quarter of that."""
+        return round(self.lease_interval * 4)
+
     def describe(self) -> str:
         return (
             f"a node is Unknown {self.grace_period}s after its last Lease renewal, "
@@ -74,6 +80,17 @@ class NodeLifecycle:
 
 # The playground's: a node's death plays out in about a minute (see the module doc).
 PLAYGROUND = NodeLifecycle()
+
+# Kubernetes' own defaults, for a cluster whose only nodes are real: the kubelet renews
+# every 10 s, and the node lifecycle controller must run for its not-ready taint, set
+# at registration, to be lifted once the node is Ready.
+UPSTREAM = NodeLifecycle(
+    grace_period=50,
+    monitor_period=5,
+    startup_grace_period=60,
+    toleration_seconds=300,
+    lease_interval=10.0,
+)
 
 # The playground controller's bounds on a Hash-mode replacement's wait
 # (groupReplacement: 2m and 5m by default), on the playground's time scale: a tenth,
