@@ -1,0 +1,132 @@
+"""The controller as users run it: pods from its image, installed by Helm, reached by
+the API server through the webhook Service, with only its chart's RBAC, its own
+certificates, and metrics behind a ServiceAccount token."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+
+import pytest
+from tests.realnode.conftest import NAMESPACE, RealCluster
+from tests.realnode.workloads import controller_pods
+from tests.toolkit.lws import lws_json
+from tests.toolkit.waiting import eventually
+
+from leaderworkerset.api import constants as c
+from leaderworkerset.localcluster.realnode.layout import NODE_NAME
+from leaderworkerset.runtime.client import (
+    LEADERWORKERSETS,
+    LEASES,
+    MUTATING_WEBHOOKS,
+    SERVICES,
+    VALIDATING_WEBHOOKS,
+    ApiClient,
+    ApiError,
+)
+
+pytestmark = pytest.mark.cluster
+
+
+async def test_two_controller_pods_from_the_local_image_elect_one_leader(
+    helm_installed: float, real_cluster: RealCluster, real_api: ApiClient
+) -> None:
+    pods = await controller_pods(real_api)
+    assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == NODE_NAME
+        status = pod["status"]["containerStatuses"][0]
+        assert status["ready"], status
+        assert status["imageID"], status
+        assert pod["spec"]["containers"][0]["image"].endswith(
+            real_cluster.images["controller"].ref.split("/")[-1]
+        )
+    names = {p["metadata"]["name"] for p in pods}
+
+    async def holder() -> str | None:
+        lease = await real_api.get_or_none(LEASES, c.LEADER_ELECTION_LEASE_NAME, NAMESPACE)
+        identity = str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+        return identity if any(identity.startswith(n) for n in names) else None
+
+    # The holder's identity starts with its pod's hostname, which is the pod's name.
+    await eventually(holder, "a controller pod holds the election lease", within=60)
+
+
+async def test_the_webhooks_are_reached_through_their_service(
+    helm_installed: float, real_api: ApiClient
+) -> None:
+    # The certificate the pod made for itself is in both configurations, which name the
+    # Service, not a URL: every call below goes through kube-proxy to a pod.
+    for resource in (MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS):
+        configs = (await real_api.list(resource, label_selector=None))["items"]
+        ours = [x for x in configs if any("leaderworkerset" in w["name"] for w in x["webhooks"])]
+        assert ours, resource.plural
+        for webhook in ours[0]["webhooks"]:
+            client = webhook["clientConfig"]
+            assert client.get("caBundle"), webhook["name"]
+            assert client["service"]["namespace"] == NAMESPACE, client
+    bad = lws_json("refused-by-webhook", replicas=1)
+    bad["spec"]["leaderWorkerTemplate"]["size"] = 0
+    with pytest.raises(ApiError) as refused:
+        await real_api.create(LEADERWORKERSETS, bad, namespace="default")
+    assert "spec.leaderWorkerTemplate.size" in str(refused.value)
+    created = await real_api.create(
+        LEADERWORKERSETS, lws_json("defaulted-by-webhook", replicas=0), namespace="default"
+    )
+    # Set only by the mutating webhook.
+    assert created["spec"]["startupPolicy"] == "LeaderCreated"
+    await real_api.delete(LEADERWORKERSETS, "defaulted-by-webhook", namespace="default")
+
+
+def _metrics(url: str, token: str | None) -> tuple[int, str]:
+    # The server's certificate is self-signed (no cert-manager here); the token is what
+    # is being checked.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+
+
+async def test_metrics_are_scraped_through_the_service_with_a_token(
+    helm_installed: float, real_cluster: RealCluster, real_api: ApiClient
+) -> None:
+    services = (await real_api.list(SERVICES, NAMESPACE))["items"]
+    metrics = next(
+        s for s in services if any(p.get("port") == 8443 for p in s["spec"].get("ports", []))
+    )
+    url = f"https://{metrics['spec']['clusterIP']}:8443/metrics"
+    roles = json.loads(real_cluster.tools.run("kubectl", "get", "clusterroles", "-o", "json"))
+    reader = next(
+        r["metadata"]["name"]
+        for r in roles["items"]
+        if r["metadata"]["name"].startswith("lws")
+        and any("/metrics" in (rule.get("nonResourceURLs") or []) for rule in r.get("rules", []))
+    )
+    kubectl = real_cluster.tools.run
+    kubectl("kubectl", "create", "serviceaccount", "scraper", "-n", "default")
+    kubectl(
+        "kubectl",
+        "create",
+        "clusterrolebinding",
+        "scraper-reads-lws-metrics",
+        f"--clusterrole={reader}",
+        "--serviceaccount=default:scraper",
+    )
+    token = kubectl("kubectl", "create", "token", "scraper", "-n", "default").strip()
+    assert _metrics(url, None)[0] == 401
+    status, body = _metrics(url, token)
+    assert status == 200
+    assert "controller_runtime_reconcile_total" in body
+    # A token of an account without the role is authenticated, then refused.
+    kubectl("kubectl", "create", "serviceaccount", "stranger", "-n", "default")
+    stranger = kubectl("kubectl", "create", "token", "stranger", "-n", "default").strip()
+    assert _metrics(url, stranger)[0] == 403
