@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The manager image: `lws controller` and its pinned dependencies, nothing else.
 #
-#   docker build -t <registry>/lws:<tag> .
+#   docker build -t <registry>/leaderworkerset:<tag> .
 #
 # tests/integration/test_install.py runs the same two pip commands into a fresh
 # virtual environment and starts the controller from it.

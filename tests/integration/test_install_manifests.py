@@ -11,12 +11,9 @@ custom objects are checked for kind, name and scope only.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
-import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +27,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from leaderworkerset.controller_command import load_configuration
+from leaderworkerset.runtime.health import DEFAULT_METRICS_CERT_DIR
+from tests.toolkit.install_tools import ensure_tools, helm_env, run_tool
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "lws"
@@ -90,18 +89,8 @@ class Tools:
     helm_home: Path
 
     def run(self, tool: str, *args: str | Path, stdin: str | None = None) -> str:
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        # helm keeps caches and a repository list under these; none of them belong
-        # in the developer's home.
-        for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
-            env[var] = str(self.helm_home / var.lower())
-        cmd = [str(self.folder / tool), *map(str, args)]
-        proc = subprocess.run(
-            cmd, input=stdin, capture_output=True, text=True, env=env, check=False, timeout=120
-        )
-        if proc.returncode != 0:
-            pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
-        return proc.stdout
+        env = helm_env(self.helm_home, KUBECONFIG=str(self.kubeconfig))
+        return run_tool(self.folder, tool, *args, env=env, stdin=stdin)
 
     def dry_run(self, manifests: str) -> dict[Key, Obj]:
         """What the API server would store for these manifests, by (kind, name)."""
@@ -171,17 +160,6 @@ def _json_stream(text: str) -> list[Obj]:
         objs.extend(doc["items"] if doc.get("kind") == "List" else [doc])
 
 
-def _ensure_tools(pytestconfig: pytest.Config) -> Path:
-    script = REPO / "hack" / "build-tools.sh"
-    # A cold build takes minutes; its progress should reach the terminal.
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        proc = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
-    if proc.returncode != 0:
-        pytest.fail(f"{script} failed with exit code {proc.returncode} (see its output above)")
-    return Path(proc.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def tools(
     kubeconfig: Path,
@@ -189,7 +167,7 @@ def tools(
     pytestconfig: pytest.Config,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Tools]:
-    t = Tools(_ensure_tools(pytestconfig), kubeconfig, tmp_path_factory.mktemp("helm"))
+    t = Tools(ensure_tools(pytestconfig), kubeconfig, tmp_path_factory.mktemp("helm"))
     # Namespaced objects are dry-run only if their namespace really exists.
     created = False
     try:
@@ -269,21 +247,32 @@ COMMON = {
     ("Service", "lws-webhook-service"),
     ("MutatingWebhookConfiguration", "lws-mutating-webhook-configuration"),
     ("ValidatingWebhookConfiguration", "lws-validating-webhook-configuration"),
-}
-# The Secret and the Role that lets the manager write it go together: with
-# cert-manager, the manager only mounts what cert-manager writes.
-INTERNAL_CERT = {
+    # Shipped with or without cert-manager, as upstream does: switching never deletes
+    # the certificate the running pods serve.
     ("Secret", "lws-webhook-server-cert"),
+}
+# With cert-manager, the manager only mounts what cert-manager writes, so the Role
+# that lets it write the Secret goes.
+INTERNAL_CERT = {
     ("Role", "lws-cert-secret-role"),
     ("RoleBinding", "lws-cert-secret-rolebinding"),
 }
-CERT_MANAGER = {("Issuer", "lws-selfsigned-issuer"), ("Certificate", "lws-serving-cert")}
+CERT_MANAGER = {
+    ("Issuer", "lws-selfsigned-issuer"),
+    ("Certificate", "lws-serving-cert"),
+    ("Certificate", "lws-metrics-cert"),
+}
+METRICS_SERVICE_DNS = f"lws-controller-manager-metrics-service.{NAMESPACE}.svc"
 # Helm leaves the namespace to `--create-namespace`.
 NAMESPACE_OBJ = {("Namespace", NAMESPACE)}
 
 
 def test_chart_default_objects(chart_default: dict[Key, Obj]) -> None:
     assert set(chart_default) == COMMON | INTERNAL_CERT
+    (container,) = chart_default[("Deployment", "lws-controller-manager")]["spec"]["template"][
+        "spec"
+    ]["containers"]
+    assert container["image"] == f"leaderworkerset:{_app_version()}"
     assert _manager_config(chart_default) == {
         "apiVersion": "config.lws.x-k8s.io/v1alpha1",
         "kind": "Configuration",
@@ -304,10 +293,24 @@ def test_kustomize_objects(
 def test_chart_custom_values(chart_custom: dict[Key, Obj]) -> None:
     assert set(chart_custom) == COMMON | CERT_MANAGER | {
         ("ServiceMonitor", "lws-controller-manager-metrics-monitor"),
+        ("Role", "lws-prometheus-k8s"),
+        ("RoleBinding", "lws-prometheus-k8s"),
         ("ClusterRole", "lws-volcano-role"),
         ("ClusterRoleBinding", "lws-volcano-rolebinding"),
     }
     _assert_cert_manager_wiring(chart_custom)
+    # With cert-manager, Prometheus verifies the metrics certificate.
+    monitor = chart_custom[("ServiceMonitor", "lws-controller-manager-metrics-monitor")]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["tlsConfig"] == {
+        "serverName": METRICS_SERVICE_DNS,
+        "insecureSkipVerify": False,
+        "ca": {"secret": {"name": "lws-metrics-server-cert", "key": "ca.crt"}},
+    }
+    metrics_service = chart_custom[("Service", "lws-controller-manager-metrics-service")]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= (
+        metrics_service["metadata"]["labels"].items()
+    )
     assert _manager_config(chart_custom) == {
         "apiVersion": "config.lws.x-k8s.io/v1alpha1",
         "kind": "Configuration",
@@ -387,6 +390,10 @@ def _comparable(obj: Obj) -> Obj:
     return obj
 
 
+def _app_version() -> str:
+    return str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
+
+
 def _manager_config(objs: dict[Key, Obj]) -> Obj:
     """The manager's Configuration, after checking that the manager accepts it."""
     text = objs[("ConfigMap", "lws-manager-config")]["data"][CONFIG_KEY]
@@ -411,9 +418,22 @@ def _assert_cert_manager_wiring(objs: dict[Key, Obj]) -> None:
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         annotations = _webhook_config(objs, kind)["metadata"]["annotations"]
         assert annotations["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/lws-serving-cert"
-    volumes = objs[("Deployment", "lws-controller-manager")]["spec"]["template"]["spec"]["volumes"]
-    assert {
-        "name": "cert",
-        "secret": {"secretName": "lws-webhook-server-cert", "defaultMode": 420},
-    } in volumes
+    pod = objs[("Deployment", "lws-controller-manager")]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["cert"]["secret"] == {
+        "secretName": "lws-webhook-server-cert",
+        "defaultMode": 420,
+    }
     assert _manager_config(objs)["internalCertManagement"] == {"enable": False}
+
+    # The metrics certificate names the metrics Service and is mounted where the
+    # manager's metrics server looks for one.
+    metrics_cert = objs[("Certificate", "lws-metrics-cert")]["spec"]
+    assert metrics_cert["secretName"] == "lws-metrics-server-cert"
+    assert metrics_cert["issuerRef"]["name"] == "lws-selfsigned-issuer"
+    assert metrics_cert["dnsNames"] == [METRICS_SERVICE_DNS, METRICS_SERVICE_DNS + ".cluster.local"]
+    assert volumes["metrics-cert"]["secret"]["secretName"] == "lws-metrics-server-cert"
+    assert {i["path"] for i in volumes["metrics-cert"]["secret"]["items"]} >= {"tls.crt", "tls.key"}
+    (container,) = pod["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["metrics-cert"] == str(DEFAULT_METRICS_CERT_DIR)

@@ -125,7 +125,7 @@ async def manager(
     async with paused_lws_controller(request.session):
         workdir = tmp_path_factory.mktemp("rbac")
         port = free_port()
-        # A fresh install: the certificate Secret as config/internalcert ships it, empty.
+        # A fresh install: the certificate Secret as config/webhook ships it, empty.
         if await admin.get_or_none(SECRETS, c.WEBHOOK_SECRET_NAME, OPERATOR_NAMESPACE):
             await admin.delete(SECRETS, c.WEBHOOK_SECRET_NAME, OPERATOR_NAMESPACE)
         await apply_all(admin, default_install(port))

@@ -1,18 +1,57 @@
-{{/* Labels on every object. Selectors use only control-plane: controller-manager,
-as the kustomize manifests do: a Deployment's selector cannot change, and the
-Services must find the pods of either install. */}}
+{{/* Names and labels follow the upstream LeaderWorkerSet chart for the same release
+name and values, so `helm upgrade` of an upstream release to this chart keeps its
+objects (a Deployment's selector cannot change) and back. Objects the manager finds
+by a fixed name (the webhook Service and Secret, the webhook configurations, the
+cert-manager objects) keep the fixed `lws-` names upstream's chart gives them; the
+rest take the release's full name. */}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "lws.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* fullnameOverride; else the release name when it already holds the name (release
+"lws" gives "lws"); else "<release>-<name>". At most 63 characters (a DNS label). */}}
+{{- define "lws.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The manager's pods: the Deployment's selector, its pod labels, and what the
+Services and the ServiceMonitor select. Exactly upstream's, for the upgrade. */}}
+{{- define "lws.selectorLabels" -}}
+control-plane: controller-manager
+app.kubernetes.io/name: {{ include "lws.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Labels on every object. */}}
 {{- define "lws.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "lws.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-control-plane: controller-manager
 {{- end -}}
 
 {{- define "lws.image" -}}
 {{ .Values.image.manager.repository }}:{{ .Values.image.manager.tag | default .Chart.AppVersion }}
 {{- end -}}
+
+{{/* The names upstream's manager uses by default and upstream's chart writes as
+fixed names: the manager reads no name from the chart but these. */}}
+{{- define "lws.webhookServiceName" -}}lws-webhook-service{{- end -}}
+{{- define "lws.webhookSecretName" -}}lws-webhook-server-cert{{- end -}}
+{{- define "lws.metricsSecretName" -}}lws-metrics-server-cert{{- end -}}
+{{- define "lws.metricsServiceName" -}}{{ include "lws.fullname" . }}-controller-manager-metrics-service{{- end -}}
 
 {{/* The manager's Configuration: our defaults, then the chart switches, then
 managerConfig on top, merged key by key. */}}
@@ -40,7 +79,7 @@ annotations:
 {{- define "lws.webhookClientConfig" -}}
 clientConfig:
   service:
-    name: lws-webhook-service
+    name: {{ include "lws.webhookServiceName" .root }}
     namespace: {{ .root.Release.Namespace }}
     path: {{ .path }}
     port: {{ .root.Values.service.port }}

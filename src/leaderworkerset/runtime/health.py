@@ -2,10 +2,12 @@
 
 `/healthz` and `/readyz` answer in the apiserver's healthz format (`ok`, or one
 `[+]name ok` / `[-]name failed` line a check with `?verbose`). Metrics are served like
-controller-runtime's metrics server: when secure, HTTPS with a self-generated
-certificate and callers authenticated by TokenReview and authorized by
-SubjectAccessReview (results cached), so scraping needs `get` on the non-resource URL
-`/metrics`; otherwise plain HTTP that anyone who reaches the port may read.
+controller-runtime's metrics server: when secure, HTTPS and callers authenticated by
+TokenReview and authorized by SubjectAccessReview (results cached), so scraping needs
+`get` on the non-resource URL `/metrics`; otherwise plain HTTP that anyone who reaches
+the port may read. The certificate is the pair in the metrics certificate directory
+when both files are there at start (a mounted Secret, e.g. issued by cert-manager, so
+Prometheus can verify it), reloaded when they change; otherwise a self-generated one.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import hashlib
 import inspect
 import logging
 import socket
+import ssl
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from aiohttp import web
@@ -28,14 +33,18 @@ from prometheus_client.exposition import choose_encoder
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair, server_ssl_context
 from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.keypair_files import KeyPairFiles
 from leaderworkerset.runtime.metrics import REGISTRY
-from leaderworkerset.runtime.pki import self_signed_cert
+from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY, self_signed_cert
 
 log = logging.getLogger("health")
 # controller-runtime's logger name for its metrics server.
 metrics_log = logging.getLogger("controller-runtime.metrics")
 
 Check = Callable[[], bool | Awaitable[bool]]
+# controller-runtime's default CertDir of the metrics server (Go's os.TempDir() is
+# $TMPDIR or /tmp, as here). The charts mount cert-manager's metrics Secret there.
+DEFAULT_METRICS_CERT_DIR = Path(tempfile.gettempdir(), "k8s-metrics-server", "serving-certs")
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -331,8 +340,9 @@ class DelegatedAuth:
 
 
 class MetricsServer:
-    """`/metrics` from the registry. Secure (the default): HTTPS with a self-generated
-    certificate, and `auth` checks every caller. Not secure: plain HTTP, nobody is
+    """`/metrics` from the registry. Secure (the default): HTTPS, and `auth` checks every
+    caller; the certificate is `cert_dir`'s `tls.crt`/`tls.key` when both exist at start
+    (watched for changes), else self-generated. Not secure: plain HTTP, nobody is
     checked. An `http://` or `https://` prefix on the bind address overrides `secure`."""
 
     needs_leader_election = False
@@ -345,6 +355,8 @@ class MetricsServer:
         auth: DelegatedAuth | None = None,
         tls: TLSOptions | None = None,
         registry: CollectorRegistry = REGISTRY,
+        cert_dir: Path = DEFAULT_METRICS_CERT_DIR,
+        reload_interval: float = 1.0,
     ) -> None:
         self.bind_address = bind_address
         self.bind = parse_bind_address(bind_address)
@@ -354,6 +366,9 @@ class MetricsServer:
         self.auth = auth if self.secure else None
         self.tls = tls
         self.registry = registry
+        self.cert_files = KeyPairFiles(Path(cert_dir, TLS_CERT), Path(cert_dir, TLS_KEY), log)
+        self.reload_interval = reload_interval
+        self._watcher: asyncio.Task[None] | None = None
         self._site = _Site("metrics")
 
     @property
@@ -363,11 +378,7 @@ class MetricsServer:
     async def start(self) -> None:
         if self.bind is None:
             return
-        ssl_context = None
-        if self.secure:
-            ssl_context = server_ssl_context(self.tls)
-            cert, key = await asyncio.to_thread(self_signed_cert)
-            load_key_pair(ssl_context, cert, key)
+        ssl_context = await self._ssl_context() if self.secure else None
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
         await self._site.serve(app, self.bind, ssl_context)
@@ -377,7 +388,37 @@ class MetricsServer:
             extra={"bindAddress": self.bind_address, "secure": self.secure},
         )
 
+    async def _ssl_context(self) -> ssl.SSLContext:
+        ssl_context = server_ssl_context(self.tls)
+        # Like controller-runtime, the choice is made once: files that appear later
+        # are not picked up, files that were there are watched.
+        if self.cert_files.exist():
+            if not self.cert_files.load_into(ssl_context):
+                raise RuntimeError(
+                    f"metrics certificate {self.cert_files.cert_path} and key "
+                    f"{self.cert_files.key_path} do not form a valid pair"
+                )
+            self._watcher = asyncio.create_task(self._watch_certificates(ssl_context))
+        else:
+            cert, key = await asyncio.to_thread(self_signed_cert)
+            load_key_pair(ssl_context, cert, key)
+        return ssl_context
+
+    async def _watch_certificates(self, ssl_context: ssl.SSLContext) -> None:
+        # The context is changed on this loop, the one whose connections use it.
+        while True:
+            await asyncio.sleep(self.reload_interval)
+            try:
+                self.cert_files.load_into(ssl_context)
+            except Exception:
+                log.exception("metrics certificate reload failed")
+
     async def stop(self, deadline: float) -> None:
+        if self._watcher is not None:
+            watcher, self._watcher = self._watcher, None
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         await self._site.close(deadline)
 
     async def _metrics(self, request: web.Request) -> web.Response:

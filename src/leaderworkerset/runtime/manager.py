@@ -32,7 +32,13 @@ from leaderworkerset.runtime.certs import (
 from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
 from leaderworkerset.runtime.events import EventRecorder
-from leaderworkerset.runtime.health import Check, DelegatedAuth, HealthServer, MetricsServer
+from leaderworkerset.runtime.health import (
+    DEFAULT_METRICS_CERT_DIR,
+    Check,
+    DelegatedAuth,
+    HealthServer,
+    MetricsServer,
+)
 from leaderworkerset.runtime.webhook import WebhookServer
 
 log = logging.getLogger("manager")
@@ -83,6 +89,7 @@ class ManagerOptions:
     exit_on_leadership_loss: bool = True
     metrics_bind_address: str = "0"
     metrics_secure: bool = False
+    metrics_cert_dir: Path = DEFAULT_METRICS_CERT_DIR
     health_probe_bind_address: str = "0"
     liveness_endpoint: str = "/healthz"
     readiness_endpoint: str = "/readyz"
@@ -125,6 +132,7 @@ class Manager:
             secure=options.metrics_secure,
             auth=DelegatedAuth(self.client) if options.metrics_secure else None,
             tls=options.tls,
+            cert_dir=options.metrics_cert_dir,
         )
         self.webhook_server = WebhookServer(
             cert_dir=options.cert_dir,

@@ -27,8 +27,6 @@ import concurrent.futures
 import contextlib
 import enum
 import logging
-import os
-import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -40,10 +38,11 @@ import orjson
 
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime import http_server, metrics
-from leaderworkerset.runtime.certs import TLSOptions, load_key_pair
+from leaderworkerset.runtime.certs import TLSOptions
 from leaderworkerset.runtime.certs import server_ssl_context as _server_ssl_context
 from leaderworkerset.runtime.eventloop import LoopFactory, same_kind
 from leaderworkerset.runtime.health import listen_socket
+from leaderworkerset.runtime.keypair_files import KeyPairFiles
 from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY
 
 log = logging.getLogger("webhook")
@@ -217,16 +216,13 @@ class WebhookServer:
         tls: TLSOptions | None = None,
         reload_interval: float = 1.0,
     ) -> None:
-        self.cert_path = Path(cert_dir, cert_name)
-        self.key_path = Path(cert_dir, key_name)
+        self.cert_files = KeyPairFiles(Path(cert_dir, cert_name), Path(cert_dir, key_name), log)
         self.host = host
         self.port = port
         self.reload_interval = reload_interval
         self.ssl_context = _server_ssl_context(tls)
         self._handlers: dict[str, tuple[AdmissionHandler, RunsOn]] = {}
         self._conversion_paths: set[str] = set()
-        self._loaded: tuple[bytes, bytes] | None = None
-        self._stamp: tuple[Any, ...] | None = None
         self._reload_lock = threading.Lock()
         self._started = False
         # The loop that called start(), and the server's own thread and loop.
@@ -284,7 +280,7 @@ class WebhookServer:
 
     def certificate(self) -> bytes | None:
         """The PEM certificate new handshakes present."""
-        loaded = self._loaded  # one read of a tuple set whole: safe from any thread
+        loaded = self.cert_files.loaded
         return loaded[0] if loaded else None
 
     def reload_certificates(self) -> bool:
@@ -346,30 +342,7 @@ class WebhookServer:
 
     def _reload(self) -> bool:
         with self._reload_lock:
-            return self._reload_locked()
-
-    def _reload_locked(self) -> bool:
-        try:
-            stamp = tuple(_stat_stamp(p) for p in (self.cert_path, self.key_path))
-            if stamp == self._stamp and self._loaded is not None:
-                return False
-            cert, key = self.cert_path.read_bytes(), self.key_path.read_bytes()
-        except FileNotFoundError:
-            return False
-        if self._loaded == (cert, key):
-            self._stamp = stamp
-            return False
-        try:
-            # A scratch context first: a mismatched pair (caught mid-rotation) loaded into
-            # the live context would leave it with a certificate and no key.
-            load_key_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), cert, key)
-            load_key_pair(self.ssl_context, cert, key)
-        except (ssl.SSLError, OSError, ValueError) as exc:
-            log.info("certificate files not loadable yet: %s", exc)
-            return False
-        self._loaded, self._stamp = (cert, key), stamp
-        log.info("loaded serving certificate", extra={"cert": str(self.cert_path)})
-        return True
+            return self.cert_files.load_into(self.ssl_context)
 
     async def _watch_certificates(self) -> None:
         while True:
@@ -488,7 +461,7 @@ class WebhookServer:
 
     def is_serving(self) -> bool:
         """Ready: listening, with a certificate to present."""
-        return self._serving and self._loaded is not None
+        return self._serving and self.cert_files.loaded is not None
 
     # -- endpoints
 
@@ -603,8 +576,3 @@ class _Request:
     def __exit__(self, *exc: object) -> None:
         self.instrumented.in_flight.dec()
         self.instrumented.latency.observe(time.perf_counter() - self.started)
-
-
-def _stat_stamp(path: Path) -> tuple[int, int, int]:
-    st = os.stat(path)  # follows the kubelet's ..data symlinks to the current files
-    return st.st_ino, st.st_mtime_ns, st.st_size

@@ -1,5 +1,6 @@
 """The kustomize ServiceMonitor scrapes the secure metrics endpoint the manifests
-deploy: the metrics Service's https port, over TLS, with a bearer token."""
+deploy: the metrics Service's https port, over TLS, with a bearer token; the overlay's
+Role lets Prometheus discover that Service's endpoints."""
 
 from __future__ import annotations
 
@@ -18,9 +19,15 @@ def _docs(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
+def _default_labels() -> dict[str, str]:
+    """What config/default's labels transformer adds to every object it installs."""
+    kustomization = yaml.safe_load((CONFIG / "default" / "kustomization.yaml").read_text())
+    return {k: v for entry in kustomization["labels"] for k, v in entry["pairs"].items()}
+
+
 def test_monitor_targets_the_secure_metrics_service() -> None:
     kustomization = yaml.safe_load((CONFIG / "prometheus" / "kustomization.yaml").read_text())
-    assert kustomization["resources"] == ["monitor.yaml"]
+    assert kustomization["resources"] == ["monitor.yaml", "role.yaml"]
     (monitor,) = _docs(CONFIG / "prometheus" / "monitor.yaml")
     assert monitor["kind"] == "ServiceMonitor"
     (endpoint,) = monitor["spec"]["endpoints"]
@@ -30,11 +37,12 @@ def test_monitor_targets_the_secure_metrics_service() -> None:
 
     manager_docs = _docs(CONFIG / "manager" / "manager.yaml")
     selector = monitor["spec"]["selector"]["matchLabels"]
+    installed = _default_labels()
     services = [
         d
         for d in manager_docs + _docs(CONFIG / "webhook" / "service.yaml")
         if d["kind"] == "Service"
-        and selector.items() <= ((d["metadata"].get("labels") or {}).items())
+        and selector.items() <= ({**(d["metadata"].get("labels") or {}), **installed}.items())
     ]
     assert [s["metadata"]["name"] for s in services] == ["lws-controller-manager-metrics-service"]
     (port,) = [p for p in services[0]["spec"]["ports"] if p["name"] == endpoint["port"]]
@@ -46,3 +54,27 @@ def test_monitor_targets_the_secure_metrics_service() -> None:
     # The manager binds metrics there by default, and serves them securely by default.
     assert load_configuration(None).metrics.bind_address == f":{port['targetPort']}"
     assert not any("--metrics-secure=false" in arg for arg in container.get("args") or [])
+
+
+def test_prometheus_may_discover_the_metrics_endpoints() -> None:
+    role, binding = _docs(CONFIG / "prometheus" / "role.yaml")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert {(s["namespace"], s["name"]) for s in binding["subjects"]} == {
+        ("monitoring", "prometheus-k8s"),
+        ("monitoring", "prometheus-operator"),
+    }
+    granted = {
+        (group, resource): set(rule["verbs"])
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    for needed in (("", "services"), ("", "endpoints"), ("discovery.k8s.io", "endpointslices")):
+        assert {"get", "list", "watch"} <= granted[needed], needed
+    # Discovery only: nothing that writes, nothing cluster-wide.
+    assert all(verbs <= {"get", "list", "watch"} for verbs in granted.values())
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == "lws-system"

@@ -1,18 +1,23 @@
 """The metrics endpoint in its two modes, as controller-runtime serves it: secure is
-HTTPS with every caller checked, not secure is plain HTTP for anyone."""
+HTTPS with every caller checked, not secure is plain HTTP for anyone; a secure server
+presents the mounted certificate of its certificate directory when there is one."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from aiohttp import web
+from cryptography import x509
 from prometheus_client import CollectorRegistry, Counter
 
 from leaderworkerset.localcluster.manager_process import http_get
-from leaderworkerset.runtime.health import DelegatedAuth, MetricsServer
+from leaderworkerset.runtime.health import DEFAULT_METRICS_CERT_DIR, DelegatedAuth, MetricsServer
+from tests.toolkit.waiting import eventually
+from tests.toolkit.webhook_client import new_pairs, presented_certificate, write_pairs
 
 
 class _TokenIsAllowed(DelegatedAuth):
@@ -66,13 +71,20 @@ async def test_not_secure_serves_plain_http_to_anyone(
 
 
 async def test_secure_serves_https_and_checks_callers(
-    servers: list[MetricsServer], caplog: pytest.LogCaptureFixture
+    servers: list[MetricsServer], caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     auth = _TokenIsAllowed()
     caplog.set_level(logging.INFO, logger="controller-runtime.metrics")
     server = await _start(
-        servers, MetricsServer("127.0.0.1:0", secure=True, auth=auth, registry=_registry())
+        servers,
+        MetricsServer(
+            "127.0.0.1:0", secure=True, auth=auth, registry=_registry(), cert_dir=tmp_path
+        ),
     )
+    # No certificate was mounted: a self-generated one for localhost.
+    pem, _ = await presented_certificate(server.port)
+    subject = x509.load_pem_x509_certificate(pem).subject.rfc4514_string()
+    assert subject.startswith("CN=localhost@"), subject
     url = f"https://127.0.0.1:{server.port}/metrics"
     assert (await asyncio.to_thread(http_get, url))[0] == 401
     assert (await asyncio.to_thread(http_get, url, "bad"))[0] == 401
@@ -94,3 +106,48 @@ def test_secure_is_the_default_and_a_scheme_prefix_overrides_it() -> None:
 
 def test_disabled_address_starts_nothing() -> None:
     assert MetricsServer("0").bind is None
+
+
+def test_the_certificate_directory_is_controller_runtimes() -> None:
+    # Where the charts mount cert-manager's metrics Secret.
+    assert str(DEFAULT_METRICS_CERT_DIR) == "/tmp/k8s-metrics-server/serving-certs"
+    assert MetricsServer(":8443").cert_files.cert_path == DEFAULT_METRICS_CERT_DIR / "tls.crt"
+
+
+async def test_a_mounted_certificate_is_served_and_reloaded(
+    servers: list[MetricsServer], tmp_path: Path
+) -> None:
+    first, second = new_pairs(), new_pairs()
+    write_pairs(tmp_path, first)
+    server = await _start(
+        servers,
+        MetricsServer(
+            "127.0.0.1:0",
+            auth=_TokenIsAllowed(),
+            registry=_registry(),
+            cert_dir=tmp_path,
+            reload_interval=0.05,
+        ),
+    )
+    assert (await presented_certificate(server.port))[0] == first.cert
+    status, body = await asyncio.to_thread(
+        http_get, f"https://127.0.0.1:{server.port}/metrics", "good"
+    )
+    assert status == 200 and "probe_total 1.0" in body
+
+    # cert-manager renewed the Secret and the kubelet swapped the files.
+    write_pairs(tmp_path, second)
+
+    async def presents_second() -> bool:
+        return (await presented_certificate(server.port))[0] == second.cert
+
+    await eventually(presents_second, "the renewed metrics certificate is presented", within=10)
+
+
+async def test_a_mounted_pair_that_does_not_match_stops_the_start(tmp_path: Path) -> None:
+    (tmp_path / "tls.crt").write_bytes(new_pairs().cert)
+    (tmp_path / "tls.key").write_bytes(new_pairs().key)
+    server = MetricsServer("127.0.0.1:0", auth=_TokenIsAllowed(), cert_dir=tmp_path)
+    with pytest.raises(RuntimeError, match="do not form a valid pair"):
+        await server.start()
+    await server.stop(1)

@@ -19,7 +19,7 @@ import pytest_asyncio
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.group.options import ControllerOptions
-from leaderworkerset.runtime import metrics, webhook
+from leaderworkerset.runtime import keypair_files, metrics, webhook
 from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import AdmissionResponse, RunsOn, WebhookServer, allow
 from leaderworkerset.webhooks.admission import POD_MUTATING_PATH, register_webhooks
@@ -181,13 +181,13 @@ async def test_a_reload_asked_from_the_starting_loop_runs_on_the_server_thread(
 ) -> None:
     srv, _, _ = started
     threads: list[str] = []
-    load = webhook.load_key_pair
+    load = keypair_files.load_key_pair
 
     def recorded(ctx: Any, cert: bytes, key: bytes) -> None:
         threads.append(threading.current_thread().name)
         load(ctx, cert, key)
 
-    monkeypatch.setattr(webhook, "load_key_pair", recorded)
+    monkeypatch.setattr(keypair_files, "load_key_pair", recorded)
     srv.reload_interval = 3600.0  # the watcher sleeps through this test
     new = new_pairs()
     write_pairs(tmp_path, new)

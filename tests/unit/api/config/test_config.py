@@ -465,6 +465,28 @@ def test_manager_options_from_defaults() -> None:
     assert (options.qps, options.burst) == (500.0, 500)
 
 
+def test_manager_options_follow_the_configured_webhook_names(tmp_path: Path) -> None:
+    """How a chart names the webhook Service and Secret for the manager: the
+    Configuration's internalCertManagement names (upstream's chart leaves them at their
+    defaults). The webhook configurations' names are fixed, as in upstream's manager,
+    which derives them from nothing."""
+    path = write(
+        tmp_path,
+        "internalCertManagement: {enable: true, webhookServiceName: my-svc, "
+        "webhookSecretName: my-secret}\n",
+    )
+    options = Settings(configuration=load_configuration(path), namespace="ns").manager_options()
+    rotator = options.cert_rotator
+    assert rotator is not None
+    assert rotator.dns_names[:2] == ("my-svc.ns.svc", "my-svc.ns.svc.cluster.local")
+    assert rotator.secret_name == "my-secret"
+    assert rotator.namespace == "ns"
+    assert rotator.mutating_webhook_configurations == ("lws-mutating-webhook-configuration",)
+    assert rotator.validating_webhook_configurations == ("lws-validating-webhook-configuration",)
+    # Where both charts mount cert-manager's metrics certificate.
+    assert str(options.metrics_cert_dir) == "/tmp/k8s-metrics-server/serving-certs"
+
+
 def test_manager_options_without_cert_management() -> None:
     cfg = load_configuration(None)
     assert cfg.internal_cert_management is not None
