@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.toolkit.install_tools import ensure_tools, helm_env, run_tool
 from tests.toolkit.paths import REPO
-from tests.toolkit.tools import Tools
 
-from leaderworkerset.localcluster.binaries import build_script, ensure_binaries, run_build_script
+from leaderworkerset.localcluster.binaries import ensure_binaries
 from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.localcluster.node_lifecycle import UPSTREAM
 from leaderworkerset.localcluster.realnode.images import BuiltImage, ensure_images
@@ -32,6 +32,21 @@ pytestmark = pytest.mark.cluster
 
 RELEASE = "lws"
 NAMESPACE = "lws-system"
+
+
+@dataclass(frozen=True)
+class Tools:
+    """kubectl and helm against the real node's cluster."""
+
+    folder: Path
+    kubeconfig: Path
+    helm_home: Path
+
+    def run(
+        self, tool: str, *args: str | Path, stdin: str | None = None, timeout: float = 120
+    ) -> str:
+        env = helm_env(self.helm_home, KUBECONFIG=str(self.kubeconfig))
+        return run_tool(self.folder, tool, *args, env=env, stdin=stdin, timeout=timeout)
 
 
 @dataclass(frozen=True)
@@ -53,13 +68,11 @@ def real_cluster(
     if os.geteuid() != 0:
         pytest.skip("a real node runs containers, which needs root")
     workdir = tmp_path_factory.mktemp("realnode")
+    tools = ensure_tools(pytestconfig)
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     # Builds (minutes when cold) report to the terminal, not to pytest's capture.
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         binaries = ensure_binaries()
-        tools = Path(
-            run_build_script(build_script("build-tools.sh"), "LWS_TOOLS_DIR", quiet=False)[-1]
-        )
         node = RealNode(workdir)
         node.prepare()
         images = ensure_images("controller", "rendezvous")

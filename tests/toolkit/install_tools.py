@@ -35,12 +35,17 @@ def helm_env(helm_home: Path, **extra: str) -> dict[str, str]:
 
 
 def run_tool(
-    folder: Path, tool: str, *args: str | Path, env: dict[str, str], stdin: str | None = None
+    folder: Path,
+    tool: str,
+    *args: str | Path,
+    env: dict[str, str],
+    stdin: str | None = None,
+    timeout: float = 120,
 ) -> str:
     """The tool's stdout; the test fails with its stderr when it exits non-zero."""
     cmd = [str(folder / tool), *map(str, args)]
     proc = subprocess.run(
-        cmd, input=stdin, capture_output=True, text=True, env=env, check=False, timeout=120
+        cmd, input=stdin, capture_output=True, text=True, env=env, check=False, timeout=timeout
     )
     if proc.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
