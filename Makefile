@@ -8,14 +8,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane tools lint install-check unit integration compat chaos mutation crd clean
+.PHONY: run test setup controlplane tools node lint install-check unit integration realnode e2e-real compat chaos mutation crd clean
 
 # STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story) or all.
 STORY ?= all
 run: setup controlplane
 	$(BIN)/lws demo --story $(STORY) --exit-when-ready
 
-test: setup controlplane tools lint install-check
+test: setup controlplane tools node lint install-check
 	$(BIN)/pytest -q tests
 
 setup: $(STAMP)
@@ -33,6 +33,14 @@ controlplane:
 # kubectl and helm for the install tests, cached like the control plane.
 tools:
 	bash hack/build-tools.sh
+
+# The real node (tests/realnode, `lws dev up --real-node`): Debian's containerd, runc and
+# CNI plugins (installed with apt-get when missing; root), kubelet, kube-proxy and CoreDNS
+# built like the control plane, and the images it runs, built with no registry.
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables iproute2 conntrack mmdebstrap
+node: image
+	bash hack/debian-packages.sh $(NODE_PACKAGES)
+	bash hack/build-node.sh
 
 lint: setup
 	$(BIN)/ruff check src tests bench hack
@@ -64,6 +72,15 @@ unit: setup
 
 integration: setup controlplane tools
 	$(BIN)/pytest -q tests/integration
+
+realnode: setup controlplane tools node
+	$(BIN)/pytest -q tests/realnode
+
+# The real node end to end (opt-in): the fast suite's tests/realnode, then upstream's
+# release installed and migrated to ours and back, and upstream's e2e suite against the
+# installed controller; each step's time is printed (docs/real-node.md).
+e2e-real: setup controlplane tools node
+	$(BIN)/pytest -q -s --durations=0 tests/realnode tests/e2e_real
 
 # Migration to and from upstream's Go controller (opt-in: builds it from the Go
 # module proxy on first use, then runs both ways against the local control plane).

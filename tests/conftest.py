@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.controlplane",
     "tests.fixtures.nodesim",
     "tests.fixtures.lws",
+    "tests.fixtures.realnode",
 ]

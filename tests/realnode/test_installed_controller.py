@@ -10,10 +10,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-from tests.realnode.conftest import NAMESPACE, RealCluster
-from tests.realnode.workloads import controller_pods
-from tests.toolkit.lws import lws_json
-from tests.toolkit.waiting import eventually
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.realnode.layout import NODE_NAME
@@ -26,6 +22,10 @@ from leaderworkerset.runtime.client import (
     ApiClient,
     ApiError,
 )
+from tests.fixtures.realnode import NAMESPACE, RealCluster
+from tests.toolkit.lws import lws_json
+from tests.toolkit.rendezvous import controller_pods
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 

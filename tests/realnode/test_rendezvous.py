@@ -6,13 +6,13 @@ every group, and each new group meets again."""
 from __future__ import annotations
 
 import pytest
-from tests.realnode.conftest import RealCluster
-from tests.realnode.workloads import groups_met, kill_container, rendezvous_lws
-from tests.toolkit.cluster import key_of, leaders, lws_pods, wait_ready, workers_of
-from tests.toolkit.waiting import eventually
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
+from tests.fixtures.realnode import RealCluster
+from tests.toolkit.cluster import key_of, leaders, lws_pods, wait_ready, workers_of
+from tests.toolkit.rendezvous import groups_met, kill_container, rendezvous_lws
+from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 

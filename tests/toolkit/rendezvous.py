@@ -13,14 +13,13 @@ import subprocess
 import urllib.error
 import urllib.request
 
-from tests.realnode.conftest import NAMESPACE
-from tests.toolkit.cluster import key_of, labels, lws_pods
-from tests.toolkit.lws import leaderworkerset
-
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.localcluster.realnode.images import BuiltImage, ctr
 from leaderworkerset.runtime.client import PODS, ApiClient
+from tests.fixtures.realnode import NAMESPACE
+from tests.toolkit.cluster import key_of, labels, lws_pods
+from tests.toolkit.lws import leaderworkerset
 
 HTTP_PORT = 8080
 
