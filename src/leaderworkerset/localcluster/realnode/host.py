@@ -108,17 +108,19 @@ def kill_shims() -> None:
 KUBELET_ROOT_MARK = "/realnode/kubelet/"
 
 
-def mounts_under(roots: Iterable[Path]) -> list[str]:
-    """Mount points at or below any of ``roots`` or any kubelet root, deepest first."""
+def mounts_under(roots: Iterable[Path], mountinfo: str | None = None) -> list[str]:
+    """Mount points at or below any of ``roots`` or any kubelet root, deepest first
+    (read from ``/proc/self/mountinfo`` unless its text is given)."""
+    if mountinfo is None:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
     prefixes = [str(r.resolve()) for r in roots]
-    found = []
-    with open("/proc/self/mountinfo") as info:
-        for line in info:
-            point = line.split()[4].replace("\\040", " ")
-            mine = any(point == p or point.startswith(p + "/") for p in prefixes)
-            if mine or KUBELET_ROOT_MARK in point:
-                found.append(point)
-    return sorted(set(found), key=lambda p: p.count("/"), reverse=True)
+    found = set()
+    for line in mountinfo.splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        mine = any(point == p or point.startswith(p + "/") for p in prefixes)
+        if mine or KUBELET_ROOT_MARK in point:
+            found.add(point)
+    return sorted(found, key=lambda p: p.count("/"), reverse=True)
 
 
 def unmount_all(roots: Iterable[Path]) -> None:
@@ -128,23 +130,27 @@ def unmount_all(roots: Iterable[Path]) -> None:
             raise HostError(f"cannot unmount {point}: {os.strerror(err)}")
 
 
-def remove_pod_nat_rules() -> None:
-    """The bridge plugin's per-pod masquerade chains, left when a pod was never torn down."""
-    saved = run("iptables-save", "-t", "nat", check=False).stdout.splitlines()
+def pod_nat_rules(saved: str) -> tuple[list[list[str]], set[str]]:
+    """From ``iptables-save -t nat``: the arguments deleting each of the bridge plugin's
+    per-pod masquerade rules for the node's network, and the chains they jump to."""
     marker = f'name: \\"{n.CNI_NETWORK}\\"'
-    chains = set()
-    for line in saved:
+    deletions, chains = [], set()
+    for line in saved.splitlines():
         if line.startswith("-A POSTROUTING") and marker in line and " -j CNI-" in line:
             chains.add(line.rsplit(" -j ", 1)[1].split()[0])
-            run("iptables", "-t", "nat", *_delete_spec(line), check=False)
+            deletions.append(["-D", *shlex.split(line)[1:]])
+    return deletions, chains
+
+
+def remove_pod_nat_rules() -> None:
+    """The per-pod masquerade rules and chains of pods that were never torn down."""
+    saved = run("iptables-save", "-t", "nat", check=False).stdout
+    deletions, chains = pod_nat_rules(saved)
+    for deletion in deletions:
+        run("iptables", "-t", "nat", *deletion, check=False)
     for chain in chains:
         run("iptables", "-t", "nat", "-F", chain, check=False)
         run("iptables", "-t", "nat", "-X", chain, check=False)
-
-
-def _delete_spec(saved_rule: str) -> list[str]:
-    words = shlex.split(saved_rule)
-    return ["-D", *words[1:]]
 
 
 def delete_bridge() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from leaderworkerset.localcluster.binaries import ensure_node_binaries
+from leaderworkerset.localcluster.binaries import build_script, ensure_node_binaries
 from leaderworkerset.localcluster.controlplane import ControlPlane, cache_root, die_with_parent
 from leaderworkerset.localcluster.realnode import configs, host
 from leaderworkerset.localcluster.realnode import layout as n
@@ -69,15 +69,16 @@ class RealNode:
 
     @staticmethod
     def check_host() -> None:
-        """Root and the Debian packages: what no build can provide."""
+        """Root, and the Debian packages, installed with apt-get when missing."""
         if os.geteuid() != 0:
             raise RealNodeError("a real node runs containers: it needs root")
         missing = host.missing_packages()
+        script = build_script("debian-packages.sh")
+        if missing and script.is_file():
+            subprocess.run(["bash", str(script), *missing], check=False)
+            missing = host.missing_packages()
         if missing:
-            raise RealNodeError(
-                f"missing Debian packages {missing}: run `bash hack/debian-packages.sh "
-                f"{' '.join(missing)}` (apt-get, as root)"
-            )
+            raise RealNodeError(f"missing Debian packages {missing}: apt-get install them")
 
     def prepare(self) -> None:
         """What the node needs before it can start: root, packages, binaries and the
