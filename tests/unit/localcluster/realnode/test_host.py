@@ -44,7 +44,7 @@ SAVED = """*nat
 :POSTROUTING ACCEPT [0:0]
 :CNI-0a1b2c ACCEPT [0:0]
 :CNI-ffff ACCEPT [0:0]
--A POSTROUTING -s 10.214.0.5/32 -m comment --comment "name: \\"lws-pods\\" id: \\"a\\"" -j CNI-0a1b2c
+-A POSTROUTING -s 10.214.0.5 -m comment --comment "name: \\"lws-pods\\" id: \\"a\\"" -j CNI-0a1b2c
 -A POSTROUTING -s 10.88.0.5/32 -m comment --comment "name: \\"other\\" id: \\"def\\"" -j CNI-ffff
 -A CNI-0a1b2c -d 10.214.0.0/16 -j ACCEPT
 COMMIT
@@ -59,7 +59,7 @@ def test_only_the_node_network_nat_rules_are_taken_and_each_deletes_exactly() ->
             "-D",
             "POSTROUTING",
             "-s",
-            "10.214.0.5/32",
+            "10.214.0.5",
             "-m",
             "comment",
             "--comment",
