@@ -200,7 +200,7 @@ def add_tree(tar: TarSink, root: Path, *, empty: frozenset[str] = frozenset()) -
         info = _tree_entry(path, name, hardlinks)
         if info is None:
             continue
-        if info.isreg():
+        if info.isreg() and info.size:  # (an overlay whiteout is empty, and no file)
             with path.open("rb") as f:
                 tar.addfile(info, f)
         else:
