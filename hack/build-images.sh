@@ -36,10 +36,14 @@ fi
 
 images() { "$PYTHON" "$HERE/images/build.py" --cache "$IMAGES" "$@"; }
 
-# Built already: no lock, no root needed.
-if images --check "$@"; then
-  exit 0
-fi
+# Built already: no lock, no root needed. 3 is "not built yet"; anything else failed.
+status=0
+images --check "$@" || status=$?
+case "$status" in
+  0) exit 0 ;;
+  3) ;;
+  *) exit "$status" ;;
+esac
 
 ((EUID == 0)) || { log "building the images needs root (mmdebstrap, chroot, mount)"; exit 1; }
 bash "$HERE/debian-packages.sh" mmdebstrap debian-archive-keyring gcc libc6-dev binutils

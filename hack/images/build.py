@@ -61,9 +61,10 @@ def mib(n: int) -> str:
 
 def report(item: Planned) -> None:
     meta = json.loads(item.meta.read_text())
+    layers = len(meta["layers"])
     rootfs.log(
         f"{item.recipe.name} {item.recipe.ref}: {mib(meta['compressedBytes'])} compressed, "
-        f"{mib(meta['unpackedBytes'])} unpacked ({len(meta['layers'])} layers)"
+        f"{mib(meta['unpackedBytes'])} unpacked ({layers} layer{'s' if layers > 1 else ''})"
     )
 
 

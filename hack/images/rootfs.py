@@ -157,6 +157,10 @@ def _trim(root: Path) -> None:
     for pattern in ("var/cache/debconf/*-old", "var/lib/dpkg/*-old"):
         for stale in root.glob(pattern):
             stale.unlink()
+    # apt's download folders (the image has no apt): their owner varies run to run.
+    for partial in ("var/cache/apt/archives/partial", "var/lib/apt/lists/partial"):
+        if (root / partial).is_dir():
+            (root / partial).rmdir()
 
 
 def _add_nonroot(root: Path) -> None:
