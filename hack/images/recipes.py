@@ -250,14 +250,22 @@ def pause_source() -> PauseSource:
 
 def pause(ctx: Context) -> Recipe:
     src = pause_source()
-    gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout
-    libc = platform.libc_ver()
     key = sha256(
-        "pause", src.k8s_version, src.tag, src.source.read_bytes(), gcc.splitlines()[0], *libc,
-        *PAUSE_CFLAGS, code("recipes.py", "oci.py"),
+        "pause", src.k8s_version, src.tag, src.source.read_bytes(), gcc_version(),
+        *platform.libc_ver(), *PAUSE_CFLAGS, code("recipes.py", "oci.py"),
     )  # fmt: skip
     ref = f"localhost/lws-dev/pause:{src.tag}"
     return Recipe("pause", ref, key, lambda ctx: _build_pause(ctx, ref, src))
+
+
+def gcc_version() -> str:
+    """`gcc --version`'s first line; "no gcc" before hack/debian-packages.sh installs it
+    (the key then names no archive, and the build computes it again)."""
+    try:
+        out = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return "no gcc"
+    return out.splitlines()[0] if out else "no gcc"
 
 
 def _build_pause(ctx: Context, ref: str, src: PauseSource) -> oci.Image:
