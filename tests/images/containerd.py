@@ -3,8 +3,9 @@ temporary folder, so it neither sees nor disturbs any other containerd on the ma
 (a node's included). Stopped, with every container it ran, and its folder removed on
 the way out, whatever happened inside.
 
-Needs root. Containers run with runc (the shim's `--runc-binary`; crun, where it is the
-default runtime, does not cope with this machine's hybrid cgroup v1/v2 layout).
+Needs root. Containers run with runc, named explicitly (`ctr run --runc-binary`): on the
+development machine, whose cgroups are hybrid v1/v2, runc is the runtime that works, not
+crun.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ state = "{root}/state"
   address = "{root}/containerd.sock.ttrpc"
 
 [plugins."io.containerd.grpc.v1.cri"]
-  # containerd itself may run with a raised oom_score_adj (as under a test runner);
-  # containers must not be given a lower one than it has.
+  # As the node's containerd: a pod never gets a lower oom_score_adj than containerd's
+  # own (which a test runner may have raised). CRI only; `ctr run` does not use it.
   restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
