@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane tools node lint install-check unit integration realnode e2e-real compat chaos mutation crd clean
+.PHONY: run test setup controlplane tools image node lint install-check unit integration realnode e2e-real compat chaos mutation crd clean
 
 # STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story) or all.
 STORY ?= all
@@ -34,6 +34,13 @@ controlplane:
 tools:
 	bash hack/build-tools.sh
 
+# The container images (controller, pause, rendezvous) as OCI archives in
+# ~/.cache/leaderworkerset/images/, without Docker or a registry; prints `NAME REF ARCHIVE`
+# per image (docs/operations.md, "Building the image"). Needs root. IMAGES=pause builds one.
+IMAGES ?=
+image: setup
+	LWS_PYTHON=$(BIN)/python bash hack/build-images.sh $(IMAGES)
+
 # The real node (tests/realnode, `lws dev up --real-node`): Debian's containerd, runc and
 # CNI plugins (installed with apt-get when missing; root), kubelet, kube-proxy and CoreDNS
 # built like the control plane, and the images it runs, built with no registry.
@@ -46,8 +53,9 @@ lint: setup
 	$(BIN)/ruff check src tests bench hack
 	$(BIN)/ruff format --check src tests bench hack
 	$(BIN)/mypy
+	$(BIN)/mypy --strict hack/images
 	PYTHONPATH=src $(BIN)/lint-imports
-	$(BIN)/python hack/long_functions.py
+	$(BIN)/python hack/long_functions.py src/leaderworkerset hack/images
 
 # What `pip install .` gives a user (no extras, not editable) must start: the package is
 # built from a copy of the sources (no stale build/ or egg-info) into a fresh venv, and

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds the container images, with no container engine and no registry, into OCI
+# archives in a cache outside the repo, each named by the hash of its inputs (an
+# unchanged image is not rebuilt), and prints one line per image on stdout:
+#
+#   NAME REF ARCHIVE
+#   controller docker.io/library/leaderworkerset:0.1.0 ~/.cache/leaderworkerset/images/controller-<hash>.oci.tar
+#   pause      localhost/lws-dev/pause:3.10.2           .../pause-<hash>.oci.tar
+#   rendezvous localhost/lws-dev/rendezvous:<hash12>    .../rendezvous-<hash>.oci.tar
+#
+#   bash hack/build-images.sh [NAME...]     (default: all three)
+#   ctr -n k8s.io images import ARCHIVE     (what a node does with one)
+#
+# The recipes are hack/images/recipes.py. Needs root (mmdebstrap's root mode, chroot,
+# overlay mounts), Go (to fetch pause.c from the k8s.io/kubernetes module), network
+# access to a Debian mirror and to PyPI (or pip's cache).
+#
+#   LWS_CACHE_DIR       cache root (default ~/.cache/leaderworkerset); images/ in it.
+#   LWS_PYTHON          Python 3.11 with pip (default: the repo's .venv, else python3.11);
+#                       it builds the wheels and its pip installs them in the image.
+#   LWS_DEBIAN_MIRROR   a Debian mirror URL (default: this machine's apt sources when
+#                       they list bookworm, else deb.debian.org).
+#
+# Progress and each image's sizes go to stderr.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=hack/lib.sh
+source "$HERE/lib.sh"
+
+IMAGES="$CACHE_ROOT/images"
+PYTHON="${LWS_PYTHON:-}"
+if [[ -z "$PYTHON" ]]; then
+  if [[ -x "$HERE/../.venv/bin/python" ]]; then PYTHON="$HERE/../.venv/bin/python"; else PYTHON=python3.11; fi
+fi
+
+images() { "$PYTHON" "$HERE/images/build.py" --cache "$IMAGES" "$@"; }
+
+# Built already: no lock, no root needed. 3 is "not built yet"; anything else failed.
+status=0
+images --check "$@" || status=$?
+case "$status" in
+  0) exit 0 ;;
+  3) ;;
+  *) exit "$status" ;;
+esac
+
+((EUID == 0)) || { log "building the images needs root (mmdebstrap, chroot, mount)"; exit 1; }
+bash "$HERE/debian-packages.sh" mmdebstrap debian-archive-keyring gcc libc6-dev binutils
+
+mkdir -p "$IMAGES"
+exec 9>"$IMAGES/.lock"
+log "waiting for the images lock"
+flock 9
+started=$SECONDS
+images "$@"
+log "done in $((SECONDS - started))s"
