@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from lightkube.core.exceptions import ConfigError as KubeConfigError
 
 from leaderworkerset import __version__
 from leaderworkerset.api import constants as c
@@ -485,6 +486,9 @@ def run_controller(settings: Settings) -> None:
             runner.run(serve())
     except (LeaderElectionLostError, CertsNotReadyError) as exc:
         sys.exit(f"{exc}")
+    except KubeConfigError as exc:
+        # Outside a pod with no kubeconfig: say so, as the Go manager does, not a trace.
+        sys.exit(f"unable to get the cluster's configuration: {exc}")
     finally:
         stall_probe.stop()
 

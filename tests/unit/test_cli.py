@@ -79,3 +79,19 @@ def test_crd_generate_check(tmp_path: Path) -> None:
     stale = runner.invoke(main, ["crd", "generate", "--output", str(target), "--check"])
     assert stale.exit_code == 1
     assert "stale" in stale.output
+
+
+def test_controller_without_a_cluster_configuration_says_so_without_a_trace(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "no-kubeconfig"
+    result = CliRunner().invoke(
+        main,
+        ["controller", "--metrics-bind-address=0", "--health-probe-bind-address=0"],
+        env={"KUBECONFIG": str(missing), "KUBERNETES_SERVICE_HOST": ""},
+    )
+    assert result.exit_code == 1
+    assert f"unable to get the cluster's configuration: Configuration file {missing} not found" in (
+        str(result.exception) + result.output
+    )
+    assert "Traceback" not in result.output
