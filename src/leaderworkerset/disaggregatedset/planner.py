@@ -113,7 +113,7 @@ def next_step(
     steps = total_steps(initial_old, target, configs)
     if steps == 0:
         return None
-    correction = _correct_growth(current_old, current_new, initial_old)
+    correction = correct_growth(current_old, current_new, initial_old)
     if correction is not None:
         return correction
     if all(n >= t for n, t in zip(current_new, target, strict=True)):
@@ -149,7 +149,7 @@ def _complete(old: Sequence[int], new: Sequence[int], target: Sequence[int]) -> 
     return all(o == 0 and n >= t for o, n, t in zip(old, new, target, strict=True))
 
 
-def _correct_growth(
+def correct_growth(
     current_old: Sequence[int], current_new: Sequence[int], initial_old: Sequence[int]
 ) -> Step | None:
     """Old revisions never grow during a rollout: one that did is put back first."""

@@ -5,6 +5,7 @@ whole rollout (completes, surge and unavailability bounds) are mirrored the same
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import pytest
@@ -14,13 +15,13 @@ from leaderworkerset.disaggregatedset.planner import (
     Step,
     all_steps,
     batch_size,
+    correct_growth,
     default_configs,
     next_new,
     next_old,
     next_step,
     total_steps,
 )
-from leaderworkerset.disaggregatedset.planner import _correct_growth as correct_growth
 
 
 def parse(step: str) -> Step:
@@ -362,7 +363,7 @@ def test_unavailable_basic_step_sequence() -> None:
     assert any(
         (sum(a.old) - sum(b.old)) > (sum(b.new) - sum(a.new))
         and (b.old[0] < a.old[0] or b.old[1] < a.old[1])
-        for a, b in zip(steps, steps[1:], strict=False)
+        for a, b in itertools.pairwise(steps)
     ), "no step drains the old revision faster than it grows the new one"
 
 
