@@ -47,7 +47,7 @@ def go_quantity_text(text: str) -> str:
     text = text.strip()
     if text == "0":
         return text
-    match = _SYNTAX.match(text)
+    match = _SYNTAX.match(text) if text else None
     if match is None:
         raise ValueError(f"not a quantity: {text!r}")
     sign, _, whole, fraction, suffix = match.groups()

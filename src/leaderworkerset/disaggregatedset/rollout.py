@@ -24,8 +24,14 @@ from datetime import UTC, datetime
 
 from leaderworkerset.api.intstr import scaled_value
 from leaderworkerset.api.types import RollingUpdateConfiguration
+from leaderworkerset.disaggregatedset.api import constants as c
 from leaderworkerset.disaggregatedset.api.types import DisaggregatedRoleSpec, DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import legacy_lws_name, lws_name
+from leaderworkerset.disaggregatedset.names import (
+    legacy_lws_name,
+    lws_name,
+    service_name,
+    slice_label_matches,
+)
 from leaderworkerset.disaggregatedset.planner import RollingConfig, Step, next_step
 
 # Upstream requeues a starting or waiting rollout after a second.
@@ -35,8 +41,8 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 
 @dataclass(frozen=True)
 class ObservedLWS:
-    """One LeaderWorkerSet of the set, as listed: its labels' role and revision, its
-    spec.replicas (None: absent, which upstream counts as 1), status.readyReplicas,
+    """One LeaderWorkerSet of the set, as listed: its labels' role, revision and slice,
+    its spec.replicas (None: absent, which upstream counts as 1), status.readyReplicas,
     the initial-replicas annotation (`names.initial_replicas`) and creationTimestamp."""
 
     name: str
@@ -46,6 +52,8 @@ class ObservedLWS:
     ready_replicas: int = 0
     initial_replicas: int | None = None
     created: str | None = None
+    # The slice label as found; None or "" on a LeaderWorkerSet made before slices.
+    slice: str | None = None
 
     @property
     def desired(self) -> int:
@@ -76,6 +84,48 @@ class SlicePlan:
     rolling_out: bool = False
     complete: bool = False
     requeue_after: float | None = None
+
+
+@dataclass
+class SetPlan:
+    """The decision for a whole set: what goes before the slices are reconciled, then
+    each slice's plan (index = slice)."""
+
+    # LeaderWorkerSets of removed slices, and legacy slice-0 ones to make anew.
+    delete: list[str] = field(default_factory=list)
+    # Legacy slice-agnostic Services, deleted before their LeaderWorkerSets.
+    delete_services: list[str] = field(default_factory=list)
+    slices: list[SlicePlan] = field(default_factory=list)
+
+
+def plan_set(
+    ds: DisaggregatedSet,
+    revision: str,
+    observed: Iterable[ObservedLWS],
+    scaler_replicas: Mapping[str, int] | None = None,
+) -> SetPlan:
+    """The decision for a set, from all its LeaderWorkerSets. Slices at or above
+    spec.slices are deleted. When there are several slices, a legacy slice 0 (made
+    before slices, no slice label) of the current revision is deleted, Service first,
+    and made anew with slice labels: its Service would select the other slices' pods
+    too. A legacy slice 0 of an older revision is left to the rollout instead."""
+    lwss = list(observed)
+    slices = (ds.spec.slices if ds.spec is not None else None) or c.DEFAULT_SLICES
+    plan = SetPlan(delete=[x.name for x in lwss if _slice_index(x.slice) >= slices])
+    if slices > 1:
+        by_name = {x.name: x for x in lwss}
+        for role in ds.roles:
+            legacy = by_name.get(legacy_lws_name(ds.name, revision, role.name or ""))
+            if legacy is not None and not legacy.slice:
+                plan.delete_services.append(service_name(legacy.name))
+                plan.delete.append(legacy.name)
+    remaining = [x for x in lwss if x.name not in plan.delete]
+    for index in range(slices):
+        members = [
+            x for x in remaining if slice_label_matches({c.LABEL_SLICE: x.slice or ""}, index)
+        ]
+        plan.slices.append(plan_slice(ds, index, revision, members, scaler_replicas))
+    return plan
 
 
 def plan_slice(
@@ -339,6 +389,18 @@ def _scaled(value: int | str | None, total: int, *, round_up: bool) -> int:
         return scaled_value(value, total, round_up)
     except ValueError:
         return 0
+
+
+def _in_slice(lws: ObservedLWS, slice_index: int) -> bool:
+    return slice_label_matches({c.LABEL_SLICE: lws.slice or ""}, slice_index)
+
+
+def _slice_index(label: str | None) -> int:
+    """The slice of a label as upstream parses it (Atoi); -1 when it is none."""
+    try:
+        return int(label or "", 10)
+    except ValueError:
+        return -1
 
 
 def _timestamp(value: str | None) -> datetime:

@@ -305,6 +305,11 @@ def name_fit_errors(ds: DisaggregatedSet) -> list[FieldError]:
     slices = (ds.spec.slices if ds.spec is not None else None) or c.DEFAULT_SLICES
     errs = []
     for i, role in enumerate(ds.roles):
+        if (
+            not _ROLE_NAME.fullmatch(role.name or "")
+            or len(role.name or "") > c.ROLE_NAME_MAX_LENGTH
+        ):
+            continue  # the schema refuses the role name itself
         longest = service_name(lws_name(name, slices - 1, "x" * c.REVISION_LENGTH, role.name or ""))
         if len(longest) > c.DNS_LABEL_MAX_LENGTH:
             errs.append(
