@@ -17,6 +17,7 @@ from leaderworkerset.disaggregatedset.api.crd import build_disaggregatedset_crd,
 from leaderworkerset.disaggregatedset.api.defaults import default_disaggregatedset
 from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
 from leaderworkerset.disaggregatedset.api.validation import validate_create
+from leaderworkerset.localcluster.manager_process import install_upstream_needs
 from leaderworkerset.runtime.client import CRDS, ApiClient, ApiError, Resource
 from tests.toolkit.waiting import eventually
 
@@ -162,3 +163,12 @@ async def test_role_scaler_defaults_and_scale_subresource(
     assert (await ds_client.get(SCALERS, "llm-prefill", namespace=namespace))["spec"] == {
         "replicas": 5
     }
+
+
+async def test_upstream_manager_gets_the_real_crds(ds_client: ApiClient) -> None:
+    """What the migration tests install for upstream's manager: these CRDs, served."""
+    await install_upstream_needs(ds_client)
+    for crd in (build_disaggregatedset_crd(), build_scaler_crd()):
+        stored = await ds_client.get(CRDS, crd["metadata"]["name"])
+        served = stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        assert served == crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
