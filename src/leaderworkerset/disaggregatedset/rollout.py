@@ -121,9 +121,7 @@ def plan_set(
                 plan.delete.append(legacy.name)
     remaining = [x for x in lwss if x.name not in plan.delete]
     for index in range(slices):
-        members = [
-            x for x in remaining if slice_label_matches({c.LABEL_SLICE: x.slice or ""}, index)
-        ]
+        members = [x for x in remaining if _in_slice(x, index)]
         plan.slices.append(plan_slice(ds, index, revision, members, scaler_replicas))
     return plan
 

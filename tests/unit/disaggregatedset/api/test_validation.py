@@ -445,3 +445,33 @@ def test_update_keeps_a_name_error_the_object_already_had() -> None:
     assert validate_update(replicas_changed, old) == []
     more_slices = stored(manifest(role("r" * 30), role("decode"), name="s" * 25, slices=11))
     assert fields(validate_update(more_slices, old)) == ["spec.roles[0].name"]
+
+
+@pytest.mark.parametrize(
+    "config,field,words",
+    [
+        ({"maxSurge": "150%"}, "maxSurge", "must not be greater than 100%"),
+        ({"maxUnavailable": -1}, "maxUnavailable", "must be greater than or equal to 0"),
+        ({"maxSurge": "abc"}, "maxSurge", "a valid percent string must be"),
+    ],
+    ids=["over 100%", "negative", "not a percentage"],
+)
+def test_max_surge_and_max_unavailable_must_be_valid(
+    config: dict[str, Any], field: str, words: str
+) -> None:
+    errors = errors_of(manifest(role("prefill", rolloutStrategy=rolling(**config)), role("decode")))
+    path = f"spec.roles[0].spec.rolloutStrategy.rollingUpdateConfiguration.{field}"
+    assert path in fields(errors)
+    assert words in text([e for e in errors if e.field == path])
+
+
+def test_invalid_surge_values_are_not_checked_on_zero_replicas() -> None:
+    config = rolling(maxSurge="150%", maxUnavailable=0)
+    doc = manifest(role("prefill", 0, rolloutStrategy=config), role("decode", 0))
+    assert errors_of(doc) == []
+
+
+@pytest.mark.parametrize("replicas", [-1, 1_000_001])
+def test_role_replicas_bounds(replicas: int) -> None:
+    errors = errors_of(manifest(role("prefill", replicas), role("decode", replicas)))
+    assert {"spec.roles[0].spec.replicas", "spec.roles[1].spec.replicas"} <= set(fields(errors))
