@@ -112,10 +112,17 @@ mutation: setup
 	$(BIN)/mutmut run --max-children $(MUTATION_JOBS)
 	$(BIN)/python hack/mutation_scores.py
 
-# The kustomize manifests and the Helm chart ship the same generated CRD.
+# The kustomize manifests and the Helm chart ship the same generated CRDs, under
+# upstream's file names.
+CRDS := leaderworkerset.x-k8s.io_leaderworkersets \
+	disaggregatedset.x-k8s.io_disaggregatedsets \
+	disaggregatedset.x-k8s.io_disaggregatedsetrolescalers
 crd: setup
-	$(BIN)/lws crd generate --output config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml
-	$(BIN)/lws crd generate --output charts/lws/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml
+	@set -e; for name in $(CRDS); do \
+		for dir in config/crd/bases charts/lws/crds; do \
+			$(BIN)/lws crd generate --kind "$${name#*_}" --output "$$dir/$$name.yaml"; \
+		done; \
+	done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis mutants

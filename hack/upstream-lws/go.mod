@@ -1,6 +1,8 @@
 // Pins the upstream Go LeaderWorkerSet manager that the migration tests run
-// beside ours; see hack/build-upstream-lws.sh. Only this file and go.sum are
-// kept in the repository: the source comes from the module proxy at build time.
+// beside ours; see hack/build-upstream-lws.sh. Only this file, go.sum and
+// revision/ (ours: prints upstream's DisaggregatedSet revision, see
+// hack/build-upstream-revision.sh) are kept in the repository: upstream's source
+// comes from the module proxy at build time.
 module github.com/leaderworkerset/leaderworkerset/hack/upstream-lws
 
 go 1.26.0

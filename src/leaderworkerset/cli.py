@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,11 @@ from leaderworkerset.api.schema_check import check_against_schema
 from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
 from leaderworkerset.controller_command import controller
+from leaderworkerset.disaggregatedset.api import constants as ds
+from leaderworkerset.disaggregatedset.api.crd import (
+    render_disaggregatedset_crd_yaml,
+    render_scaler_crd_yaml,
+)
 
 
 @dataclass(frozen=True)
@@ -143,21 +149,37 @@ def check_samples(samples: Path) -> None:
         raise click.ClickException(f"invalid samples: {', '.join(failed)}")
 
 
+# Each CRD `lws crd generate` writes, by its plural.
+CRD_RENDERERS: dict[str, Callable[[], str]] = {
+    c.PLURAL: render_crd_yaml,
+    ds.PLURAL: render_disaggregatedset_crd_yaml,
+    ds.SCALER_PLURAL: render_scaler_crd_yaml,
+}
+
+
 @main.group()
 def crd() -> None:
-    """The LeaderWorkerSet CustomResourceDefinition."""
+    """The CustomResourceDefinitions: LeaderWorkerSet, DisaggregatedSet and its RoleScaler."""
 
 
 @crd.command("generate")
+@click.option(
+    "--kind",
+    "plural",
+    type=click.Choice(list(CRD_RENDERERS)),
+    default=c.PLURAL,
+    show_default=True,
+    help="Which CRD, by its plural.",
+)
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     help=f"Write to this file (e.g. {CRD_FILE}) instead of stdout.",
 )
 @click.option("--check", is_flag=True, help="Exit 1 if --output differs from the generated CRD.")
-def crd_generate(output: Path | None, check: bool) -> None:
-    """Generate the CRD from the API code."""
-    rendered = render_crd_yaml()
+def crd_generate(plural: str, output: Path | None, check: bool) -> None:
+    """Generate a CRD from the API code."""
+    rendered = CRD_RENDERERS[plural]()
     if output is None:
         click.echo(rendered, nl=False)
         return
@@ -165,7 +187,7 @@ def crd_generate(output: Path | None, check: bool) -> None:
         current = output.read_text() if output.exists() else ""
         if current != rendered:
             raise click.ClickException(
-                f"{output} is stale: run `lws crd generate --output {output}`"
+                f"{output} is stale: run `lws crd generate --kind {plural} --output {output}`"
             )
         return
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -235,6 +235,8 @@ def test_tool_versions(tools: Tools) -> None:
 
 COMMON = {
     ("CustomResourceDefinition", "leaderworkersets.leaderworkerset.x-k8s.io"),
+    ("CustomResourceDefinition", "disaggregatedsets.disaggregatedset.x-k8s.io"),
+    ("CustomResourceDefinition", "disaggregatedsetrolescalers.disaggregatedset.x-k8s.io"),
     ("ServiceAccount", "lws-controller-manager"),
     ("ClusterRole", "lws-manager-role"),
     ("ClusterRoleBinding", "lws-manager-rolebinding"),

@@ -17,6 +17,8 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.toolkit.paths import REPO
 
 MODULE = "sigs.k8s.io/lws"
@@ -93,3 +95,15 @@ def extract(folder: str, dest: Path, version: str | None = None) -> Path:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(archive.read(name))
     return dest / folder
+
+
+def upstream_file(relative: str, version: str | None = None) -> str:
+    """The text of one file of upstream's module (path relative to the module root); the
+    test is skipped when the proxy cannot be reached."""
+    version = version or pinned_version()
+    try:
+        path = module_zip(version)
+    except ProxyUnreachableError as exc:
+        pytest.skip(str(exc))
+    with zipfile.ZipFile(path) as archive:
+        return archive.read(f"{MODULE}@{version}/{relative}").decode()

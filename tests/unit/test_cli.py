@@ -95,3 +95,33 @@ def test_controller_without_a_cluster_configuration_says_so_without_a_trace(
         str(result.exception) + result.output
     )
     assert "Traceback" not in result.output
+
+
+def test_crd_generate_kinds() -> None:
+    runner = CliRunner()
+    names = {}
+    for kind in ("leaderworkersets", "disaggregatedsets", "disaggregatedsetrolescalers"):
+        result = runner.invoke(main, ["crd", "generate", "--kind", kind])
+        assert result.exit_code == 0, result.output
+        crd = yaml.safe_load(result.output.split("---\n", 1)[1])
+        names[kind] = crd["metadata"]["name"]
+    assert names == {
+        "leaderworkersets": "leaderworkersets.leaderworkerset.x-k8s.io",
+        "disaggregatedsets": "disaggregatedsets.disaggregatedset.x-k8s.io",
+        "disaggregatedsetrolescalers": "disaggregatedsetrolescalers.disaggregatedset.x-k8s.io",
+    }
+    default = runner.invoke(main, ["crd", "generate"])
+    assert (
+        default.output
+        == runner.invoke(main, ["crd", "generate", "--kind", "leaderworkersets"]).output
+    )
+
+
+def test_crd_generate_check_names_the_kind(tmp_path: Path) -> None:
+    target = tmp_path / "crd.yaml"
+    target.write_text("stale")
+    stale = CliRunner().invoke(
+        main, ["crd", "generate", "--kind", "disaggregatedsets", "--output", str(target), "--check"]
+    )
+    assert stale.exit_code == 1
+    assert "--kind disaggregatedsets" in stale.output

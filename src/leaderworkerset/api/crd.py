@@ -77,7 +77,7 @@ def kubernetes_schemas() -> dict[str, Any]:
 
 
 def build_crd() -> dict[str, Any]:
-    root = _model_schema(LeaderWorkerSet)
+    root = model_schema(LeaderWorkerSet)
     root["description"] = (
         "LeaderWorkerSet runs groups of pods as units: each group is one leader pod and "
         "size-1 worker pods, created, restarted, scaled and rolled out together."
@@ -166,7 +166,8 @@ def _printer_columns() -> list[dict[str, str]]:
     ]
 
 
-def _model_schema(model: type) -> dict[str, Any]:
+def model_schema(model: type) -> dict[str, Any]:
+    """The structural schema of a model class, from its FieldSpecs."""
     properties: dict[str, Any] = {}
     required: list[str] = []
     for _, spec in api_fields(model):
@@ -191,10 +192,10 @@ def _field_schema(spec: FieldSpec) -> dict[str, Any]:
         schema = _int_or_string()
     elif spec.kind is Kind.MODEL:
         assert spec.model is not None
-        schema = _model_schema(spec.model)
+        schema = model_schema(spec.model)
     elif spec.kind is Kind.MODEL_LIST:
         assert spec.model is not None
-        schema = {"type": "array", "items": _model_schema(spec.model)}
+        schema = {"type": "array", "items": model_schema(spec.model)}
     elif spec.kind is Kind.K8S:
         assert spec.k8s_ref is not None
         schema = _kubernetes_schema(spec.k8s_ref)

@@ -213,7 +213,7 @@ def _validate_rolling_update(spec: LeaderWorkerSetSpec) -> list[FieldError]:
     errs: list[FieldError] = []
     for path, value in ((MAX_UNAVAILABLE, config.max_unavailable), (MAX_SURGE, config.max_surge)):
         if value is not None:
-            errs.extend(_int_or_percent_errors(value, path))
+            errs.extend(int_or_percent_errors(value, path))
     if config.partition is not None and config.partition < 0:
         errs.append(invalid(PARTITION, config.partition, "must be greater than or equal to 0"))
 
@@ -233,7 +233,7 @@ def _validate_rolling_update(spec: LeaderWorkerSetSpec) -> list[FieldError]:
     return errs
 
 
-def _int_or_percent_errors(value: IntOrString, path: str) -> list[FieldError]:
+def int_or_percent_errors(value: IntOrString, path: str) -> list[FieldError]:
     if isinstance(value, int):
         return [] if value >= 0 else [invalid(path, value, "must be greater than or equal to 0")]
     if not is_percent(value):

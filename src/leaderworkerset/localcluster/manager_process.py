@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from leaderworkerset.api.objects import JSON
+from leaderworkerset.disaggregatedset.api.crd import build_disaggregatedset_crd, build_scaler_crd
 from leaderworkerset.localcluster.deploy import (
     FIELD_MANAGER,
     free_port,
@@ -149,16 +150,15 @@ def stand_in_crd(
     }
 
 
-# Upstream's manager (v0.9 on) also runs a DisaggregatedSet controller; without that
-# kind's CRD its cache never syncs and, after controller-runtime's sync timeout, the
-# whole manager exits.
-DISAGGREGATEDSET_CRD = stand_in_crd(
-    "disaggregatedset.x-k8s.io",
-    "v1",
-    "DisaggregatedSet",
-    "disaggregatedsets",
-    status_subresource=True,
-)
+# -- upstream's other kinds -------------------------------------------------------------
+
+
+def disaggregatedset_crds() -> tuple[JSON, JSON]:
+    """Upstream's manager (v0.9 on) also runs a DisaggregatedSet controller (v0.10 on, with
+    RoleScalers); without those kinds' CRDs its cache never syncs and, after
+    controller-runtime's sync timeout, the whole manager exits. These are the real CRDs,
+    the same schema as upstream's."""
+    return build_disaggregatedset_crd(), build_scaler_crd()
 
 
 async def crd_established(api: ApiClient, name: str) -> bool:
@@ -168,14 +168,17 @@ async def crd_established(api: ApiClient, name: str) -> bool:
 
 
 async def install_upstream_needs(api: ApiClient, within: float = 60.0) -> None:
-    """What upstream's manager needs beyond ours: the DisaggregatedSet CRD, served."""
-    await api.apply(CRDS, DISAGGREGATEDSET_CRD, field_manager=FIELD_MANAGER)
-    name = DISAGGREGATEDSET_CRD["metadata"]["name"]
+    """What upstream's manager needs beyond ours: the DisaggregatedSet CRDs, served."""
+    crds = disaggregatedset_crds()
+    for crd in crds:
+        await api.apply(CRDS, crd, field_manager=FIELD_MANAGER)
     deadline = time.monotonic() + within
-    while not await crd_established(api, name):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"CRD {name} not established after {within}s")
-        await asyncio.sleep(0.2)
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        while not await crd_established(api, name):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"CRD {name} not established after {within}s")
+            await asyncio.sleep(0.2)
 
 
 # -- the process -----------------------------------------------------------------------------

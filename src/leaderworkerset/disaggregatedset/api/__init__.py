@@ -1,0 +1,2 @@
+"""The DisaggregatedSet and DisaggregatedSetRoleScaler API: model, CRDs, defaulting
+and validation."""
