@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.codec import decode, encode
@@ -309,8 +309,32 @@ class LeaderWorkerSetStatus:
     extra: JSON = extra_field()
 
 
+class TopLevel:
+    """What every kind of this API's models shares: JSON conversion and the object's
+    name (the DisaggregatedSet kinds are models of the same codec)."""
+
+    metadata: JSON | None
+
+    @classmethod
+    def from_json(cls, data: Any) -> tuple[Self, list[FieldError]]:
+        """Decode; the errors list names every member of the wrong JSON type."""
+        errors: list[FieldError] = []
+        return decode(cls, data, "", errors), errors
+
+    def to_json(self) -> JSON:
+        return encode(self)
+
+    @property
+    def name(self) -> str:
+        return str((self.metadata or {}).get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str((self.metadata or {}).get("namespace", ""))
+
+
 @dataclass
-class LeaderWorkerSet:
+class LeaderWorkerSet(TopLevel):
     api_version: str | None = api_field("apiVersion", Kind.STRING, "API version.")
     kind: str | None = api_field("kind", Kind.STRING, "Object kind.")
     metadata: JSON | None = api_field(
@@ -329,23 +353,6 @@ class LeaderWorkerSet:
         model=LeaderWorkerSetStatus,
     )
     extra: JSON = extra_field()
-
-    @classmethod
-    def from_json(cls, data: Any) -> tuple[LeaderWorkerSet, list[FieldError]]:
-        """Decode; the errors list names every member of the wrong JSON type."""
-        errors: list[FieldError] = []
-        return decode(cls, data, "", errors), errors
-
-    def to_json(self) -> JSON:
-        return encode(self)
-
-    @property
-    def name(self) -> str:
-        return str((self.metadata or {}).get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str((self.metadata or {}).get("namespace", ""))
 
 
 def group_identity_of(spec: LeaderWorkerSetSpec | JSON | None) -> str:

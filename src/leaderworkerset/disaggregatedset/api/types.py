@@ -11,13 +11,10 @@ them out and validation refuses them (see `api/crd.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Self
 
-from leaderworkerset.api.codec import decode, encode
-from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.fields import Kind, api_field, extra_field
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.api.types import OBJECT_META, Condition, LeaderWorkerSetSpec
+from leaderworkerset.api.types import OBJECT_META, Condition, LeaderWorkerSetSpec, TopLevel
 from leaderworkerset.disaggregatedset.api import constants as c
 
 
@@ -159,31 +156,8 @@ class DisaggregatedSetStatus:
     extra: JSON = extra_field()
 
 
-class _TopLevel:
-    """What the two kinds share: JSON conversion and the name of the object."""
-
-    metadata: JSON | None
-
-    @classmethod
-    def from_json(cls, data: Any) -> tuple[Self, list[FieldError]]:
-        """Decode; the errors list names every member of the wrong JSON type."""
-        errors: list[FieldError] = []
-        return decode(cls, data, "", errors), errors
-
-    def to_json(self) -> JSON:
-        return encode(self)
-
-    @property
-    def name(self) -> str:
-        return str((self.metadata or {}).get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str((self.metadata or {}).get("namespace", ""))
-
-
 @dataclass
-class DisaggregatedSet(_TopLevel):
+class DisaggregatedSet(TopLevel):
     api_version: str | None = api_field("apiVersion", Kind.STRING, "API version.")
     kind: str | None = api_field("kind", Kind.STRING, "Object kind.")
     metadata: JSON | None = api_field(
@@ -255,7 +229,7 @@ class DisaggregatedSetRoleScalerStatus:
 
 
 @dataclass
-class DisaggregatedSetRoleScaler(_TopLevel):
+class DisaggregatedSetRoleScaler(TopLevel):
     api_version: str | None = api_field("apiVersion", Kind.STRING, "API version.")
     kind: str | None = api_field("kind", Kind.STRING, "Object kind.")
     metadata: JSON | None = api_field(
