@@ -5,13 +5,11 @@ certificates, and metrics behind a ServiceAccount token."""
 from __future__ import annotations
 
 import json
-import ssl
-import urllib.error
-import urllib.request
 
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.localcluster.manager_process import http_get
 from leaderworkerset.localcluster.realnode.layout import NODE_NAME
 from leaderworkerset.runtime.client import (
     LEADERWORKERSETS,
@@ -80,22 +78,6 @@ async def test_the_webhooks_are_reached_through_their_service(
     await real_api.delete(LEADERWORKERSETS, "defaulted-by-webhook", namespace="default")
 
 
-def _metrics(url: str, token: str | None) -> tuple[int, str]:
-    # The server's certificate is self-signed (no cert-manager here); the token is what
-    # is being checked.
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    request = urllib.request.Request(url)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, ""
-
-
 async def test_metrics_are_scraped_through_the_service_with_a_token(
     helm_installed: float, real_cluster: RealCluster, real_api: ApiClient
 ) -> None:
@@ -122,11 +104,11 @@ async def test_metrics_are_scraped_through_the_service_with_a_token(
         "--serviceaccount=default:scraper",
     )
     token = kubectl("kubectl", "create", "token", "scraper", "-n", "default").strip()
-    assert _metrics(url, None)[0] == 401
-    status, body = _metrics(url, token)
+    assert http_get(url, None)[0] == 401
+    status, body = http_get(url, token)
     assert status == 200
     assert "controller_runtime_reconcile_total" in body
     # A token of an account without the role is authenticated, then refused.
     kubectl("kubectl", "create", "serviceaccount", "stranger", "-n", "default")
     stranger = kubectl("kubectl", "create", "token", "stranger", "-n", "default").strip()
-    assert _metrics(url, stranger)[0] == 403
+    assert http_get(url, stranger)[0] == 403
