@@ -5,6 +5,8 @@ every group, and each new group meets again."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from leaderworkerset.api import constants as c
@@ -21,13 +23,17 @@ REPLICAS = 2
 
 
 async def _meet(api: ApiClient, name: str) -> dict[str, object]:
+    """Every group Ready and met; prints how long that took (shown with -s)."""
+    started = time.monotonic()
     await wait_ready(api, "default", name, REPLICAS, within=180)
-    return await eventually(
+    met = await eventually(
         lambda: groups_met(api, "default", name, SIZE),
         f"every group of {name} met",
         within=60,
         ignoring=(AssertionError, OSError),
     )
+    print(f"\n[time] {name}: {REPLICAS} groups of {SIZE} met in {time.monotonic() - started:.1f}s")
+    return met
 
 
 @pytest.mark.parametrize("identity", ["Ordinal", "Hash"])
