@@ -39,6 +39,9 @@ TEMPLATES = {
     "metrics_reader_role.yaml": ["config/rbac/metrics_reader_role.yaml"],
     "volcano_role.yaml": ["config/components/volcano/role.yaml"],
     "prometheus_role.yaml": ["config/prometheus/role.yaml"],
+    "disaggregatedset_admin_role.yaml": ["config/components/disaggregatedset/admin_role.yaml"],
+    "disaggregatedset_editor_role.yaml": ["config/components/disaggregatedset/editor_role.yaml"],
+    "disaggregatedset_viewer_role.yaml": ["config/components/disaggregatedset/viewer_role.yaml"],
 }
 # template file -> the values switch it is rendered under
 CONDITIONS = {
@@ -48,6 +51,11 @@ CONDITIONS = {
     # cert-manager writes the Secret instead; the manager only mounts it.
     "cert_secret_role.yaml": "not .Values.enableCertManager",
     "prometheus_role.yaml": ".Values.enablePrometheus",
+    # As upstream's chart: the CRDs, the controller and its manager RBAC are always
+    # installed; the switch adds the users' roles and the validating webhook.
+    "disaggregatedset_admin_role.yaml": ".Values.enableDisaggregatedSet",
+    "disaggregatedset_editor_role.yaml": ".Values.enableDisaggregatedSet",
+    "disaggregatedset_viewer_role.yaml": ".Values.enableDisaggregatedSet",
 }
 
 

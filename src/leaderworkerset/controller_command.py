@@ -151,6 +151,7 @@ class Settings:
     namespace: str
     kubeconfig: Path | None = None
     enable_webhooks: bool = True
+    enable_disaggregatedset: bool = True
     metrics_secure: bool = True
     extra_dns_names: tuple[str, ...] = ()
     extra_ip_addresses: tuple[str, ...] = ()
@@ -339,6 +340,11 @@ _OPTIONS: tuple[Callable[[Any], Any], ...] = (
         "Serve metrics over HTTPS to callers authorized by TokenReview and "
         "SubjectAccessReview; false serves plain HTTP to anyone. Default true.",
     ),
+    _go_bool(
+        "--enable-disaggregatedset",
+        "Run the DisaggregatedSet controller and serve its webhook (its CRDs must be "
+        "installed). Default true: upstream's manager always runs it.",
+    ),
     click.option(
         "--webhook-cert-extra-sans",
         multiple=True,
@@ -377,6 +383,7 @@ def controller_command(
         kubeconfig: Path | None,
         namespace_override: str | None,
         metrics_secure: bool | None,
+        enable_disaggregatedset: bool | None,
         webhook_cert_extra_sans: tuple[str, ...],
         event_loop: str,
         **flags: Any,
@@ -399,6 +406,7 @@ def controller_command(
             kubeconfig=kubeconfig,
             enable_webhooks=webhooks_enabled(),
             metrics_secure=metrics_secure is not False,
+            enable_disaggregatedset=enable_disaggregatedset is not False,
             extra_dns_names=tuple(s for s in sans if not _is_ip(s)),
             extra_ip_addresses=tuple(s for s in sans if _is_ip(s)),
             user_agent=user_agent(version or "unknown", git_commit),
@@ -474,6 +482,7 @@ def run_controller(settings: Settings) -> None:
         setup_controllers(
             manager,
             enable_webhooks=settings.enable_webhooks,
+            enable_disaggregatedset=settings.enable_disaggregatedset,
             gang_scheduling=settings.gang_scheduling_provider is not None,
             replacement_release=settings.replacement_release,
             limits=settings.size_limits,

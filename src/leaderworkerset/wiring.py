@@ -15,6 +15,11 @@ from dataclasses import dataclass
 from leaderworkerset.admission_dryrun import dry_run_check
 from leaderworkerset.api.limits import SizeLimits
 from leaderworkerset.caches import LwsCaches, build_caches
+from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_ds_caches
+from leaderworkerset.controllers.disaggregatedset.reconciler import DisaggregatedSetReconciler
+from leaderworkerset.controllers.disaggregatedset.triggers import (
+    setup_disaggregatedset_controller,
+)
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
@@ -27,6 +32,8 @@ from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.runtime.manager import Manager
 from leaderworkerset.webhooks.admission import register_webhooks
+from leaderworkerset.webhooks.disaggregatedset import VALIDATING_PATH as DS_VALIDATING_PATH
+from leaderworkerset.webhooks.disaggregatedset import validate_disaggregatedset
 
 
 @dataclass
@@ -36,6 +43,9 @@ class LwsControllers:
     pods: Controller
     replacement: Controller
     options: ControllerOptions
+    # None when the DisaggregatedSet controller is switched off.
+    disaggregatedsets: Controller | None = None
+    ds_caches: DsCaches | None = None
 
 
 def setup_controllers(
@@ -48,6 +58,7 @@ def setup_controllers(
     pod_workers: int = POD_WORKERS,
     replacement_release: ReleaseThresholds | None = None,
     limits: SizeLimits | None = None,
+    enable_disaggregatedset: bool = True,
 ) -> LwsControllers:
     client, recorder = manager.client, manager.recorder
     options = ControllerOptions(
@@ -78,4 +89,22 @@ def setup_controllers(
         register_webhooks(
             manager.webhook_server, caches, options, client, template_check=dry_run_check(client)
         )
-    return LwsControllers(caches, lws_controller, pod_controller, replacement_controller, options)
+    built = LwsControllers(caches, lws_controller, pod_controller, replacement_controller, options)
+    if enable_disaggregatedset:
+        _setup_disaggregatedsets(manager, built, namespace, enable_webhooks)
+    return built
+
+
+def _setup_disaggregatedsets(
+    manager: Manager, built: LwsControllers, namespace: str | None, enable_webhooks: bool
+) -> None:
+    """The DisaggregatedSet controller, its caches and (with webhooks) its validator.
+    Switched off, none of it exists: no watch of its kinds, no webhook path."""
+    ds_caches = build_ds_caches(manager.client, namespace)
+    for informer in ds_caches.all():
+        manager.add_cache(informer, name=informer.name)
+    reconciler = DisaggregatedSetReconciler(manager.client, ds_caches, manager.recorder)
+    built.disaggregatedsets = setup_disaggregatedset_controller(manager, reconciler)
+    built.ds_caches = ds_caches
+    if enable_webhooks:
+        manager.webhook_server.register(DS_VALIDATING_PATH, validate_disaggregatedset)

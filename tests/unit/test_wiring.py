@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from leaderworkerset.caches import LwsCaches
+from leaderworkerset.disaggregatedset.api.constants import LABEL_SET_NAME as DS_LABEL
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.controller import Controller
+from leaderworkerset.webhooks.disaggregatedset import VALIDATING_PATH as DS_VALIDATING_PATH
 from leaderworkerset.wiring import LwsControllers, setup_controllers
 from tests.toolkit.manager import new_manager
 from tests.toolkit.waiting import eventually
@@ -51,7 +53,10 @@ class Wired:
 
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.manager = new_manager(tmp_path, cache_sync_timeout=0.05)
-        self.wiring: LwsControllers = setup_controllers(self.manager, enable_webhooks=False)
+        # The DisaggregatedSet controller's caches are its own (test below).
+        self.wiring: LwsControllers = setup_controllers(
+            self.manager, enable_webhooks=False, enable_disaggregatedset=False
+        )
         for informer in self.wiring.caches.all():
             monkeypatch.setattr(informer, "start", lambda: None)
         self.unsynced_at_start: dict[str, list[str]] = {}
@@ -105,3 +110,21 @@ async def test_controllers_start_once_all_caches_synced(
         wired.manager.request_stop()
         await asyncio.wait_for(run, 10)
     assert wired.unsynced_at_start == {name: [] for name in CONTROLLERS}
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_disaggregatedset_switch(enabled: bool, tmp_path: Path) -> None:
+    """Off: no DisaggregatedSet controller, no watch of its kinds, no webhook path."""
+    manager = new_manager(tmp_path)
+    wiring = setup_controllers(manager, enable_disaggregatedset=enabled)
+    caches = [name for name, _ in manager._caches]
+    watched = [name for name in caches if name.startswith("disaggregatedset")]
+    served = DS_VALIDATING_PATH in manager.webhook_server._handlers
+    if enabled:
+        assert wiring.disaggregatedsets is not None and wiring.ds_caches is not None
+        assert watched == ["disaggregatedsets", "disaggregatedsetrolescalers[" + DS_LABEL + "]"]
+        assert served
+    else:
+        assert wiring.disaggregatedsets is None and wiring.ds_caches is None
+        assert not watched and not any(DS_LABEL in name for name in caches)
+        assert not served

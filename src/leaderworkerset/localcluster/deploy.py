@@ -25,6 +25,7 @@ import yaml
 from leaderworkerset.api import constants as c
 from leaderworkerset.api.crd import build_crd
 from leaderworkerset.api.objects import JSON
+from leaderworkerset.disaggregatedset.api.crd import build_disaggregatedset_crd, build_scaler_crd
 from leaderworkerset.runtime.certs import CertRotatorOptions
 from leaderworkerset.runtime.client import (
     CRDS,
@@ -71,26 +72,31 @@ def _repo_root() -> Path:
 
 
 async def install(client: ApiClient, webhook_port: int) -> None:
-    """The CRD and the webhook configurations (without CA bundles: the manager injects)."""
-    await client.apply(CRDS, build_crd(), field_manager=FIELD_MANAGER)
+    """The CRDs (the LeaderWorkerSet's and the DisaggregatedSet's two, which the manager
+    watches too) and the webhook configurations (without CA bundles: the manager
+    injects)."""
+    crds = (build_crd(), build_disaggregatedset_crd(), build_scaler_crd())
+    for crd in crds:
+        await client.apply(CRDS, crd, field_manager=FIELD_MANAGER)
     for config in webhook_configurations(webhook_port):
         resource = (
             MUTATING_WEBHOOKS if config["kind"].startswith("Mutating") else VALIDATING_WEBHOOKS
         )
         await client.apply(resource, config, field_manager=FIELD_MANAGER)
-    await _wait_established(client)
+    for crd in crds:
+        await _wait_established(client, crd["metadata"]["name"])
 
 
-async def _wait_established(client: ApiClient, within: float = 60.0) -> None:
+async def _wait_established(client: ApiClient, name: str, within: float = 60.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     while loop.time() < deadline:
-        crd = await client.get(CRDS, c.CRD_NAME)
+        crd = await client.get(CRDS, name)
         conditions = (crd.get("status") or {}).get("conditions") or []
         if any(x["type"] == "Established" and x["status"] == "True" for x in conditions):
             return
         await asyncio.sleep(0.2)
-    raise TimeoutError(f"CRD {c.CRD_NAME} not established after {within}s")
+    raise TimeoutError(f"CRD {name} not established after {within}s")
 
 
 def local_manager_options(
@@ -212,9 +218,10 @@ async def _wait_ready(running: RunningController, within: float = 120.0) -> None
             running.task.result()
             raise RuntimeError("the manager stopped while starting")
         controllers = running.controllers
-        ready = running.manager.webhook_server.is_serving() and all(
-            c.running for c in (controllers.leaderworkersets, controllers.pods)
-        )
+        started = [controllers.leaderworkersets, controllers.pods]
+        if controllers.disaggregatedsets is not None:
+            started.append(controllers.disaggregatedsets)
+        ready = running.manager.webhook_server.is_serving() and all(c.running for c in started)
         if ready:
             return
         await asyncio.sleep(0.1)

@@ -1,0 +1,57 @@
+"""The watch caches of the DisaggregatedSet controller.
+
+The sets and RoleScalers whole; the LeaderWorkerSets and Services label-selected on
+the set-name label (`disaggregatedset.x-k8s.io/name`) that everything a set makes
+carries, and indexed by it, so a reconcile finds a set's objects without a LIST.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from leaderworkerset.api.objects import JSON
+from leaderworkerset.disaggregatedset.api import constants as c
+from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
+from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, Resource
+from leaderworkerset.runtime.indexes import label_index_name
+
+DISAGGREGATEDSETS = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
+ROLE_SCALERS = Resource(c.GROUP, c.VERSION, c.SCALER_PLURAL, c.SCALER_KIND)
+BY_SET = label_index_name(c.LABEL_SET_NAME)
+
+
+@dataclass
+class DsCaches:
+    sets: Informer
+    leaderworkersets: Informer
+    services: Informer
+    scalers: Informer
+
+    def all(self) -> list[Informer]:
+        return [self.sets, self.leaderworkersets, self.services, self.scalers]
+
+    @staticmethod
+    def of_set(informer: Informer, namespace: str, set_name: str) -> list[JSON]:
+        """The objects of `informer` labelled with this set's name."""
+        return informer.by_index(BY_SET, f"{namespace}/{set_name}")
+
+
+def build_ds_caches(client: ListerWatcher, namespace: str | None = None) -> DsCaches:
+    def labelled(resource: Resource) -> Informer:
+        return Informer(
+            client,
+            resource,
+            namespace=namespace,
+            label_selector=c.LABEL_SET_NAME,
+            label_indexes=[c.LABEL_SET_NAME],
+            transform=strip_managed_fields,
+        )
+
+    return DsCaches(
+        sets=Informer(
+            client, DISAGGREGATEDSETS, namespace=namespace, transform=strip_managed_fields
+        ),
+        leaderworkersets=labelled(LEADERWORKERSETS),
+        services=labelled(SERVICES),
+        scalers=labelled(ROLE_SCALERS),
+    )

@@ -1,0 +1,104 @@
+"""The status of a DisaggregatedSet: per role, its groups over all slices and revisions
+(`replicas`, `readyReplicas`) and those of the current revision (`updatedReplicas`);
+and two conditions.
+
+Upstream v0.10.0 declares these members but writes none of them; this is ours:
+- `Available`: True when every role has at least one ready group (the set can serve);
+  reason `AllRolesAvailable`, else False with `RolesUnavailable` naming the roles.
+- `Progressing`: True while a slice rolls out (`RollingUpdate`) or a role's current
+  revision has fewer ready groups than its target (`Scaling`); False (`Complete`)
+  once every role runs its target, all ready, at the current revision.
+A condition keeps its lastTransitionTime while its status stays the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from leaderworkerset.api.objects import JSON, labels_of
+from leaderworkerset.disaggregatedset.api import constants as c
+from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
+
+AVAILABLE = "Available"
+PROGRESSING = "Progressing"
+
+
+@dataclass(frozen=True)
+class RoleCounts:
+    replicas: int = 0
+    ready: int = 0
+    updated: int = 0
+    updated_ready: int = 0
+
+
+def role_counts(roles: Sequence[str], revision: str, lwss: Iterable[JSON]) -> dict[str, RoleCounts]:
+    counts = {role: RoleCounts() for role in roles}
+    for lws in lwss:
+        labels = labels_of(lws)
+        role = str(labels.get(c.LABEL_ROLE, ""))
+        if role not in counts:
+            continue
+        status = lws.get("status") or {}
+        replicas, ready = int(status.get("replicas") or 0), int(status.get("readyReplicas") or 0)
+        current = labels.get(c.LABEL_REVISION) == revision
+        was = counts[role]
+        counts[role] = RoleCounts(
+            was.replicas + replicas,
+            was.ready + ready,
+            was.updated + (replicas if current else 0),
+            was.updated_ready + (ready if current else 0),
+        )
+    return counts
+
+
+def set_status(
+    ds: DisaggregatedSet,
+    counts: Mapping[str, RoleCounts],
+    targets: Mapping[str, int],
+    rolling_out: bool,
+    current: JSON | None,
+    now: str,
+) -> JSON:
+    """The status to have; `targets`: each role's target groups over all slices."""
+    roles = [role.name or "" for role in ds.roles]
+    role_statuses = [
+        {
+            "name": role,
+            "replicas": counts[role].replicas,
+            "readyReplicas": counts[role].ready,
+            "updatedReplicas": counts[role].updated,
+        }
+        for role in roles
+    ]
+    generation = (ds.metadata or {}).get("generation")
+    unavailable = [role for role in roles if counts[role].ready < 1]
+    if unavailable:
+        available = ("False", "RolesUnavailable", f"No ready group in {', '.join(unavailable)}")
+    else:
+        available = ("True", "AllRolesAvailable", "Every role has a ready group")
+    short = [role for role in roles if counts[role].updated_ready < targets.get(role, 0)]
+    if rolling_out:
+        progressing = ("True", "RollingUpdate", "Rolling out a new revision")
+    elif short:
+        progressing = ("True", "Scaling", f"Waiting for ready groups in {', '.join(short)}")
+    else:
+        progressing = ("False", "Complete", "Every role runs its target at the current revision")
+    previous = {x.get("type"): x for x in (current or {}).get("conditions") or ()}
+    conditions = [
+        _condition(kind, value, generation, previous.get(kind), now)
+        for kind, value in ((AVAILABLE, available), (PROGRESSING, progressing))
+    ]
+    return {"roleStatuses": role_statuses, "conditions": conditions}
+
+
+def _condition(
+    kind: str, value: tuple[str, str, str], generation: object, before: JSON | None, now: str
+) -> JSON:
+    status, reason, message = value
+    since = before.get("lastTransitionTime") if before and before.get("status") == status else None
+    condition: JSON = {"type": kind, "status": status}
+    if isinstance(generation, int):
+        condition["observedGeneration"] = generation
+    condition.update(lastTransitionTime=since or now, reason=reason, message=message)
+    return condition

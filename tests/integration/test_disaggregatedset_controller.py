@@ -1,0 +1,233 @@
+"""The DisaggregatedSet controller on the local cluster (simulated nodes): one
+LeaderWorkerSet per slice, revision and role with upstream's names; the Services once a
+revision is ready in every role; rollouts that drain the old revision; scaling; the
+RoleScaler of an External role; garbage collection; webhook refusals."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from leaderworkerset.api import constants as lws_c
+from leaderworkerset.controllers.disaggregatedset.caches import DISAGGREGATEDSETS, ROLE_SCALERS
+from leaderworkerset.disaggregatedset.api import constants as c
+from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
+from leaderworkerset.disaggregatedset.names import compute_revision
+from leaderworkerset.localcluster.deploy import RunningController
+from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient, ApiError
+from tests.toolkit.waiting import eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+WORKER = {"spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}
+SURGE_ONE = {"rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}}
+
+
+def role(name: str, replicas: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        **extra,
+        "spec": {
+            "replicas": replicas,
+            "rolloutStrategy": copy.deepcopy(SURGE_ONE),
+            "leaderWorkerTemplate": {"size": 1, "workerTemplate": copy.deepcopy(WORKER)},
+        },
+    }
+
+
+def manifest(name: str, namespace: str, *roles: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"roles": list(roles), **spec},
+    }
+
+
+async def set_lwss(api: ApiClient, namespace: str, name: str) -> dict[str, dict[str, Any]]:
+    found = await api.list(LEADERWORKERSETS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")
+    return {x["metadata"]["name"]: x for x in found["items"]}
+
+
+async def set_services(api: ApiClient, namespace: str, name: str) -> set[str]:
+    found = await api.list(SERVICES, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")
+    return {x["metadata"]["name"] for x in found["items"]}
+
+
+async def revision_of(api: ApiClient, namespace: str, name: str) -> str:
+    stored = await api.get(DISAGGREGATEDSETS, name, namespace)
+    ds, errors = DisaggregatedSet.from_json(stored)
+    assert not errors
+    return compute_revision(ds.roles)
+
+
+async def settled(
+    api: ApiClient, namespace: str, name: str, replicas: dict[str, int]
+) -> dict[str, dict[str, Any]]:
+    """Wait until the set has exactly one LeaderWorkerSet per role, at the current
+    revision, with these replicas all ready, and its Services; return them."""
+    revision = await revision_of(api, namespace, name)
+    wanted = {f"{name}-0-{revision}-{role}": n for role, n in replicas.items()}
+
+    async def probe() -> dict[str, dict[str, Any]] | None:
+        lwss = await set_lwss(api, namespace, name)
+        if set(lwss) != set(wanted):
+            return None
+        for lws_name, n in wanted.items():
+            status = lwss[lws_name].get("status") or {}
+            if lwss[lws_name]["spec"]["replicas"] != n or status.get("readyReplicas", 0) != n:
+                return None
+        if await set_services(api, namespace, name) != {f"{x}-prv" for x in wanted}:
+            return None
+        return lwss
+
+    return await eventually(probe, within=120, what=f"{name} settled at {replicas}")
+
+
+async def test_create_rollout_scale_and_delete(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    body = manifest("llm", namespace, role("prefill", 2), role("decode", 1))
+    created = await api.create(DISAGGREGATEDSETS, body)
+    lwss = await settled(api, namespace, "llm", {"prefill": 2, "decode": 1})
+    first = await revision_of(api, namespace, "llm")
+    prefill = lwss[f"llm-0-{first}-prefill"]
+    assert prefill["metadata"]["labels"] == {
+        "app": "llm-0-prefill",
+        c.LABEL_SET_NAME: "llm",
+        c.LABEL_ROLE: "prefill",
+        c.LABEL_SLICE: "0",
+        c.LABEL_REVISION: first,
+    }
+    owner = prefill["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == (
+        c.KIND,
+        created["metadata"]["uid"],
+        True,
+    )
+    pod_labels = prefill["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["labels"]
+    assert pod_labels[c.LABEL_REVISION] == first
+    service = await api.get(SERVICES, f"llm-0-{first}-decode-prv", namespace)
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"] == {
+        c.LABEL_SET_NAME: "llm",
+        c.LABEL_ROLE: "decode",
+        c.LABEL_REVISION: first,
+        c.LABEL_SLICE: "0",
+    }
+
+    # A new image: a new revision; both roles roll and the old one is drained.
+    stored = await api.get(DISAGGREGATEDSETS, "llm", namespace)
+    for spec_role in stored["spec"]["roles"]:
+        template = spec_role["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+        template["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.9"
+    await api.replace(DISAGGREGATEDSETS, stored)
+    await settled(api, namespace, "llm", {"prefill": 2, "decode": 1})
+    second = await revision_of(api, namespace, "llm")
+    assert second != first
+    assert not {x for x in await set_services(api, namespace, "llm") if first in x}
+
+    # Replicas are not part of the revision: scaling a role starts no rollout.
+    patch = {"spec": {"roles": [role("prefill", 3), role("decode", 1)]}}
+    patch["spec"]["roles"][0]["spec"]["leaderWorkerTemplate"]["workerTemplate"] = copy.deepcopy(
+        stored["spec"]["roles"][0]["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    )
+    patch["spec"]["roles"][1]["spec"]["leaderWorkerTemplate"]["workerTemplate"] = copy.deepcopy(
+        stored["spec"]["roles"][1]["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    )
+    await api.patch(DISAGGREGATEDSETS, "llm", patch, namespace=namespace)
+    await settled(api, namespace, "llm", {"prefill": 3, "decode": 1})
+    assert await revision_of(api, namespace, "llm") == second
+
+    async def status_written() -> dict[str, Any] | None:
+        status = (await api.get(DISAGGREGATEDSETS, "llm", namespace)).get("status") or {}
+        roles = {x["name"]: x for x in status.get("roleStatuses") or ()}
+        if roles.get("prefill", {}).get("readyReplicas") != 3:
+            return None
+        return status
+
+    status = await eventually(status_written, within=60, what="the set's status")
+    conditions = {x["type"]: x["status"] for x in status["conditions"]}
+    assert conditions == {"Available": "True", "Progressing": "False"}
+
+    await api.delete(DISAGGREGATEDSETS, "llm", namespace, propagation_policy="Foreground")
+
+    async def all_gone() -> bool:
+        return not await set_lwss(api, namespace, "llm") and not await set_services(
+            api, namespace, "llm"
+        )
+
+    # Generous: the garbage collector discovers a new kind's dependents on its resync.
+    await eventually(all_gone, within=120, what="the set's objects garbage collected")
+
+
+async def test_external_role_scaler_scales_that_role_only(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    external = role("decode", 1, scaling={"mode": "External"})
+    await api.create(DISAGGREGATEDSETS, manifest("hpa", namespace, role("prefill", 2), external))
+
+    scaler = await eventually(
+        lambda: api.get_or_none(ROLE_SCALERS, "hpa-decode", namespace),
+        within=60,
+        what="the decode RoleScaler",
+    )
+    # A role with no LeaderWorkerSet yet starts at 1.
+    assert scaler["spec"]["replicas"] == 1
+    assert scaler["metadata"]["labels"] == {c.LABEL_SET_NAME: "hpa", c.LABEL_ROLE: "decode"}
+    assert scaler["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] is True
+    await settled(api, namespace, "hpa", {"prefill": 2, "decode": 1})
+
+    await api.patch(
+        ROLE_SCALERS,
+        "hpa-decode",
+        {"spec": {"replicas": 3}},
+        namespace=namespace,
+        subresource="scale",
+    )
+    await settled(api, namespace, "hpa", {"prefill": 2, "decode": 3})
+
+    async def scaler_status() -> dict[str, Any] | None:
+        found = await api.get(ROLE_SCALERS, "hpa-decode", namespace)
+        status = found.get("status") or {}
+        return status if status.get("replicas") == 3 else None
+
+    status = await eventually(scaler_status, within=60, what="the scaler's status")
+    assert status["selector"] == (
+        f"{c.LABEL_SET_NAME}=hpa,{c.LABEL_ROLE}=decode,{lws_c.LABEL_WORKER_INDEX}=0"
+    )
+    assert [(x["type"], x["status"], x["reason"]) for x in status["conditions"]] == [
+        ("Ready", "True", "Bound")
+    ]
+    scale = await api.request(
+        "GET",
+        ROLE_SCALERS.path(namespace, "hpa-decode", "scale"),
+    )
+    assert scale["spec"]["replicas"] == 3
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"slices": 2}, "spec.slices"),
+        ({"placementPolicy": {"type": "ExclusiveSlice"}}, "spec.placementPolicy.topology"),
+    ],
+)
+async def test_webhook_refusals_name_the_field(
+    lws_controller: RunningController,
+    nodesim_api: ApiClient,
+    namespace: str,
+    spec: dict[str, Any],
+    field: str,
+) -> None:
+    external = role("decode", 1, scaling={"mode": "External"})
+    body = manifest("bad", namespace, role("prefill", 1), external, **spec)
+    with pytest.raises(ApiError) as refused:
+        await nodesim_api.create(DISAGGREGATEDSETS, body)
+    message = str(refused.value)
+    assert "vdisaggregatedset.kb.io" in message
+    assert field in message
