@@ -19,6 +19,7 @@ from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
 from leaderworkerset.disaggregatedset.api.validation import validate_create
 from leaderworkerset.localcluster.manager_process import install_upstream_needs
 from leaderworkerset.runtime.client import CRDS, ApiClient, ApiError, Resource
+from tests.fixtures.lws import paused_lws_controller
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -33,7 +34,15 @@ WORKER = {"spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pau
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
-async def ds_client(kubeconfig: Path) -> AsyncIterator[ApiClient]:
+async def ds_client(kubeconfig: Path, request: pytest.FixtureRequest) -> AsyncIterator[ApiClient]:
+    # The API server alone: the session's controller (if any) and its webhooks, the
+    # DisaggregatedSet one included, are away while these tests run.
+    async with paused_lws_controller(request.session, without_webhooks=True):
+        async for client in _crd_client(kubeconfig):
+            yield client
+
+
+async def _crd_client(kubeconfig: Path) -> AsyncIterator[ApiClient]:
     client = ApiClient.from_kubeconfig(kubeconfig)
     for crd in (build_disaggregatedset_crd(), build_scaler_crd()):
         await client.apply(CRDS, crd, field_manager="lws-tests")

@@ -235,8 +235,9 @@ async def test_identity_holds_no_more_than_the_shipped_roles(as_manager: ApiClie
     assert await refused(api.get(SECRETS, "other", OPERATOR_NAMESPACE))
     assert await refused(api.list(LEASES, OPERATOR_NAMESPACE))
     assert await refused(api.list(CONFIGMAPS, OPERATOR_NAMESPACE))
-    # LeaderWorkerSets are the users' to write, and CRDs the installer's.
-    assert await refused(api.create(LEADERWORKERSETS, lws_manifest("x", OPERATOR_NAMESPACE)))
+    # LeaderWorkerSets it writes only as a DisaggregatedSet's parts (created, patched,
+    # deleted; a user's spec is never replaced), and CRDs are the installer's.
+    assert await refused(api.replace(LEADERWORKERSETS, lws_manifest("x", OPERATOR_NAMESPACE)))
     assert await refused(api.get(CRDS, c.CRD_NAME))
     # Its own objects it may read.
     assert await api.get(SECRETS, c.WEBHOOK_SECRET_NAME, OPERATOR_NAMESPACE)

@@ -182,14 +182,31 @@ async def prepare_cluster(
     configurations, and the operator namespace for its certificate Secret."""
     async with _client(kubeconfig) as client:
         await install(client, webhook_port)
-        try:
-            await client.create(
-                NAMESPACES,
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-            )
-        except ApiError as exc:
-            if not exc.already_exists:
-                raise
+        await _fresh_namespace(client, namespace)
+
+
+async def _fresh_namespace(client: ApiClient, namespace: str, within: float = 120.0) -> None:
+    """The namespace exists and is not being deleted: a Secret cannot be created in a
+    terminating one, so a controller started then would never get its certificate."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        current = await client.get_or_none(NAMESPACES, namespace)
+        if current is not None and not current["metadata"].get("deletionTimestamp"):
+            return
+        if current is None:
+            try:
+                await client.create(
+                    NAMESPACES,
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                )
+                return
+            except ApiError as exc:
+                if not exc.already_exists:
+                    raise
+        if loop.time() > deadline:
+            raise TimeoutError(f"namespace {namespace} still terminating after {within}s")
+        await asyncio.sleep(0.2)
 
 
 @contextlib.asynccontextmanager
