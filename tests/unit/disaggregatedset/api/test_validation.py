@@ -401,11 +401,78 @@ def test_external_roles_are_left_out_of_the_replicas_rule() -> None:
     assert errors_of(manifest(external, role("decode", 3))) == []
 
 
-@pytest.mark.parametrize("member", ["groupIdentity", "groupReplacementPolicy"])
-def test_our_hash_mode_members_are_not_in_a_role(member: str) -> None:
-    value = {"groupIdentity": "Hash", "groupReplacementPolicy": "Immediate"}[member]
-    errors = errors_of(manifest(role("prefill", **{member: value}), role("decode")))
-    assert f"spec.roles[0].spec.{member}" in fields(errors)
+# --- Ours: Group Identity per role (the LeaderWorkerSet's rules) ---------------------------
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"groupIdentity": "Hash"},
+        {"groupIdentity": "Hash", "groupReplacementPolicy": "Immediate"},
+        {"groupIdentity": "Ordinal", "groupReplacementPolicy": "PostTermination"},
+        {"groupIdentity": "Hash", "rolloutStrategy": rolling(maxSurge=1)},
+    ],
+)
+def test_a_role_may_use_group_identity(spec: JSON) -> None:
+    assert errors_of(manifest(role("prefill"), role("decode", **spec))) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "words"),
+    [
+        (
+            {"groupReplacementPolicy": "Immediate"},
+            "spec.roles[1].spec.groupReplacementPolicy",
+            "Immediate requires groupIdentity Hash",
+        ),
+        (
+            {"groupIdentity": "Ordinal", "groupReplacementPolicy": "Immediate"},
+            "spec.roles[1].spec.groupReplacementPolicy",
+            "Immediate requires groupIdentity Hash",
+        ),
+        (
+            {
+                "groupIdentity": "Hash",
+                "leaderWorkerTemplate": {
+                    "workerTemplate": WORKER,
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+                },
+            },
+            "spec.roles[1].spec.leaderWorkerTemplate.volumeClaimTemplates",
+            "not supported with groupIdentity Hash",
+        ),
+        (
+            {"groupIdentity": "Sequential"},
+            "spec.roles[1].spec.groupIdentity",
+            '"Ordinal", "Hash"',
+        ),
+        (
+            {"groupIdentity": "Hash", "groupReplacementPolicy": "Eventually"},
+            "spec.roles[1].spec.groupReplacementPolicy",
+            '"PostTermination", "Immediate"',
+        ),
+    ],
+)
+def test_a_roles_group_identity_follows_the_leaderworkerset_rules(
+    spec: JSON, field: str, words: str
+) -> None:
+    (error,) = errors_of(manifest(role("prefill"), role("decode", **spec)))
+    assert error.field == field
+    assert words in str(error)
+
+
+def test_a_hash_roles_partition_is_refused_once_in_the_sets_words() -> None:
+    spec = {"groupIdentity": "Hash", "rolloutStrategy": rolling(partition=1, maxSurge=1)}
+    (error,) = errors_of(manifest(role("prefill"), role("decode", **spec)))
+    assert error.field == "spec.roles[1].spec.rolloutStrategy.rollingUpdateConfiguration.partition"
+    assert "not supported by DisaggregatedSet" in error.detail
+
+
+def test_group_identity_may_change_on_update() -> None:
+    old = stored(manifest(role("prefill"), role("decode")))
+    new = stored(manifest(role("prefill"), role("decode", groupIdentity="Hash")))
+    assert validate_update(new, old) == []
+    assert validate_update(old, new) == []
 
 
 # --- Ours: the names of what the set owns ---------------------------------------------------
