@@ -40,11 +40,13 @@ from leaderworkerset.api.errors import (
 )
 from leaderworkerset.api.intstr import scaled_value
 from leaderworkerset.api.metavalidation import dns1035_label_errors, dns1123_subdomain_errors
+from leaderworkerset.api.types import LeaderWorkerSet
 from leaderworkerset.api.validation import (
     group_identity_errors,
     int_or_percent_errors,
     schema_errors,
 )
+from leaderworkerset.api.validation import warnings_for as lws_warnings_for
 from leaderworkerset.disaggregatedset.api import constants as c
 from leaderworkerset.disaggregatedset.api.types import DisaggregatedRoleSpec, DisaggregatedSet
 from leaderworkerset.disaggregatedset.names import lws_name, scaler_name, service_name
@@ -74,7 +76,32 @@ def validate_update(new: DisaggregatedSet, old: DisaggregatedSet) -> list[FieldE
 
 
 def warnings_for(ds: DisaggregatedSet) -> list[str]:
-    """Upstream's admission warning: replicas above 1 on an External role are ignored."""
+    """Upstream's admission warning (replicas above 1 on an External role are ignored),
+    and ours: a role whose LeaderWorkerSets' names would be too long for their worker
+    pods (`worker_name_warnings`)."""
+    return [*_external_replicas_warnings(ds), *worker_name_warnings(ds)]
+
+
+def worker_name_warnings(ds: DisaggregatedSet) -> list[str]:
+    """The LeaderWorkerSet webhook's warning about names too long for worker pods, for
+    the longest name each role's LeaderWorkerSets get. That webhook answers the
+    controller, which nobody watches; and a Hash role reaches the limit much sooner (its
+    worker StatefulSets are named after Deployment-made leader pods), so a set name and
+    role name of 24 characters together already break it."""
+    slices = (ds.spec.slices if ds.spec is not None else None) or c.DEFAULT_SLICES
+    out = []
+    for i, role in enumerate(ds.roles):
+        template = role.spec.leader_worker_template if role.spec is not None else None
+        if template is None or (template.size or 1) < 2:
+            continue  # no workers, no worker StatefulSet
+        longest = lws_name(ds.name, slices - 1, "x" * c.REVISION_LENGTH, role.name or "")
+        lws = LeaderWorkerSet(metadata={"name": longest}, spec=role.spec)
+        for warning in lws_warnings_for(lws):
+            out.append(f"{ROLES}[{i}]: LeaderWorkerSet {warning.removeprefix('metadata.name: ')}")
+    return out
+
+
+def _external_replicas_warnings(ds: DisaggregatedSet) -> list[str]:
     out = []
     for role in ds.roles:
         replicas = role.spec.replicas if role.spec is not None else None

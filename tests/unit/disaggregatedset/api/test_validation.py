@@ -542,3 +542,37 @@ def test_invalid_surge_values_are_not_checked_on_zero_replicas() -> None:
 def test_role_replicas_bounds(replicas: int) -> None:
     errors = errors_of(manifest(role("prefill", replicas), role("decode", replicas)))
     assert {"spec.roles[0].spec.replicas", "spec.roles[1].spec.replicas"} <= set(fields(errors))
+
+
+# --- Ours: warnings about names too long for worker pods ------------------------------------
+
+
+def sized_role(name: str, size: int, **spec: Any) -> JSON:
+    out = role(name, **spec)
+    out["spec"]["leaderWorkerTemplate"]["size"] = size
+    return out
+
+
+def test_a_hash_role_warns_when_its_worker_pods_would_get_too_long_a_label() -> None:
+    # <set>-0-<revision>-<role> plus a Deployment pod suffix and the StatefulSet's
+    # revision-label suffix exceed 63 characters once set and role hold 24.
+    hash_decode = sized_role("decode", 2, groupIdentity="Hash")
+    (warning,) = warnings_for(stored(manifest(role("prefill"), hash_decode, name="a" * 18)))
+    assert warning.startswith(
+        "spec.roles[1]: LeaderWorkerSet 'aaaaaaaaaaaaaaaaaa-0-xxxxxxxx-decode'"
+    )
+    assert "worker pods could not be created" in warning
+    assert warnings_for(stored(manifest(role("prefill"), hash_decode, name="a" * 17))) == []
+
+
+def test_no_worker_name_warning_without_workers_or_for_a_short_ordinal_role() -> None:
+    hash_single = sized_role("decode", 1, groupIdentity="Hash")
+    ordinal = sized_role("prefill", 2)
+    assert warnings_for(stored(manifest(ordinal, hash_single, name="a" * 30))) == []
+
+
+def test_an_ordinal_role_warns_too_near_the_service_name_limit() -> None:
+    ordinal = sized_role("prefill", 2)
+    (warning,) = warnings_for(stored(manifest(ordinal, role("decode"), name="a" * 40)))
+    assert warning.startswith("spec.roles[0]: LeaderWorkerSet ")
+    assert "worker StatefulSet names would reach" in warning
