@@ -2,7 +2,8 @@
 with an Ordinal prefill role and a Hash decode role. Scaling decode down removes its
 unhealthy group (the Hash LeaderWorkerSet's own ReplicaSet ranking, which the set's
 controller leaves alone) and touches no prefill pod; changing decode's groupIdentity
-is a new revision that rolls both roles and drains the Hash one."""
+is a new revision that rolls both roles and drains the Hash one; and a rollout drains
+the old Hash revision's unhealthy group before its healthy one."""
 
 from __future__ import annotations
 
@@ -93,3 +94,43 @@ async def test_a_hash_decode_role_sheds_its_unhealthy_group_and_leaves_prefill_a
         return not {x for x in await set_lwss(api, namespace, "mix") if first in x}
 
     await eventually(old_gone, within=60, what="the first revision deleted")
+
+
+async def test_a_rollout_drains_the_old_hash_revisions_unhealthy_group_first(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+) -> None:
+    api = nodesim_api
+    body = manifest("drain", namespace, role("prefill", 2), role("decode", 2, size=2, spec=HASH))
+    await api.create(DISAGGREGATEDSETS, body)
+    await settled(api, namespace, "drain", {"prefill": 2, "decode": 2})
+    first = await revision_of(api, namespace, "drain")
+    decode = f"drain-0-{first}-decode"
+    sick, healthy = await leaders(api, namespace, decode)
+    worker = sorted(name_of(w) for w in await workers_of(api, namespace, decode, key_of(sick)))[0]
+    await node_simulator.set_container_ready(namespace, worker, False)
+
+    async def sick_not_ready() -> bool:
+        return not is_ready(await api.get(PODS, name_of(sick), namespace))
+
+    await eventually(sick_not_ready, within=60, what="the sick decode group's leader not ready")
+
+    # A new image for both roles: maxSurge 1 drains the old revision one group at a time
+    # (2 -> 1 -> 0), and the first group the Hash LeaderWorkerSet gives up is the sick one.
+    stored = await api.get(DISAGGREGATEDSETS, "drain", namespace)
+    for spec_role in stored["spec"]["roles"]:
+        worker_template = spec_role["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+        worker_template["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.9"
+    await api.replace(DISAGGREGATEDSETS, stored)
+
+    async def first_to_go() -> str | None:
+        live = {key_of(p) for p in await leaders(api, namespace, decode)}
+        gone = {key_of(sick), key_of(healthy)} - live
+        return gone.pop() if len(gone) == 1 else ("both" if gone else None)
+
+    gone_first = await eventually(first_to_go, within=120, interval=0.1, what="a group drained")
+    assert gone_first == key_of(sick)
+    await settled(api, namespace, "drain", {"prefill": 2, "decode": 2}, within=240)
+    assert not {x for x in await set_lwss(api, namespace, "drain") if first in x}
