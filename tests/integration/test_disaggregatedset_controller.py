@@ -13,77 +13,19 @@ import pytest
 from leaderworkerset.api import constants as lws_c
 from leaderworkerset.controllers.disaggregatedset.caches import DISAGGREGATEDSETS, ROLE_SCALERS
 from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import compute_revision
 from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient, ApiError
+from leaderworkerset.runtime.client import SERVICES, ApiClient, ApiError
+from tests.toolkit.disaggregatedset import (
+    manifest,
+    revision_of,
+    role,
+    set_lwss,
+    set_services,
+    settled,
+)
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-WORKER = {"spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}
-SURGE_ONE = {"rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}}
-
-
-def role(name: str, replicas: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        **extra,
-        "spec": {
-            "replicas": replicas,
-            "rolloutStrategy": copy.deepcopy(SURGE_ONE),
-            "leaderWorkerTemplate": {"size": 1, "workerTemplate": copy.deepcopy(WORKER)},
-        },
-    }
-
-
-def manifest(name: str, namespace: str, *roles: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"roles": list(roles), **spec},
-    }
-
-
-async def set_lwss(api: ApiClient, namespace: str, name: str) -> dict[str, dict[str, Any]]:
-    found = await api.list(LEADERWORKERSETS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")
-    return {x["metadata"]["name"]: x for x in found["items"]}
-
-
-async def set_services(api: ApiClient, namespace: str, name: str) -> set[str]:
-    found = await api.list(SERVICES, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")
-    return {x["metadata"]["name"] for x in found["items"]}
-
-
-async def revision_of(api: ApiClient, namespace: str, name: str) -> str:
-    stored = await api.get(DISAGGREGATEDSETS, name, namespace)
-    ds, errors = DisaggregatedSet.from_json(stored)
-    assert not errors
-    return compute_revision(ds.roles)
-
-
-async def settled(
-    api: ApiClient, namespace: str, name: str, replicas: dict[str, int]
-) -> dict[str, dict[str, Any]]:
-    """Wait until the set has exactly one LeaderWorkerSet per role, at the current
-    revision, with these replicas all ready, and its Services; return them."""
-    revision = await revision_of(api, namespace, name)
-    wanted = {f"{name}-0-{revision}-{role}": n for role, n in replicas.items()}
-
-    async def probe() -> dict[str, dict[str, Any]] | None:
-        lwss = await set_lwss(api, namespace, name)
-        if set(lwss) != set(wanted):
-            return None
-        for lws_name, n in wanted.items():
-            status = lwss[lws_name].get("status") or {}
-            if lwss[lws_name]["spec"]["replicas"] != n or status.get("readyReplicas", 0) != n:
-                return None
-        if await set_services(api, namespace, name) != {f"{x}-prv" for x in wanted}:
-            return None
-        return lwss
-
-    return await eventually(probe, within=120, what=f"{name} settled at {replicas}")
 
 
 async def test_create_rollout_scale_and_delete(

@@ -1,7 +1,7 @@
 """The generated DisaggregatedSet and RoleScaler CRDs installed into the real API server:
 it accepts them (structural schemas, the CEL rule compiles), stores what our defaulting
-replays, refuses what our validation says the schema refuses, prunes our Hash-mode
-members from roles, and serves the RoleScaler's /scale."""
+replays, refuses what our validation says the schema refuses, keeps a role's Group Identity
+members without defaulting them, and serves the RoleScaler's /scale."""
 
 from __future__ import annotations
 
@@ -142,10 +142,19 @@ async def test_the_replicas_rule_speaks_upstreams_words(
     await ds_client.create(DISAGGREGATEDSETS, manifest(namespace, external, role("decode", 2)))
 
 
-async def test_roles_have_no_hash_mode_members(ds_client: ApiClient, namespace: str) -> None:
+async def test_roles_keep_group_identity_and_get_no_default(
+    ds_client: ApiClient, namespace: str
+) -> None:
     doc = manifest(namespace, role("prefill", groupIdentity="Hash"), role("decode"))
     stored = await ds_client.create(DISAGGREGATEDSETS, doc)
-    assert "groupIdentity" not in stored["spec"]["roles"][0]["spec"]
+    prefill, decode = (r["spec"] for r in stored["spec"]["roles"])
+    assert prefill["groupIdentity"] == "Hash" and "groupReplacementPolicy" not in prefill
+    assert "groupIdentity" not in decode and "groupReplacementPolicy" not in decode
+    doc = manifest(namespace, role("prefill", groupIdentity="Sequential"), role("decode"))
+    doc["metadata"]["name"] = "bad-identity"
+    with pytest.raises(ApiError) as refused:
+        await ds_client.create(DISAGGREGATEDSETS, doc)
+    assert "spec.roles[0].spec.groupIdentity" in refused.value.message
 
 
 async def test_role_scaler_defaults_and_scale_subresource(

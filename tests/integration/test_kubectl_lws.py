@@ -6,7 +6,8 @@ and through kubectl's plugin mechanism when kubectl is at hand.
 Hash LeaderWorkerSets in each state: Ready, NotReady (a worker's readiness fault),
 Gated and TearingDown (a PostTermination replacement while the old group terminates
 slowly), Updating (a template change whose new groups cannot start while an old
-group is not ready); and an Ordinal one."""
+group is not ready); an Ordinal one; and a DisaggregatedSet with an Ordinal and a Hash
+role."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from tests.toolkit.cluster import (
     release_all,
     wait_ready,
 )
+from tests.toolkit.disaggregatedset import DISAGGREGATEDSETS, manifest, revision_of, role, settled
 from tests.toolkit.lws import hash_lws, lws_manifest
 from tests.toolkit.waiting import eventually
 
@@ -295,6 +297,43 @@ async def test_ordinal_groups_describe_and_errors(cluster: Cluster) -> None:
     code, out, err = await plugin(kubeconfig, "groups", "missing", "-n", namespace)
     assert code == 1
     assert f'leaderworkerset "missing" not found in namespace "{namespace}"' in err
+
+
+# --- DisaggregatedSet ---------------------------------------------------------------------
+
+
+async def test_disaggregatedset_roles_leaderworkersets_and_groups(cluster: Cluster) -> None:
+    api, namespace, kubeconfig = cluster.api, cluster.namespace, cluster.kubeconfig
+    hash_decode = role("decode", 2, spec={"groupIdentity": "Hash"})
+    await api.create(
+        DISAGGREGATEDSETS, manifest("llm", namespace, role("prefill", 1, size=2), hash_decode)
+    )
+    await settled(api, namespace, "llm", {"prefill": 1, "decode": 2})
+    revision = await revision_of(api, namespace, "llm")
+
+    code, out, err = await plugin(kubeconfig, "ds", "llm", "-n", namespace, "-o", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert (document["disaggregatedSet"], document["revision"]) == ("llm", revision)
+    assert [
+        (r["name"], r["target"], r["readyReplicas"], r["groupIdentity"]) for r in document["roles"]
+    ] == [("prefill", 1, 1, "Ordinal"), ("decode", 2, 2, "Hash")]
+    lwss = {x["role"]: x for x in document["leaderWorkerSets"]}
+    assert lwss["decode"]["name"] == f"llm-0-{revision}-decode"
+    assert lwss["decode"]["service"] == f"llm-0-{revision}-decode-prv"
+    assert all(x["currentRevision"] and x["slice"] == "0" for x in lwss.values())
+    assert [g["state"] for g in lwss["decode"]["groups"]] == ["Ready", "Ready"]
+    assert all("scaleDownRank" in g for g in lwss["decode"]["groups"])
+    assert [(g["group"], g["readyPods"]) for g in lwss["prefill"]["groups"]] == [("0", 2)]
+
+    code, text, err = await plugin(kubeconfig, "disaggregatedset", "llm", "-n", namespace)
+    assert code == 0, err
+    assert "Available:   True (AllRolesAvailable)" in text
+    assert f"Groups of llm-0-{revision}-decode (Hash):" in text
+
+    code, _, err = await plugin(kubeconfig, "ds", "missing", "-n", namespace)
+    assert code == 1
+    assert f'disaggregatedset "missing" not found in namespace "{namespace}"' in err
 
 
 # --- through kubectl -------------------------------------------------------------------------

@@ -36,14 +36,12 @@ TEMPLATE = "spec.leaderWorkerTemplate"
 SIZE = f"{TEMPLATE}.size"
 REPLICAS = "spec.replicas"
 SUBGROUP_SIZE = f"{TEMPLATE}.subGroupPolicy.subGroupSize"
-VOLUME_CLAIM_TEMPLATES = f"{TEMPLATE}.volumeClaimTemplates"
 ROLLING_UPDATE = "spec.rolloutStrategy.rollingUpdateConfiguration"
 MAX_UNAVAILABLE = f"{ROLLING_UPDATE}.maxUnavailable"
 MAX_SURGE = f"{ROLLING_UPDATE}.maxSurge"
 PARTITION = f"{ROLLING_UPDATE}.partition"
 SUBDOMAIN_POLICY = "spec.networkConfig.subdomainPolicy"
 GROUP_IDENTITY = "spec.groupIdentity"
-GROUP_REPLACEMENT_POLICY = "spec.groupReplacementPolicy"
 SUBGROUP_EXCLUSIVE_ANNOTATION = f"metadata.annotations.{c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY}"
 # Annotations whose value the pod webhook writes into pods as an affinity topologyKey.
 TOPOLOGY_KEY_ANNOTATIONS = (
@@ -142,7 +140,7 @@ def _validate_spec(lws: LeaderWorkerSet) -> list[FieldError]:
     rule_errs.extend(_validate_counts(spec))
     rule_errs.extend(_validate_rolling_update(spec))
     rule_errs.extend(_validate_subgroups(lws))
-    rule_errs.extend(_validate_group_identity(spec))
+    rule_errs.extend(group_identity_errors(spec))
     # The API server checks the schema first and reports its own message; where the
     # webhook has a rule for the same field, report the webhook's wording only.
     ruled = {e.field for e in rule_errs}
@@ -304,7 +302,9 @@ def _subgroup_size_errors(policy: SubGroupPolicy, size: int) -> list[FieldError]
     return errs
 
 
-def _validate_group_identity(spec: LeaderWorkerSetSpec) -> list[FieldError]:
+def group_identity_errors(spec: LeaderWorkerSetSpec, path: str = SPEC) -> list[FieldError]:
+    """The Group Identity rules of a LeaderWorkerSet spec at `path` (a DisaggregatedSet
+    role's spec is checked by the same rules, under its own path)."""
     errs: list[FieldError] = []
     identity = group_identity_of(spec)
     if (
@@ -313,7 +313,7 @@ def _validate_group_identity(spec: LeaderWorkerSetSpec) -> list[FieldError]:
     ):
         errs.append(
             invalid(
-                GROUP_REPLACEMENT_POLICY,
+                child_path(path, "groupReplacementPolicy"),
                 spec.group_replacement_policy,
                 "Immediate requires groupIdentity Hash: with Ordinal a StatefulSet always "
                 "waits for the previous leader pod to be gone",
@@ -327,7 +327,7 @@ def _validate_group_identity(spec: LeaderWorkerSetSpec) -> list[FieldError]:
         names = [_claim_name(claim) for claim in claims]
         errs.append(
             invalid(
-                VOLUME_CLAIM_TEMPLATES,
+                child_path(path, "leaderWorkerTemplate.volumeClaimTemplates"),
                 names,
                 "volumeClaimTemplates are not supported with groupIdentity Hash: a claim "
                 "reattaches to a successor of the same identity, which Hash never reuses; "
@@ -339,7 +339,7 @@ def _validate_group_identity(spec: LeaderWorkerSetSpec) -> list[FieldError]:
     if config is not None and config.partition:
         errs.append(
             invalid(
-                PARTITION,
+                child_path(path, "rolloutStrategy.rollingUpdateConfiguration.partition"),
                 config.partition,
                 "partition is not supported with groupIdentity Hash: it is defined over "
                 "group ordinals, which a Deployment does not have",

@@ -6,7 +6,8 @@ as upstream's v0.10.0 spells them so that either controller finds the other's ob
 - headless Service of a LeaderWorkerSet: `<lws>-prv`.
 - DisaggregatedSetRoleScaler of an External role: `<set>-<role>`.
 - revision: the first 8 hex digits of the SHA-256 of the role names and
-  leaderWorkerTemplates, as Go encodes them (`goencoding`).
+  leaderWorkerTemplates, as Go encodes them (`goencoding`), and, only for a role that
+  departs from the LeaderWorkerSet defaults, its Group Identity members.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Final
 
 from leaderworkerset.api import constants as lws
 from leaderworkerset.api.codec import encode
+from leaderworkerset.api.types import LeaderWorkerSetSpec, group_identity_of, is_hash_mode
 from leaderworkerset.disaggregatedset.api import constants as c
 from leaderworkerset.disaggregatedset.api.types import DisaggregatedRoleSpec
 from leaderworkerset.disaggregatedset.goencoding import LEADER_WORKER_TEMPLATE, go_json, go_string
@@ -108,11 +110,27 @@ def initial_replicas(annotations: Mapping[str, str] | None) -> int | None:
 def compute_revision(roles: Sequence[DisaggregatedRoleSpec]) -> str:
     """The revision of a set of roles: their names and leaderWorkerTemplates, in order.
     Replicas, rollout settings, scaling, slices and placement are not part of it, so
-    changing them starts no rollout."""
+    changing them starts no rollout. A role's Group Identity members are, but only when
+    they differ from the LeaderWorkerSet defaults: a set that does not use them (or
+    spells out the defaults) keeps upstream's revision, while changing them makes new
+    LeaderWorkerSets, as a LeaderWorkerSet's groupIdentity cannot change in place."""
     parts = []
     for role in roles:
         template = role.spec.leader_worker_template if role.spec is not None else None
         encoded = go_json(encode(template) if template is not None else {}, LEADER_WORKER_TEMPLATE)
-        parts.append(f'{{"name":{go_string(role.name or "")},"template":{encoded}}}')
+        ours = _group_identity_members(role.spec)
+        parts.append(f'{{"name":{go_string(role.name or "")},"template":{encoded}{ours}}}')
     document = "[" + ",".join(parts) + "]"
     return hashlib.sha256(document.encode("utf-8")).hexdigest()[: c.REVISION_LENGTH]
+
+
+def _group_identity_members(spec: LeaderWorkerSetSpec | None) -> str:
+    """`,"groupIdentity":"Hash"` (and the replacement policy when not the default) for a
+    Hash role; nothing for an Ordinal one, whatever it spells out."""
+    if spec is None or not is_hash_mode(group_identity_of(spec)):
+        return ""
+    out = f',"groupIdentity":{go_string(lws.GROUP_IDENTITY_HASH)}'
+    policy = spec.group_replacement_policy
+    if policy not in (None, lws.GROUP_REPLACEMENT_POST_TERMINATION):
+        out += f',"groupReplacementPolicy":{go_string(policy or "")}'
+    return out

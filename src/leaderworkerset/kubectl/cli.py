@@ -13,6 +13,9 @@ from leaderworkerset.kubectl.connection import ConfigError, Target, target
 from leaderworkerset.kubectl.describe import UnknownGroup, describe, find_group
 from leaderworkerset.kubectl.render import group_objects, group_table
 from leaderworkerset.kubectl.rows import rows_of
+from leaderworkerset.kubectl.set_render import set_objects, set_text
+from leaderworkerset.kubectl.set_rows import set_view
+from leaderworkerset.kubectl.set_snapshot import SetNotFound, SetSnapshot, read_set
 from leaderworkerset.kubectl.snapshot import LwsNotFound, Snapshot, read
 from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiError
 
@@ -75,7 +78,7 @@ T = TypeVar("T")
 def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(coroutine)
-    except LwsNotFound as exc:
+    except (LwsNotFound, SetNotFound) as exc:
         raise click.ClickException(str(exc)) from exc
     except ApiError as exc:
         raise click.ClickException(f"{exc.reason or exc.status}: {exc.message}") from exc
@@ -149,5 +152,45 @@ def describe_command(
         raise click.ClickException(str(exc)) from exc
     click.echo(describe(snapshot, found, _now()))
 
+
+@click.command(name="disaggregatedset")
+@click.argument("name")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["wide", "json", "yaml"]),
+    help="wide: the group tables also show leader pods and worker StatefulSets; json/yaml: "
+    "the same data as objects.",
+)
+@connection_options
+@click.pass_context
+def disaggregatedset_command(
+    ctx: click.Context,
+    name: str,
+    output: str | None,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+) -> None:
+    """Roles, revisions, slices, LeaderWorkerSets and their groups of DisaggregatedSet
+    NAME (also `kubectl lws ds NAME`)."""
+    where = _target(ctx, kubeconfig=kubeconfig, context=context, namespace=namespace)
+
+    async def run() -> SetSnapshot:
+        client = where.client()
+        try:
+            return await read_set(client, name, where.namespace)
+        finally:
+            await client.close()
+
+    view = set_view(_run(run()), _now())
+    if output in ("json", "yaml"):
+        click.echo(set_objects(view, output))
+    else:
+        click.echo(set_text(view, wide=output == "wide"))
+
+
+main.add_command(disaggregatedset_command)
+main.add_command(disaggregatedset_command, name="ds")
 
 __all__ = ["main"]

@@ -18,7 +18,9 @@ def _revision(row: GroupRow) -> str:
     return "current" if row.current else "old"
 
 
-def group_table(rows: Sequence[GroupRow], *, hash_mode: bool, wide: bool = False) -> str:
+def group_table(
+    rows: Sequence[GroupRow], *, hash_mode: bool, wide: bool = False, indent: str = ""
+) -> str:
     header = ["GROUP", "STATE", "READY", "REVISION", "LEADER NODE", "RESTARTS", "AGE"]
     if hash_mode:
         header += ["SCALE-DOWN RANK", "WAITING FOR"]
@@ -41,7 +43,7 @@ def group_table(rows: Sequence[GroupRow], *, hash_mode: bool, wide: bool = False
         if wide:
             line += [row.leader or NONE, row.worker_statefulset or NONE]
         cells.append(line)
-    return table(header, cells)
+    return table(header, cells, indent=indent)
 
 
 def group_objects(

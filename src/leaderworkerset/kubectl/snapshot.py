@@ -74,7 +74,7 @@ def _owned_by_pod(obj: JSON) -> bool:
     )
 
 
-async def _items(
+async def items_of(
     client: ApiClient, resource: Resource, namespace: str, selector: str | None = None
 ) -> list[JSON]:
     """Every page of a LIST."""
@@ -95,19 +95,28 @@ async def read(
         if exc.not_found:
             raise LwsNotFound(name, namespace) from exc
         raise
+    return await snapshot_of(client, lws, namespace, with_details=with_details)
+
+
+async def snapshot_of(
+    client: ApiClient, lws: JSON, namespace: str, *, with_details: bool = False
+) -> Snapshot:
+    """The Snapshot of a LeaderWorkerSet already read (a DisaggregatedSet lists its
+    LeaderWorkerSets rather than getting each)."""
+    name = str(meta_of(lws).get("name") or "")
     selector = f"{c.LABEL_SET_NAME}={name}"
     hash_mode = view_of(lws).hash_mode
     leader_kind = DEPLOYMENTS if hash_mode else STATEFULSETS
     pods, statefulsets, workload = await asyncio.gather(
-        _items(client, PODS, namespace, selector),
-        _items(client, STATEFULSETS, namespace, selector),
+        items_of(client, PODS, namespace, selector),
+        items_of(client, STATEFULSETS, namespace, selector),
         client.get_or_none(leader_kind, name, namespace),
     )
     snapshot = Snapshot(lws, pods, statefulsets, workload)
     if with_details:
         services, events = await asyncio.gather(
-            _items(client, SERVICES, namespace, selector),
-            _items(client, CORE_EVENTS, namespace),
+            items_of(client, SERVICES, namespace, selector),
+            items_of(client, CORE_EVENTS, namespace),
         )
         snapshot.services = services
         snapshot.events = events

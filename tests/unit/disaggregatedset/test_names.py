@@ -128,6 +128,47 @@ def test_a_realistic_template_hashes_as_upstream() -> None:
     assert compute_revision(roles(*VLLM)) == "e17b7fec"
 
 
+# --- Ours: Group Identity per role ---------------------------------------------------------
+
+
+def identity(role: dict[str, Any], **members: str) -> dict[str, Any]:
+    role["spec"].update(members)
+    return role
+
+
+def test_ordinal_spelled_out_keeps_upstreams_revision() -> None:
+    prefill = identity(sized("prefill", 1, 2), groupIdentity="Ordinal")
+    decode = identity(sized("decode", 1, 3), groupReplacementPolicy="PostTermination")
+    assert compute_revision(roles(prefill, decode)) == "2fc6cb1d"
+
+
+def test_a_hash_role_makes_another_revision() -> None:
+    hashed = roles(sized("prefill", 1, 2), identity(sized("decode", 1, 3), groupIdentity="Hash"))
+    explicit = roles(
+        sized("prefill", 1, 2),
+        identity(
+            sized("decode", 1, 3), groupIdentity="Hash", groupReplacementPolicy="PostTermination"
+        ),
+    )
+    assert compute_revision(hashed) not in ("2fc6cb1d", "")
+    assert compute_revision(hashed) == compute_revision(explicit)
+
+
+def test_which_role_is_hash_and_its_replacement_policy_matter() -> None:
+    decode_hash = roles(
+        sized("prefill", 1, 2), identity(sized("decode", 1, 3), groupIdentity="Hash")
+    )
+    prefill_hash = roles(
+        identity(sized("prefill", 1, 2), groupIdentity="Hash"), sized("decode", 1, 3)
+    )
+    immediate = roles(
+        sized("prefill", 1, 2),
+        identity(sized("decode", 1, 3), groupIdentity="Hash", groupReplacementPolicy="Immediate"),
+    )
+    revisions = {compute_revision(r) for r in (decode_hash, prefill_hash, immediate)}
+    assert len(revisions) == 3
+
+
 # --- names --------------------------------------------------------------------------------
 
 

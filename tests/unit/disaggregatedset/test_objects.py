@@ -48,6 +48,21 @@ def test_manager_create_successfully_creates_new_lws() -> None:
     assert worker["spec"] == WORKER["spec"]
 
 
+def test_a_roles_group_identity_reaches_its_leaderworkerset() -> None:
+    spec = {"groupIdentity": "Hash", "groupReplacementPolicy": "Immediate"}
+    ds = make_ds(
+        {"name": "decode", "spec": {**spec, "leaderWorkerTemplate": {"workerTemplate": WORKER}}}
+    )
+    obj = leaderworkerset(ds, ds.roles[0], 0, "abc123", 2)
+    assert {k: obj["spec"][k] for k in spec} == spec
+
+
+def test_a_role_without_group_identity_leaves_it_to_the_leaderworkerset_defaults() -> None:
+    ds = make_ds({"name": "decode", "spec": {"leaderWorkerTemplate": {"workerTemplate": WORKER}}})
+    obj = leaderworkerset(ds, ds.roles[0], 0, "abc123", 2)
+    assert "groupIdentity" not in obj["spec"] and "groupReplacementPolicy" not in obj["spec"]
+
+
 def test_manager_create_merges_user_metadata_with_system_labels_taking_precedence() -> None:
     role = {
         "name": "prefill",

@@ -3,8 +3,11 @@
 Built like the LeaderWorkerSet CRD (`leaderworkerset.api.crd`): the schema comes from
 the FieldSpecs of `types.py` and the embedded Kubernetes types from Kubernetes'
 OpenAPI document. Names, printer columns and subresources are upstream's v0.10.0
-ones. Each role embeds upstream's LeaderWorkerSet spec, which lacks our Hash-mode
-members: the generated schema drops them, so the API server prunes them from roles.
+ones. Each role embeds the LeaderWorkerSet spec: upstream's, plus our Group Identity
+members (`groupIdentity`, `groupReplacementPolicy`) with the LeaderWorkerSet's enums
+but without its schema defaults, so that a set which does not use them is stored as
+upstream's CRD stores it (the LeaderWorkerSet webhook defaults them on the role's
+LeaderWorkerSets).
 
 The rendered YAML lives in config/crd/bases/ and charts/lws/crds/ (`make crd`); a
 unit test fails when either is stale.
@@ -26,8 +29,21 @@ from leaderworkerset.disaggregatedset.api.types import (
 
 DISAGGREGATEDSET_CRD_FILE = f"config/crd/bases/{c.GROUP}_{c.PLURAL}.yaml"
 SCALER_CRD_FILE = f"config/crd/bases/{c.GROUP}_{c.SCALER_PLURAL}.yaml"
-# LeaderWorkerSet spec members that are ours, not upstream's: a role cannot set them.
+# LeaderWorkerSet spec members that are ours, not upstream's (Group Identity).
 PROJECT_ONLY_LWS_MEMBERS = ("groupIdentity", "groupReplacementPolicy")
+_ROLE_MEMBER_DESCRIPTIONS = {
+    "groupIdentity": (
+        "How the role's groups are named and which controller manages its leaders: Ordinal "
+        "(a leader StatefulSet) or Hash (a leader Deployment; scale-down sheds unhealthy "
+        "groups first). Absent means Ordinal. Not part of upstream's API. Changing it makes "
+        "a new revision: the role's new LeaderWorkerSets get the new value."
+    ),
+    "groupReplacementPolicy": (
+        "When a replacement group may schedule: PostTermination (absent) waits until the "
+        "group it replaces is gone; Immediate does not wait (Hash only). Not part of "
+        "upstream's API. Changing it makes a new revision."
+    ),
+}
 
 
 def build_disaggregatedset_crd() -> dict[str, Any]:
@@ -38,8 +54,10 @@ def build_disaggregatedset_crd() -> dict[str, Any]:
         "out together so that the roles keep their ratio."
     )
     role = root["properties"]["spec"]["properties"]["roles"]["items"]
+    members = role["properties"]["spec"]["properties"]
     for member in PROJECT_ONLY_LWS_MEMBERS:
-        del role["properties"]["spec"]["properties"][member]
+        del members[member]["default"]
+        members[member]["description"] = _ROLE_MEMBER_DESCRIPTIONS[member]
     names = {"kind": c.KIND, "listKind": c.LIST_KIND, "plural": c.PLURAL, "singular": c.SINGULAR}
     version = _version(root, subresources={"status": {}})
     return _crd(c.CRD_NAME, names, version)

@@ -4,8 +4,9 @@ Upstream has no mutating webhook for these kinds: every default is a `default:` 
 the CRD schema, which the API server applies (a member gets its default only when it
 is absent and its parent object is present). Replaying them lets validation and the
 unit tests see what the server stores. The embedded LeaderWorkerSet spec takes the
-LeaderWorkerSet model's schema defaults, except those of our Hash-mode members, which
-upstream's embedded spec does not have.
+LeaderWorkerSet model's schema defaults, except those of our Group Identity members,
+which a role's schema leaves absent (the LeaderWorkerSet webhook defaults them on the
+role's LeaderWorkerSets), so a set that does not use them is stored as upstream stores it.
 """
 
 from __future__ import annotations

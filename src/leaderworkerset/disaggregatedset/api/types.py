@@ -4,8 +4,8 @@ The same conventions as the LeaderWorkerSet model (`leaderworkerset.api.types`):
 `None` means absent in JSON, members the model does not know survive in `extra`,
 and each role embeds a LeaderWorkerSet template (`metadata` and `spec`) whose spec
 is the LeaderWorkerSet spec model itself. Upstream's embedded spec has no
-`groupIdentity` or `groupReplacementPolicy` (our Hash-mode members): the CRD leaves
-them out and validation refuses them (see `api/crd.py`).
+`groupIdentity` or `groupReplacementPolicy` (our Group Identity members); ours has
+them, without schema defaults (see `api/crd.py`).
 """
 
 from __future__ import annotations

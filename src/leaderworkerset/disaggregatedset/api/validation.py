@@ -13,8 +13,12 @@ webhook sees). They cover:
 - ours: the names the set gives its LeaderWorkerSets and Services must be valid, so a
   set is refused at admission rather than failing later, at every LeaderWorkerSet
   creation. An update that leaves such an error as it was is admitted, so a set
-  created under upstream can still be edited.
-Upstream makes no field immutable, and neither do we.
+  created under upstream can still be edited. A role's Group Identity members
+  (`groupIdentity`, `groupReplacementPolicy`) follow the LeaderWorkerSet's own rules
+  (the same function checks both).
+Upstream makes no field immutable, and neither do we: a role's groupIdentity is
+immutable on a LeaderWorkerSet, but changing it on a set makes a new revision, whose
+LeaderWorkerSets are new objects.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from leaderworkerset.api import constants as lws
-from leaderworkerset.api.codec import encode
 from leaderworkerset.api.errors import (
     ErrorType,
     FieldError,
@@ -37,9 +40,14 @@ from leaderworkerset.api.errors import (
 )
 from leaderworkerset.api.intstr import scaled_value
 from leaderworkerset.api.metavalidation import dns1035_label_errors, dns1123_subdomain_errors
-from leaderworkerset.api.validation import int_or_percent_errors, schema_errors
+from leaderworkerset.api.types import LeaderWorkerSet
+from leaderworkerset.api.validation import (
+    group_identity_errors,
+    int_or_percent_errors,
+    schema_errors,
+)
+from leaderworkerset.api.validation import warnings_for as lws_warnings_for
 from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.crd import PROJECT_ONLY_LWS_MEMBERS
 from leaderworkerset.disaggregatedset.api.types import DisaggregatedRoleSpec, DisaggregatedSet
 from leaderworkerset.disaggregatedset.names import lws_name, scaler_name, service_name
 
@@ -68,7 +76,32 @@ def validate_update(new: DisaggregatedSet, old: DisaggregatedSet) -> list[FieldE
 
 
 def warnings_for(ds: DisaggregatedSet) -> list[str]:
-    """Upstream's admission warning: replicas above 1 on an External role are ignored."""
+    """Upstream's admission warning (replicas above 1 on an External role are ignored),
+    and ours: a role whose LeaderWorkerSets' names would be too long for their worker
+    pods (`worker_name_warnings`)."""
+    return [*_external_replicas_warnings(ds), *worker_name_warnings(ds)]
+
+
+def worker_name_warnings(ds: DisaggregatedSet) -> list[str]:
+    """The LeaderWorkerSet webhook's warning about names too long for worker pods, for
+    the longest name each role's LeaderWorkerSets get. That webhook answers the
+    controller, which nobody watches; and a Hash role reaches the limit much sooner (its
+    worker StatefulSets are named after Deployment-made leader pods), so a set name and
+    role name of 24 characters together already break it."""
+    slices = (ds.spec.slices if ds.spec is not None else None) or c.DEFAULT_SLICES
+    out = []
+    for i, role in enumerate(ds.roles):
+        template = role.spec.leader_worker_template if role.spec is not None else None
+        if template is None or (template.size or 1) < 2:
+            continue  # no workers, no worker StatefulSet
+        longest = lws_name(ds.name, slices - 1, "x" * c.REVISION_LENGTH, role.name or "")
+        lws = LeaderWorkerSet(metadata={"name": longest}, spec=role.spec)
+        for warning in lws_warnings_for(lws):
+            out.append(f"{ROLES}[{i}]: LeaderWorkerSet {warning.removeprefix('metadata.name: ')}")
+    return out
+
+
+def _external_replicas_warnings(ds: DisaggregatedSet) -> list[str]:
     out = []
     for role in ds.roles:
         replicas = role.spec.replicas if role.spec is not None else None
@@ -103,7 +136,6 @@ def _schema_rules(ds: DisaggregatedSet) -> list[FieldError]:
     if roles is not None:
         errs.extend(_role_count_errors(len(roles)))
         errs.extend(_role_name_errors(roles))
-        errs.extend(_project_only_errors(roles))
         if not _replicas_all_or_nothing(roles):
             errs.append(invalid(SPEC, "object", c.REPLICAS_RULE_MESSAGE))
     return errs
@@ -137,24 +169,6 @@ def _role_name_errors(roles: Sequence[DisaggregatedRoleSpec]) -> list[FieldError
     return errs
 
 
-def _project_only_errors(roles: Sequence[DisaggregatedRoleSpec]) -> list[FieldError]:
-    """Our Hash-mode members are not in a role's schema: the API server refuses them as
-    unknown fields (kubectl's strict field validation) or drops them."""
-    errs = []
-    for i, role in enumerate(roles):
-        present = encode(role.spec) if role.spec is not None else {}
-        for member in PROJECT_ONLY_LWS_MEMBERS:
-            if present.get(member) is not None:
-                errs.append(
-                    forbidden(
-                        f"{ROLES}[{i}].spec.{member}",
-                        "unknown field: a DisaggregatedSet role embeds upstream's "
-                        "LeaderWorkerSet spec, which has no such member",
-                    )
-                )
-    return errs
-
-
 def _replicas_all_or_nothing(roles: Sequence[DisaggregatedRoleSpec]) -> bool:
     """The CRD's CEL rule: non-External roles have all zero (or absent) replicas, or all
     positive ones."""
@@ -171,7 +185,13 @@ def _role_rules(ds: DisaggregatedSet) -> list[FieldError]:
     errs: list[FieldError] = []
     for i, role in enumerate(ds.roles):
         path = f"{ROLES}[{i}]"
-        errs.extend(_rollout_errors(role, f"{path}.spec.rolloutStrategy"))
+        rollout = _rollout_errors(role, f"{path}.spec.rolloutStrategy")
+        errs.extend(rollout)
+        if role.spec is not None:
+            # Partition is refused by the set's own rule already, in upstream's words.
+            ruled = {e.field for e in rollout}
+            identity = group_identity_errors(role.spec, f"{path}.spec")
+            errs.extend(e for e in identity if e.field not in ruled)
         name = scaler_name(ds.name, role.name or "")
         if role.external and len(name) > c.OBJECT_NAME_MAX_LENGTH:
             errs.append(

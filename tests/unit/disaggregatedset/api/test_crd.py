@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from leaderworkerset.api.crd import build_crd as lws_crd
 from leaderworkerset.disaggregatedset.api.crd import (
     DISAGGREGATEDSET_CRD_FILE,
     SCALER_CRD_FILE,
@@ -72,6 +73,16 @@ V0_10_CHANGES = [
     ("added", (*ROLE_SPEC, "replicas", "minimum"), 0),
     ("added", ("spec", "slices"), SLICES),
     ("changed", ("spec", "x-kubernetes-validations"), [V0_10_RULE]),
+]
+# Ours, not upstream's: a role's Group Identity members, with the LeaderWorkerSet's enums
+# and no default (so a set that does not use them is stored as upstream stores it).
+GROUP_IDENTITY_MEMBERS = [
+    ("added", (*ROLE_SPEC, "groupIdentity"), {"type": "string", "enum": ["Ordinal", "Hash"]}),
+    (
+        "added",
+        (*ROLE_SPEC, "groupReplacementPolicy"),
+        {"type": "string", "enum": ["PostTermination", "Immediate"]},
+    ),
 ]
 
 
@@ -150,7 +161,8 @@ def test_disaggregatedset_schema_is_upstreams_plus_v0_10(upstream_crd: dict[str,
     ours = _comparable(build_disaggregatedset_crd())
     theirs = _comparable(upstream_crd)
     differences = _differences(_schema(theirs), _schema(ours))
-    assert sorted(differences, key=str) == sorted(V0_10_CHANGES, key=str)
+    expected = V0_10_CHANGES + GROUP_IDENTITY_MEMBERS
+    assert sorted(differences, key=str) == sorted(expected, key=str)
     rest = {k: v for k, v in ours.items() if k != "spec"}
     assert rest == {k: v for k, v in theirs.items() if k != "spec"}
     ours["spec"]["versions"][0].pop("schema")
@@ -165,11 +177,14 @@ def test_embedded_kubernetes_types_have_upstreams_outline(upstream_crd: dict[str
         assert _outline(ours) == _outline(theirs), path
 
 
-def test_roles_embed_upstreams_leaderworkerset_spec_without_our_members() -> None:
-    spec = _node(_schema(build_disaggregatedset_crd()), ROLE_SPEC)
-    assert "groupIdentity" not in spec["properties"]
-    assert "groupReplacementPolicy" not in spec["properties"]
-    assert spec["required"] == ["leaderWorkerTemplate"]
+def test_roles_take_the_leaderworkerset_group_identity_enums_without_defaults() -> None:
+    role_spec = _node(_schema(build_disaggregatedset_crd()), ROLE_SPEC)["properties"]
+    lws_spec = _schema(lws_crd())["properties"]["spec"]["properties"]
+    for member in ("groupIdentity", "groupReplacementPolicy"):
+        assert "default" in lws_spec[member] and "default" not in role_spec[member]
+        assert role_spec[member]["enum"] == lws_spec[member]["enum"]
+    # The LeaderWorkerSet CRD itself keeps its defaults (the role's schema is a copy).
+    assert lws_spec["groupIdentity"]["default"] == "Ordinal"
 
 
 def test_role_scaler_crd_is_v0_10s() -> None:

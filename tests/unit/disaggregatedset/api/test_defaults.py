@@ -76,13 +76,13 @@ def test_rollout_strategy_members_default_when_present() -> None:
     }
 
 
-def test_our_hash_mode_members_get_no_default_in_a_role() -> None:
+def test_group_identity_members_get_no_default_in_a_role() -> None:
     doc = {"spec": {"roles": [{"name": "a", "spec": {"leaderWorkerTemplate": {}}}]}}
     spec = defaulted(doc)["spec"]["roles"][0]["spec"]
     assert "groupIdentity" not in spec and "groupReplacementPolicy" not in spec
 
 
-def test_a_hash_mode_member_given_is_kept_for_validation_to_refuse() -> None:
+def test_a_group_identity_member_given_is_kept_and_the_other_left_absent() -> None:
     doc = {"spec": {"roles": [{"name": "a", "spec": {"groupIdentity": "Hash"}}]}}
     spec = defaulted(doc)["spec"]["roles"][0]["spec"]
     assert spec["groupIdentity"] == "Hash" and "groupReplacementPolicy" not in spec

@@ -401,11 +401,78 @@ def test_external_roles_are_left_out_of_the_replicas_rule() -> None:
     assert errors_of(manifest(external, role("decode", 3))) == []
 
 
-@pytest.mark.parametrize("member", ["groupIdentity", "groupReplacementPolicy"])
-def test_our_hash_mode_members_are_not_in_a_role(member: str) -> None:
-    value = {"groupIdentity": "Hash", "groupReplacementPolicy": "Immediate"}[member]
-    errors = errors_of(manifest(role("prefill", **{member: value}), role("decode")))
-    assert f"spec.roles[0].spec.{member}" in fields(errors)
+# --- Ours: Group Identity per role (the LeaderWorkerSet's rules) ---------------------------
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"groupIdentity": "Hash"},
+        {"groupIdentity": "Hash", "groupReplacementPolicy": "Immediate"},
+        {"groupIdentity": "Ordinal", "groupReplacementPolicy": "PostTermination"},
+        {"groupIdentity": "Hash", "rolloutStrategy": rolling(maxSurge=1)},
+    ],
+)
+def test_a_role_may_use_group_identity(spec: JSON) -> None:
+    assert errors_of(manifest(role("prefill"), role("decode", **spec))) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "words"),
+    [
+        (
+            {"groupReplacementPolicy": "Immediate"},
+            "spec.roles[1].spec.groupReplacementPolicy",
+            "Immediate requires groupIdentity Hash",
+        ),
+        (
+            {"groupIdentity": "Ordinal", "groupReplacementPolicy": "Immediate"},
+            "spec.roles[1].spec.groupReplacementPolicy",
+            "Immediate requires groupIdentity Hash",
+        ),
+        (
+            {
+                "groupIdentity": "Hash",
+                "leaderWorkerTemplate": {
+                    "workerTemplate": WORKER,
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+                },
+            },
+            "spec.roles[1].spec.leaderWorkerTemplate.volumeClaimTemplates",
+            "not supported with groupIdentity Hash",
+        ),
+        (
+            {"groupIdentity": "Sequential"},
+            "spec.roles[1].spec.groupIdentity",
+            '"Ordinal", "Hash"',
+        ),
+        (
+            {"groupIdentity": "Hash", "groupReplacementPolicy": "Eventually"},
+            "spec.roles[1].spec.groupReplacementPolicy",
+            '"PostTermination", "Immediate"',
+        ),
+    ],
+)
+def test_a_roles_group_identity_follows_the_leaderworkerset_rules(
+    spec: JSON, field: str, words: str
+) -> None:
+    (error,) = errors_of(manifest(role("prefill"), role("decode", **spec)))
+    assert error.field == field
+    assert words in str(error)
+
+
+def test_a_hash_roles_partition_is_refused_once_in_the_sets_words() -> None:
+    spec = {"groupIdentity": "Hash", "rolloutStrategy": rolling(partition=1, maxSurge=1)}
+    (error,) = errors_of(manifest(role("prefill"), role("decode", **spec)))
+    assert error.field == "spec.roles[1].spec.rolloutStrategy.rollingUpdateConfiguration.partition"
+    assert "not supported by DisaggregatedSet" in error.detail
+
+
+def test_group_identity_may_change_on_update() -> None:
+    old = stored(manifest(role("prefill"), role("decode")))
+    new = stored(manifest(role("prefill"), role("decode", groupIdentity="Hash")))
+    assert validate_update(new, old) == []
+    assert validate_update(old, new) == []
 
 
 # --- Ours: the names of what the set owns ---------------------------------------------------
@@ -475,3 +542,37 @@ def test_invalid_surge_values_are_not_checked_on_zero_replicas() -> None:
 def test_role_replicas_bounds(replicas: int) -> None:
     errors = errors_of(manifest(role("prefill", replicas), role("decode", replicas)))
     assert {"spec.roles[0].spec.replicas", "spec.roles[1].spec.replicas"} <= set(fields(errors))
+
+
+# --- Ours: warnings about names too long for worker pods ------------------------------------
+
+
+def sized_role(name: str, size: int, **spec: Any) -> JSON:
+    out = role(name, **spec)
+    out["spec"]["leaderWorkerTemplate"]["size"] = size
+    return out
+
+
+def test_a_hash_role_warns_when_its_worker_pods_would_get_too_long_a_label() -> None:
+    # <set>-0-<revision>-<role> plus a Deployment pod suffix and the StatefulSet's
+    # revision-label suffix exceed 63 characters once set and role hold 24.
+    hash_decode = sized_role("decode", 2, groupIdentity="Hash")
+    (warning,) = warnings_for(stored(manifest(role("prefill"), hash_decode, name="a" * 18)))
+    assert warning.startswith(
+        "spec.roles[1]: LeaderWorkerSet 'aaaaaaaaaaaaaaaaaa-0-xxxxxxxx-decode'"
+    )
+    assert "worker pods could not be created" in warning
+    assert warnings_for(stored(manifest(role("prefill"), hash_decode, name="a" * 17))) == []
+
+
+def test_no_worker_name_warning_without_workers_or_for_a_short_ordinal_role() -> None:
+    hash_single = sized_role("decode", 1, groupIdentity="Hash")
+    ordinal = sized_role("prefill", 2)
+    assert warnings_for(stored(manifest(ordinal, hash_single, name="a" * 30))) == []
+
+
+def test_an_ordinal_role_warns_too_near_the_service_name_limit() -> None:
+    ordinal = sized_role("prefill", 2)
+    (warning,) = warnings_for(stored(manifest(ordinal, role("decode"), name="a" * 40)))
+    assert warning.startswith("spec.roles[0]: LeaderWorkerSet ")
+    assert "worker StatefulSet names would reach" in warning

@@ -1,0 +1,54 @@
+"""Everything `kubectl lws disaggregatedset` shows about one DisaggregatedSet, read with
+plain GET and LIST requests: the set, the LeaderWorkerSets, Services and RoleScalers
+labelled with its name, and each LeaderWorkerSet's groups (as `kubectl lws groups`
+reads them)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from leaderworkerset.api.objects import JSON
+from leaderworkerset.disaggregatedset.api import constants as c
+from leaderworkerset.kubectl.snapshot import Snapshot, items_of, snapshot_of
+from leaderworkerset.runtime.client import (
+    LEADERWORKERSETS,
+    SERVICES,
+    ApiClient,
+    ApiError,
+    Resource,
+)
+
+DISAGGREGATEDSETS = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
+ROLE_SCALERS = Resource(c.GROUP, c.VERSION, c.SCALER_PLURAL, c.SCALER_KIND)
+
+
+class SetNotFound(Exception):
+    def __init__(self, name: str, namespace: str) -> None:
+        super().__init__(f'disaggregatedset "{name}" not found in namespace "{namespace}"')
+
+
+@dataclass
+class SetSnapshot:
+    ds: JSON
+    # One per LeaderWorkerSet labelled with the set's name, in the order listed.
+    leaderworkersets: list[Snapshot]
+    services: list[JSON]
+    scalers: list[JSON]
+
+
+async def read_set(client: ApiClient, name: str, namespace: str) -> SetSnapshot:
+    try:
+        ds = await client.get(DISAGGREGATEDSETS, name, namespace)
+    except ApiError as exc:
+        if exc.not_found:
+            raise SetNotFound(name, namespace) from exc
+        raise
+    selector = f"{c.LABEL_SET_NAME}={name}"
+    lwss, services, scalers = await asyncio.gather(
+        items_of(client, LEADERWORKERSETS, namespace, selector),
+        items_of(client, SERVICES, namespace, selector),
+        items_of(client, ROLE_SCALERS, namespace, selector),
+    )
+    snapshots = await asyncio.gather(*(snapshot_of(client, lws, namespace) for lws in lwss))
+    return SetSnapshot(ds, list(snapshots), services, scalers)
