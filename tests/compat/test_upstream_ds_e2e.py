@@ -43,6 +43,7 @@ EXPECTED_SKIPS: dict[str, str] = {}
 OPERATOR_NAMESPACE = "lws-system"
 STAND_IN = "lws-controller-manager"
 SUITE_TIMEOUT = 2700
+PAUSE = "registry.k8s.io/pause:3.10"
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def stand_in_deployment() -> dict[str, Any]:
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "manager", "image": "registry.k8s.io/pause:3.10"}]},
+                "spec": {"containers": [{"name": "manager", "image": PAUSE}]},
             },
         },
     }
