@@ -91,9 +91,11 @@ e2e-real: setup controlplane tools node
 	$(BIN)/pytest -q -s --durations=0 tests/realnode tests/e2e_real
 
 # Migration to and from upstream's Go controller (opt-in: builds it from the Go
-# module proxy on first use, then runs both ways against the local control plane).
-compat: setup controlplane
+# module proxy on first use, then runs both ways against the local control plane),
+# and upstream's DisaggregatedSet e2e suite against ours (it needs kubectl).
+compat: setup controlplane tools
 	bash hack/build-upstream-lws.sh
+	bash hack/build-upstream-e2e-ds.sh
 	$(BIN)/pytest -q -s tests/compat
 
 # Faults on the real control plane (controller SIGKILLs, API server restarts and expired
