@@ -152,5 +152,7 @@ async def test_upstream_disaggregatedset_e2e_suite_passes_against_ours(
     assert not wrong, "\n\n".join(wrong) + f"\n\n{log[-5000:]}"
     assert code == 0, log[-5000:]
     assert ours.running(), f"our controller exited:\n{ours.log_tail()}"
+    # v0.9.0's suite has 19 specs (v0.10.0's adds the RoleScaler ones): a report with
+    # fewer means ginkgo ran less than the suite, e.g. a focus left in place.
     specs = [r for r in results if r.is_spec]
-    assert len(specs) >= 17, table(results)
+    assert len(specs) >= 19, table(results)
