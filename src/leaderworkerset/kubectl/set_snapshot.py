@@ -23,6 +23,17 @@ DISAGGREGATEDSETS = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
 ROLE_SCALERS = Resource(c.GROUP, c.VERSION, c.SCALER_PLURAL, c.SCALER_KIND)
 
 
+async def _scalers(client: ApiClient, namespace: str, selector: str) -> list[JSON]:
+    """The set's RoleScalers; none where the kind is not served (upstream's v0.9 CRDs,
+    from before RoleScalers), rather than a failed command."""
+    try:
+        return await items_of(client, ROLE_SCALERS, namespace, selector)
+    except ApiError as exc:
+        if exc.not_found:
+            return []
+        raise
+
+
 class SetNotFound(Exception):
     def __init__(self, name: str, namespace: str) -> None:
         super().__init__(f'disaggregatedset "{name}" not found in namespace "{namespace}"')
@@ -48,7 +59,7 @@ async def read_set(client: ApiClient, name: str, namespace: str) -> SetSnapshot:
     lwss, services, scalers = await asyncio.gather(
         items_of(client, LEADERWORKERSETS, namespace, selector),
         items_of(client, SERVICES, namespace, selector),
-        items_of(client, ROLE_SCALERS, namespace, selector),
+        _scalers(client, namespace, selector),
     )
     snapshots = await asyncio.gather(*(snapshot_of(client, lws, namespace) for lws in lwss))
     return SetSnapshot(ds, list(snapshots), services, scalers)

@@ -368,9 +368,11 @@ def serve(name: str, workdir: Path | None, binaries: Path | None, real_node: boo
         node_lifecycle=PLAYGROUND,
         host_ip=HOST_IP if node else None,
     )
+    if node is not None:
+        # Before the control plane, whose API server listens on the node's bridge.
+        node.prepare()
     with cp, contextlib.ExitStack() as stack:
         if node is not None:
-            node.prepare()
             node.start(cp)
             stack.callback(node.stop)
             click.echo(f"real node {NODE_NAME} Ready: pids {node.pids}", err=True)

@@ -204,9 +204,9 @@ class ControlPlane:
         self.extra_args = {k: list(v) for k, v in (extra_args or {}).items()}
         # None: nodes stay Ready whatever their leases do (see KCM_CONTROLLERS).
         self.node_lifecycle = node_lifecycle
-        # Set when pods run for real (a real node): the API server then listens on every
-        # address and publishes this one, a non-loopback address of this machine that pods
-        # can route to, as the `kubernetes` Service's endpoint.
+        # Set when pods run for real (a real node): the API server then listens on this
+        # non-loopback address of this machine, which pods can route to, and publishes it
+        # as the `kubernetes` Service's endpoint. The address must exist before start.
         self.host_ip = host_ip
         self.ports: Ports | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -235,7 +235,7 @@ class ControlPlane:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self._ports().apiserver}"
+        return f"https://{self.host_ip or '127.0.0.1'}:{self._ports().apiserver}"
 
     @property
     def etcd_endpoint(self) -> str:
@@ -313,6 +313,8 @@ class ControlPlane:
     def _write_kubeconfigs(self) -> None:
         ca = self.pki.ca_crt.read_bytes()
         for stem, (user, _groups) in pkilib.CLIENTS.items():
+            if stem == pkilib.APISERVER_KUBELET_CLIENT:
+                continue  # the API server's own identity towards kubelets, not a user's
             text = kubeconfig_text(
                 self.server,
                 ca,
@@ -437,7 +439,8 @@ class ControlPlane:
                 # routes to the `kubernetes` Service here anyway.
                 "--endpoint-reconciler-type=none",
             ]
-        return ["--bind-address=0.0.0.0", f"--advertise-address={self.host_ip}"]
+        # The host address only: pods and this machine reach it, other machines do not.
+        return [f"--bind-address={self.host_ip}", f"--advertise-address={self.host_ip}"]
 
     def _spawn(self, component: str) -> None:
         assert self.binaries is not None

@@ -71,6 +71,8 @@ class ControlPlanePKI:
         return self.directory / "sa.pub"
 
 
+APISERVER_KUBELET_CLIENT = "apiserver-kubelet-client"
+
 # Client identities: the CNs and groups are the ones the API server's RBAC
 # bootstrap policy grants to each component.
 CLIENTS = {
@@ -79,7 +81,7 @@ CLIENTS = {
     "scheduler": ("system:kube-scheduler", ()),
     # The API server's identity towards kubelets (logs, exec, port-forward): the
     # bootstrap policy grants the nodes/proxy rights it needs to system:masters only.
-    "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", ("system:masters",)),
+    APISERVER_KUBELET_CLIENT: ("kube-apiserver-kubelet-client", ("system:masters",)),
 }
 
 

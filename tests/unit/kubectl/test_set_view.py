@@ -21,8 +21,9 @@ from leaderworkerset.disaggregatedset.objects import leaderworkerset, role_scale
 from leaderworkerset.group.state import GroupState
 from leaderworkerset.kubectl.set_render import set_objects, set_text
 from leaderworkerset.kubectl.set_rows import SetView, set_view
-from leaderworkerset.kubectl.set_snapshot import SetSnapshot
+from leaderworkerset.kubectl.set_snapshot import DISAGGREGATEDSETS, SetSnapshot, read_set
 from leaderworkerset.kubectl.snapshot import Snapshot
+from tests.toolkit.fake_client import FakeApiClient, not_found
 
 JSON = dict[str, Any]
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -218,3 +219,14 @@ def test_json_and_yaml_carry_the_same_data() -> None:
     decode = as_json["leaderWorkerSets"][1]
     assert decode["currentRevision"] is True and decode["groupIdentity"] == "Hash"
     assert [g["scaleDownRank"] for g in decode["groups"]] == [2, 1]
+
+
+async def test_a_cluster_without_the_scaler_kind_shows_the_set_without_scalers() -> None:
+    client = FakeApiClient()
+    client.put(DISAGGREGATEDSETS, {"metadata": {"name": "llm", "namespace": "default"}})
+    # Upstream's v0.9 CRDs have no RoleScaler kind: the server answers its LIST with 404.
+    plural = "disaggregatedsetrolescalers"
+    client.fail[("list", plural)] = not_found(plural, "")
+    snapshot = await read_set(client, "llm", "default")
+    assert snapshot.scalers == []
+    assert snapshot.ds["metadata"]["name"] == "llm"

@@ -24,7 +24,3 @@ def observed_lws(lws: JSON) -> ObservedLWS:
         slice=labels.get(c.LABEL_SLICE),
     )
 
-
-def status_replicas(lws: JSON) -> int:
-    """status.replicas: the groups that exist, whatever their revision or readiness."""
-    return int((lws.get("status") or {}).get("replicas") or 0)

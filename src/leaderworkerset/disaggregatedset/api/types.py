@@ -149,7 +149,7 @@ class DisaggregatedSetStatus:
     conditions: list[Condition] | None = api_field(
         "conditions",
         Kind.MODEL_LIST,
-        "Available, Progressing and Degraded.",
+        "Available and Progressing.",
         model=Condition,
         list_map_keys=("type",),
     )

@@ -95,12 +95,23 @@ def _pids_naming(fragment: bytes) -> list[int]:
     return pids
 
 
+def _shims() -> list[int]:
+    return [
+        pid
+        for pid in _pids_naming(str(n.CONTAINERD_SOCKET).encode())
+        if b"containerd-shim" in _cmdline(pid)
+    ]
+
+
+def shims_running() -> bool:
+    return bool(_shims())
+
+
 def kill_shims() -> None:
     """SIGKILL every runc shim of this node's containerd (they name its socket)."""
-    for pid in _pids_naming(str(n.CONTAINERD_SOCKET).encode()):
-        if b"containerd-shim" in _cmdline(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    for pid in _shims():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 # Every real node's kubelet keeps its pods' volumes below a folder named so, wherever
@@ -158,8 +169,16 @@ def delete_bridge() -> None:
         run("ip", "link", "del", n.BRIDGE)
 
 
+def sweep_pod_leftovers(roots: Iterable[Path]) -> None:
+    """What pods whose containers are gone leave: mounts (volumes, sandbox network
+    namespaces) and masquerade rules."""
+    unmount_all(roots)
+    remove_pod_nat_rules()
+
+
 def sweep(roots: Iterable[Path], kube_proxy: Path | None) -> None:
-    """Remove what a real node leaves on the machine once its containerd is stopped."""
+    """Remove what a real node leaves on the machine once its containerd is stopped.
+    The two sysctls ``prepare_network`` sets stay: other bridges may rely on them too."""
     kill_shims()
     unmount_all([n.RUN_DIR, *roots])
     shutil.rmtree(n.RUN_DIR, ignore_errors=True)

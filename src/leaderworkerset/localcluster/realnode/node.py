@@ -7,7 +7,9 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import logging
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -36,6 +38,8 @@ from leaderworkerset.localcluster.realnode.images import (
     import_images,
 )
 from leaderworkerset.runtime.client import ApiClient
+
+log = logging.getLogger("realnode")
 
 CONTAINERD = "containerd"
 # Started in this order, stopped in the reverse one.
@@ -87,6 +91,8 @@ class RealNode:
         self._take_lock()
         self.binaries = ensure_node_binaries()
         self.sandbox = ensure_images(n.SANDBOX_IMAGE_NAME)[n.SANDBOX_IMAGE_NAME]
+        # Before the control plane: its API server listens on the bridge's address.
+        host.prepare_network()
 
     def start(self, control_plane: ControlPlane, timeout: float = 120.0) -> None:
         """Join the node to ``control_plane`` (started with ``host_ip=layout.HOST_IP``)."""
@@ -101,14 +107,18 @@ class RealNode:
             raise RealNodeError("the control plane must run node lifecycle (node_lifecycle)")
         deadline = time.monotonic() + timeout
         try:
-            host.prepare_network()
             self._write_files(control_plane)
-            config = self.paths.config("containerd.toml")
-            self._spawn(CONTAINERD, ["containerd", "--config", str(config)])
+            self._spawn_containerd()
             self._wait(CONTAINERD, self._containerd_answers, deadline)
             # A killed run's containers: containerd finds them in its state dir and
-            # kills them through their shims (killing a shim would orphan them).
+            # kills them through their shims (killing a shim would orphan them). What
+            # they leave (volume mounts, sandbox namespaces, NAT rules, IP leases) goes
+            # next, before the kubelet starts.
             self._clear_containers()
+            host.sweep_pod_leftovers([n.RUN_DIR, self.paths.kubelet_root])
+            for stale in (self.paths.ipam_dir, self.paths.kubelet_root):
+                shutil.rmtree(stale, ignore_errors=True)
+                stale.mkdir(parents=True)
             import_images([self.sandbox])
             asyncio.run(self._install_dns(control_plane.kubeconfig))
             for component, command in self._commands().items():
@@ -118,6 +128,10 @@ class RealNode:
         except BaseException:
             self.stop()
             raise
+
+    def _spawn_containerd(self) -> None:
+        config = self.paths.config("containerd.toml")
+        self._spawn(CONTAINERD, ["containerd", "--config", str(config)])
 
     def _commands(self) -> dict[str, list[str]]:
         p = self.paths
@@ -143,9 +157,6 @@ class RealNode:
             COREDNS: lambda: _http_ok(dns),
             KUBELET: lambda: node_ready(control_plane),
         }
-
-    def import_images(self, images: list[BuiltImage]) -> list[str]:
-        return import_images(images)
 
     def _binary(self, name: str) -> str:
         assert self.binaries is not None
@@ -257,14 +268,26 @@ class RealNode:
         """Stop every component and put the machine back (see ``host``)."""
         for component in reversed(COMPONENTS[1:]):
             self._terminate(component, timeout)
-        if CONTAINERD in self.pids:
-            with contextlib.suppress(Exception):
+        try:
+            if CONTAINERD not in self.pids and host.shims_running():
+                # Containers outlive a dead containerd; only it can kill them (through
+                # their shims), so it comes back for that.
+                self._spawn_containerd()
+                self._wait(CONTAINERD, self._containerd_answers, time.monotonic() + timeout)
+            if CONTAINERD in self.pids:
                 self._clear_containers()
+        except Exception as err:
+            log.warning("could not clear the node's containers: %s", err)
         self._terminate(CONTAINERD, timeout)
-        self._sweep()
-        if self._lock is not None:
-            self._lock.close()
-            self._lock = None
+        try:
+            self._sweep()
+        except host.HostError as err:
+            # Said, not raised: stop runs on failed starts too, whose error matters more.
+            log.warning("the machine is not fully put back: %s", err)
+        finally:
+            if self._lock is not None:
+                self._lock.close()
+                self._lock = None
 
     def _terminate(self, component: str, timeout: float) -> None:
         proc = self._procs.pop(component, None)
