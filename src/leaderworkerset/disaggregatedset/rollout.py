@@ -325,6 +325,14 @@ def _plan_rollout(
         plan.create.update(dict.fromkeys(spec_roles, 0))
         plan.requeue_after = REQUEUE_SECONDS
         return
+    missing = [role for role in spec_roles if role not in new]
+    if missing:
+        # The first pass's creates stopped part-way (a refusal, a lost connection): make
+        # the rest as it would have, at 0, or the revision never becomes stable (upstream
+        # waits for ever here).
+        plan.create.update(dict.fromkeys(missing, 0))
+        plan.requeue_after = REQUEUE_SECONDS
+        return
     if not is_stable(new, spec_roles):
         plan.requeue_after = REQUEUE_SECONDS
         return

@@ -811,3 +811,14 @@ def test_group_by_revision_keeps_one_object_per_role() -> None:
         "r": [DECODE, PREFILL],
         "s": [PREFILL],
     }
+
+
+def test_a_new_revision_created_part_way_gets_its_missing_roles() -> None:
+    # Old revision "old" at 3+3; the new revision's decode LWS was created, prefill's
+    # create failed. Ours makes prefill's (at 0, as the first pass would have); upstream
+    # would wait for ever for a stable new revision.
+    ds = two_roles(3, 3)
+    observed = [lws(PREFILL, "old", 3), lws(DECODE, "old", 3), lws(DECODE, "newhash", 0)]
+    plan = plan_slice(ds, 0, "newhash", observed)
+    assert plan.create == {PREFILL: 0}
+    assert plan.scale == {}
