@@ -143,8 +143,19 @@ class CertRotatorOptions:
 
     @property
     def dns_names(self) -> tuple[str, ...]:
+        """The names a certificate made here carries."""
         svc = f"{self.service_name}.{self.namespace}.svc"
         return (svc, f"{svc}.cluster.local", *self.extra_dns_names)
+
+    @property
+    def required_dns_names(self) -> tuple[str, ...]:
+        """The names a certificate found in the Secret must carry to be kept: the one
+        the API server dials (`<service>.<namespace>.svc`, the only name cert-controller
+        checks) and any extra ones asked for. So the Go manager's certificate, which has
+        that name alone, is adopted in a handover instead of replaced; a new CA would
+        fail every admission until the kubelet syncs the new files into the pods (up
+        to its sync period, about a minute)."""
+        return (f"{self.service_name}.{self.namespace}.svc", *self.extra_dns_names)
 
 
 class CertRotator:
@@ -256,7 +267,7 @@ class CertRotator:
             else:
                 reason = check_key_pairs(
                     pairs,
-                    dns_names=opts.dns_names,
+                    dns_names=opts.required_dns_names,
                     ip_addresses=opts.extra_ip_addresses,
                     lookahead=opts.lookahead,
                 )

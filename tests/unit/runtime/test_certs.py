@@ -279,6 +279,43 @@ async def test_existing_valid_secret_is_adopted(api: FakeApiClient, tmp_path: Pa
     assert (tmp_path / "b" / "tls.crt").read_bytes() == (tmp_path / "a" / "tls.crt").read_bytes()
 
 
+def put_secret(api: FakeApiClient, pairs: KeyPairs) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "data": pairs.secret_data()}
+    secret["metadata"] = {"name": "certs", "namespace": "ns"}
+    api.put(SECRETS, secret)
+
+
+async def test_the_go_managers_certificate_with_the_service_name_alone_is_adopted(
+    api: FakeApiClient, tmp_path: Path
+) -> None:
+    # cert-controller names only <service>.<namespace>.svc (what the API server dials).
+    theirs = generate_key_pairs(
+        ca_name="lws-ca", ca_organization="lws", dns_names=["svc.ns.svc"],
+        ip_addresses=["127.0.0.1"],
+    )  # fmt: skip
+    put_secret(api, theirs)
+    rotator = CertRotator(api, rotator_options(tmp_path))
+    await rotator.sync()
+    assert rotator.current == theirs
+    assert (tmp_path / "tls.crt").read_bytes() == theirs.cert
+    assert bundles(api) == [base64.b64encode(theirs.ca_cert).decode()] * 3
+    # What this rotator makes still carries the cluster domain's name too.
+    assert rotator.options.dns_names[:2] == ("svc.ns.svc", "svc.ns.svc.cluster.local")
+
+
+async def test_a_certificate_without_the_service_name_is_replaced(
+    api: FakeApiClient, tmp_path: Path
+) -> None:
+    other = generate_key_pairs(
+        ca_name="lws-ca", ca_organization="lws", dns_names=["svc.ns.svc.cluster.local"],
+        ip_addresses=["127.0.0.1"],
+    )  # fmt: skip
+    put_secret(api, other)
+    rotator = CertRotator(api, rotator_options(tmp_path))
+    await rotator.sync()
+    assert rotator.current is not None and rotator.current.ca_cert != other.ca_cert
+
+
 async def test_rotation_replaces_ca_and_cert_and_reinjects(
     api: FakeApiClient, tmp_path: Path
 ) -> None:
