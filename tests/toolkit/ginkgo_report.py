@@ -15,7 +15,8 @@ NANOSECONDS = 1e9
 @dataclass(frozen=True)
 class SpecResult:
     node: str  # It, BeforeSuite, ...
-    text: str  # the container texts and the spec's own, joined by spaces
+    container: str  # the Describe/Context texts, joined by spaces
+    leaf: str  # the spec's own text
     state: str  # passed, failed, skipped, panicked, timedout, ...
     seconds: float
     failure: str
@@ -24,18 +25,23 @@ class SpecResult:
     def is_spec(self) -> bool:
         return self.node in SPEC_NODES
 
+    @property
+    def text(self) -> str:
+        """The full text ginkgo's --ginkgo.focus and --ginkgo.skip match."""
+        return " ".join(t for t in (self.container, self.leaf) if t)
+
 
 def read_report(path: Path) -> list[SpecResult]:
     reports = json.loads(path.read_text())
     results = []
     for report in reports:
         for spec in report.get("SpecReports") or []:
-            texts = [*(spec.get("ContainerHierarchyTexts") or []), spec.get("LeafNodeText") or ""]
             failure = spec.get("Failure") or {}
             results.append(
                 SpecResult(
                     node=spec.get("LeafNodeType", ""),
-                    text=" ".join(t for t in texts if t),
+                    container=" ".join(spec.get("ContainerHierarchyTexts") or []),
+                    leaf=spec.get("LeafNodeText") or "",
                     state=spec.get("State", ""),
                     seconds=(spec.get("RunTime") or 0) / NANOSECONDS,
                     failure=str(failure.get("Message") or ""),
@@ -45,7 +51,16 @@ def read_report(path: Path) -> list[SpecResult]:
 
 
 def table(results: list[SpecResult], width: int = 100) -> str:
-    rows = [(r.text or r.node, r.state, f"{r.seconds:.1f}s") for r in results]
+    """One line per spec (its own text; BeforeSuite and AfterSuite by name) with its
+    result and time, under a line per container."""
+    rows: list[tuple[str, str, str]] = []
+    container = None
+    for r in results:
+        if r.container != container and r.container:
+            rows.append((f"{r.container}:", "", ""))
+        container = r.container
+        text = f"  {r.leaf}" if r.container else r.leaf or r.node
+        rows.append((text, r.state, f"{r.seconds:.1f}s"))
     rows.append(("total", "", f"{sum(r.seconds for r in results):.1f}s"))
     text_width = min(width, max(len(text) for text, _, _ in rows))
     lines = [f"{'spec':<{text_width}}  {'result':<8}  time"]
