@@ -24,6 +24,7 @@ from tests.fixtures.realnode import NAMESPACE, RELEASE, RealCluster, Tools, char
 from tests.toolkit.cluster import labels, live_pods, wait_ready
 from tests.toolkit.installs import (
     Steps,
+    admitted,
     attempt,
     controller_pods_ready,
     create_once_admitted,
@@ -117,7 +118,11 @@ def rollout_status(tools: Tools) -> None:
 
 
 async def scale(api: ApiClient, replicas: int) -> None:
-    await api.patch(LEADERWORKERSETS, NAME, {"spec": {"replicas": replicas}}, namespace="default")
+    patch = {"spec": {"replicas": replicas}}
+    await admitted(
+        lambda: api.patch(LEADERWORKERSETS, NAME, patch, namespace="default"),
+        f"{NAME} scaled to {replicas}",
+    )
 
 
 async def test_upstream_release_to_ours_and_back_replaces_no_pod(
@@ -147,9 +152,10 @@ async def test_upstream_release_to_ours_and_back_replaces_no_pod(
     await to_ours(steps, api, real_cluster)
     assert await pod_state(api) == before, "a pod was replaced in the handover to ours"
     assert await revision_uids(api) == revisions
-    with steps.step("ours is in charge: scaled to 3, the new group meets"):
-        await meets(api, 2)
+    await meets(api, 2)
+    with steps.step("our webhooks answer through the Service (scale to 3 admitted)"):
         await scale(api, 3)
+    with steps.step("ours is in charge: the new group meets"):
         await meets(api, 3)
     before, revisions = await pod_state(api), await revision_uids(api)
     assert len(before) == 3 * SIZE
@@ -157,9 +163,10 @@ async def test_upstream_release_to_ours_and_back_replaces_no_pod(
     await back_to_upstream(steps, api, tools, upstream_chart, upstream_image)
     assert await pod_state(api) == before, "a pod was replaced in the handover to upstream"
     assert await revision_uids(api) == revisions
-    with steps.step("upstream is in charge: scaled to 2, the groups left meet"):
-        await meets(api, 3)
+    await meets(api, 3)
+    with steps.step("upstream's webhooks answer through the Service (scale to 2 admitted)"):
         await scale(api, 2)
+    with steps.step("upstream is in charge: the groups left meet"):
         await meets(api, 2)
     kept = {name: state for name, state in before.items() if not name.startswith(f"{NAME}-2")}
     assert await settled_pods(api, 2) == kept

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,20 +115,27 @@ async def controller_pods_ready(api: ApiClient, count: int, image: str) -> list[
     return await eventually(ready, f"{count} controller pods of {image} Ready", within=240)
 
 
-async def create_once_admitted(api: ApiClient, obj: JSON, namespace: str) -> JSON:
-    """Create `obj` through the webhooks, retrying while the API server cannot reach
-    them yet: a controller pod is Ready before kube-proxy routes its Service to it
-    (upstream's e2e suite waits the same way before it starts)."""
+async def admitted(call: Callable[[], Awaitable[JSON]], what: str) -> JSON:
+    """Make a write that goes through the webhooks, retrying while the API server
+    cannot reach them: kube-proxy routes the webhook Service to new controller pods a
+    moment after they are Ready (upstream's e2e suite waits the same way before it
+    starts). Any other refusal fails at once."""
 
-    async def create() -> JSON | None:
+    async def attempt_call() -> JSON | None:
         try:
-            return await api.create(LEADERWORKERSETS, obj, namespace=namespace)
+            return await call()
         except ApiError as err:
             if err.status == 500 and "failed calling webhook" in err.message:
                 return None
             raise
 
-    return await eventually(create, f"{name_of(obj)} admitted by the webhooks", within=60)
+    return await eventually(attempt_call, f"{what} admitted by the webhooks", within=60)
+
+
+async def create_once_admitted(api: ApiClient, obj: JSON, namespace: str) -> JSON:
+    return await admitted(
+        lambda: api.create(LEADERWORKERSETS, obj, namespace=namespace), f"{name_of(obj)} created"
+    )
 
 
 def normalized(image: str) -> str:
