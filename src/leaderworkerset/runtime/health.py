@@ -17,9 +17,9 @@ import contextlib
 import hashlib
 import inspect
 import logging
+import os
 import socket
 import ssl
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -42,9 +42,13 @@ log = logging.getLogger("health")
 metrics_log = logging.getLogger("controller-runtime.metrics")
 
 Check = Callable[[], bool | Awaitable[bool]]
-# controller-runtime's default CertDir of the metrics server (Go's os.TempDir() is
-# $TMPDIR or /tmp, as here). The charts mount cert-manager's metrics Secret there.
-DEFAULT_METRICS_CERT_DIR = Path(tempfile.gettempdir(), "k8s-metrics-server", "serving-certs")
+# controller-runtime's default CertDir of the metrics server: Go's os.TempDir(), which is
+# $TMPDIR or /tmp and looks at neither. Python's tempfile.gettempdir() would probe for
+# a writable folder at import and fail the whole command on a read-only root without a
+# /tmp mount. The charts mount cert-manager's metrics Secret there.
+DEFAULT_METRICS_CERT_DIR = Path(
+    os.environ.get("TMPDIR") or "/tmp", "k8s-metrics-server", "serving-certs"
+)
 K = TypeVar("K")
 V = TypeVar("V")
 
