@@ -84,9 +84,10 @@ integration: setup controlplane tools
 realnode: setup controlplane tools node
 	$(BIN)/pytest -q tests/realnode
 
-# The real node end to end (opt-in): the fast suite's tests/realnode, then upstream's
-# release installed and migrated to ours and back, and upstream's e2e suite against the
-# installed controller; each step's time is printed (docs/real-node.md).
+# The real node end to end (opt-in): the fast suite's tests/realnode, then the kustomize
+# install, upstream's release migrated to ours and back, and upstream's e2e suite
+# (hack/build-upstream-e2e.sh compiles it) against the installed controller; each step's
+# time is printed (docs/real-node.md, about 7 minutes).
 e2e-real: setup controlplane tools node
 	$(BIN)/pytest -q -s --durations=0 tests/realnode tests/e2e_real
 

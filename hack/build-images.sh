@@ -8,10 +8,15 @@
 #   pause      localhost/lws-dev/pause:3.10.2           .../pause-<hash>.oci.tar
 #   rendezvous localhost/lws-dev/rendezvous:<hash12>    .../rendezvous-<hash>.oci.tar
 #
-#   bash hack/build-images.sh [NAME...]     (default: all three)
+#   bash hack/build-images.sh [NAME...]     (default: these three)
 #   ctr -n k8s.io images import ARCHIVE     (what a node does with one)
 #
-# The recipes are hack/images/recipes.py. Needs root (mmdebstrap's root mode, chroot,
+# tests/e2e_real names three more (hack/images/e2e_images.py): `upstream`, upstream's
+# manager as registry.k8s.io/lws/lws:<pinned version> (hack/build-upstream-lws.sh builds
+# it first), and the stand-ins `nginx-standin` and `curl-standin`, under the names
+# upstream's e2e suite pulls.
+#
+# The recipes are hack/images/recipes.py and e2e_images.py. Needs root (mmdebstrap's root mode, chroot,
 # overlay mounts), Go (to fetch pause.c from the k8s.io/kubernetes module), network
 # access to a Debian mirror and to PyPI (or pip's cache).
 #

@@ -1,4 +1,4 @@
-"""Builds the images (recipes.py) into OCI archives in a cache folder, each named by
+"""Builds the images (recipes.py, e2e_images.py) into OCI archives in a cache folder, each named by
 the hash of its inputs, and prints one line per image on stdout:
 
     NAME REF ARCHIVE
@@ -19,11 +19,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import e2e_images
 import oci
 import recipes
 import rootfs
 
 NOT_BUILT = 3
+# Every image by name; with no names, only `make image`'s three (recipes.RECIPES).
+ALL = {**recipes.RECIPES, **e2e_images.RECIPES}
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,13 @@ class Planned:
 
 
 def plan(ctx: recipes.Context, names: list[str]) -> list[Planned]:
-    unknown = [n for n in names if n not in recipes.RECIPES]
+    unknown = [n for n in names if n not in ALL]
     if unknown:
-        known = ", ".join(recipes.RECIPES)
+        known = ", ".join(ALL)
         raise SystemExit(f"build-images: unknown image {', '.join(unknown)} (images: {known})")
     out = []
     for name in names or list(recipes.RECIPES):
-        recipe = recipes.RECIPES[name](ctx)
+        recipe = ALL[name](ctx)
         out.append(Planned(recipe, ctx.cache / f"{name}-{recipe.key[:16]}.oci.tar"))
     return out
 
@@ -87,18 +90,18 @@ def build(ctx: recipes.Context, item: Planned) -> None:
 
 
 def prune(ctx: recipes.Context, built: list[Planned]) -> None:
-    """Older archives of the images just built, older base folders and the blobs no
-    archive or base lists any more go, so the cache does not grow with every change."""
+    """Older archives of the images just built, base folders no image is built on any
+    more and the blobs no archive or base lists any more go, so the cache does not grow
+    with every change."""
     keep = {item.archive for item in built}
     for item in built:
         for old in ctx.cache.glob(f"{item.recipe.name}-*.oci.*"):
             if old.with_suffix(".tar") not in keep and old not in keep:
                 old.unlink()
-    if any(item.recipe.name != "pause" for item in built):
-        current = ctx.cache / f"base-{ctx.base_key[:16]}"
-        for old in ctx.cache.glob("base-*"):
-            if old != current:
-                rootfs.remove_tree(old)
+    current = {ctx.base_folder(packages) for packages in e2e_images.BASES}
+    for old in ctx.cache.glob("base-*"):
+        if old not in current:
+            rootfs.remove_tree(old)
     used: set[str] = set()
     for meta in ctx.cache.glob("*.oci.json"):
         data = json.loads(meta.read_text())

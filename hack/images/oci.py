@@ -188,6 +188,11 @@ def add_file(tar: TarSink, name: str, data: bytes, mode: int) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
+def add_dir(tar: TarSink, name: str, mode: int) -> None:
+    """A folder owned by root (e.g. an image's empty /tmp)."""
+    tar.addfile(_entry(name, tarfile.DIRTYPE, mode))
+
+
 def add_tree(tar: TarSink, root: Path, *, empty: frozenset[str] = frozenset()) -> None:
     """Everything under `root` (not root itself), depth first in sorted order, owners
     and modes kept. The folders named in `empty` (relative, e.g. "dev") are added
@@ -274,6 +279,7 @@ class ImageSpec:
     env: list[str] | None = None
     exposed_ports: list[int] | None = None
     working_dir: str = "/"
+    labels: dict[str, str] | None = None
 
 
 def config_json(
@@ -290,6 +296,8 @@ def config_json(
         config["Env"] = spec.env
     if spec.exposed_ports:
         config["ExposedPorts"] = {f"{port}/tcp": {} for port in spec.exposed_ports}
+    if spec.labels:
+        config["Labels"] = spec.labels
     return {
         "architecture": arch,
         "os": "linux",

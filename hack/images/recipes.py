@@ -85,15 +85,22 @@ class Context:
 
     @cached_property
     def base_key(self) -> str:
+        return self.base_key_of(rootfs.PACKAGES)
+
+    def base_key_of(self, packages: tuple[str, ...]) -> str:
+        """The cache key of the Debian base with `packages`."""
         return sha256(
             "base",
             rootfs.SUITE,
-            *rootfs.PACKAGES,
+            *packages,
             *rootfs.DPKG_FILTERS,
             *self.sources,
             self.arch,
             code("rootfs.py", "oci.py"),
         )
+
+    def base_folder(self, packages: tuple[str, ...] = rootfs.PACKAGES) -> Path:
+        return self.cache / f"base-{self.base_key_of(packages)[:16]}"
 
 
 @dataclass(frozen=True)
@@ -102,16 +109,16 @@ class Base:
     layer: oci.Layer
 
 
-def ensure_base(ctx: Context) -> Base:
-    """The base root filesystem and its layer, built once per key."""
-    folder = ctx.cache / f"base-{ctx.base_key[:16]}"
+def ensure_base(ctx: Context, packages: tuple[str, ...] = rootfs.PACKAGES) -> Base:
+    """The base root filesystem with `packages` and its layer, built once per key."""
+    folder = ctx.base_folder(packages)
     stamp = folder / "layer.json"
     if stamp.is_file() and (folder / "rootfs").is_dir():
         return Base(folder / "rootfs", oci.Layer.from_json(json.loads(stamp.read_text())))
     rootfs.remove_tree(folder)
     folder.mkdir(parents=True)
-    rootfs.log(f"mmdebstrap {rootfs.SUITE} ({', '.join(rootfs.PACKAGES)}) from {ctx.sources[0]}")
-    rootfs.build_base(folder / "rootfs", ctx.sources)
+    rootfs.log(f"mmdebstrap {rootfs.SUITE} ({', '.join(packages)}) from {ctx.sources[0]}")
+    rootfs.build_base(folder / "rootfs", ctx.sources, packages)
     rootfs.log("writing the base layer")
     layer = ctx.store.put_layer(
         lambda tar: oci.add_tree(tar, folder / "rootfs", empty=rootfs.EMPTY_IN_LAYER)
@@ -157,7 +164,7 @@ def _build_controller(ctx: Context, ref: str, pip_version: str) -> oci.Image:
         env=[PATH_ENV, *PYTHON_ENV],
         exposed_ports=[9443, 8443, 8081],  # webhooks, metrics, health probes
     )
-    history = [_base_history(), "pip install leaderworkerset (constraints.txt), compiled"]
+    history = [base_history(), "pip install leaderworkerset (constraints.txt), compiled"]
     return oci.assemble(ctx.store, ref, spec, [base.layer, layer], history, ctx.arch)
 
 
@@ -210,8 +217,8 @@ def _install_layer(
     return ctx.store.put_layer(lambda tar: oci.add_tree(tar, upper))
 
 
-def _base_history() -> str:
-    return f"mmdebstrap --variant=essential {rootfs.SUITE} + {' '.join(rootfs.PACKAGES)}"
+def base_history(packages: tuple[str, ...] = rootfs.PACKAGES) -> str:
+    return f"mmdebstrap --variant=essential {rootfs.SUITE} + {' '.join(packages)}"
 
 
 @dataclass(frozen=True)
@@ -295,10 +302,11 @@ def _build_rendezvous(ctx: Context, ref: str, program: bytes) -> oci.Image:
     spec = oci.ImageSpec(
         user=NONROOT, entrypoint=["python3", "/rendezvous.py"], env=[PATH_ENV, *PYTHON_ENV]
     )
-    history = [_base_history(), "COPY rendezvous.py /rendezvous.py"]
+    history = [base_history(), "COPY rendezvous.py /rendezvous.py"]
     return oci.assemble(ctx.store, ref, spec, [base.layer, layer], history, ctx.arch)
 
 
+# What `make image` builds (hack/build-images.sh with no names); e2e_images.py has more.
 RECIPES: dict[str, Callable[[Context], Recipe]] = {
     "controller": controller,
     "pause": pause,

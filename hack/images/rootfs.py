@@ -16,7 +16,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 SUITE = "bookworm"
+# The base of the controller and rendezvous images (and of the HTTP stand-in).
 PACKAGES = ("python3", "ca-certificates", "netbase")
+# The base of the curl stand-in: Debian's curl, with the shell every base has.
+CURL_PACKAGES = ("curl", "ca-certificates", "netbase")
 # Left out at unpack time (dpkg path filters; mmdebstrap also writes them into the
 # image's /etc/dpkg/dpkg.cfg.d, so a derived image's apt-get installs stay small). The
 # copyright files stay: they are the licences of what the image ships.
@@ -113,7 +116,9 @@ def _deb822(stanza: str) -> dict[str, list[str]]:
     return fields
 
 
-def mmdebstrap_args(dest: Path, sources: list[str]) -> list[str]:
+def mmdebstrap_args(
+    dest: Path, sources: list[str], packages: Sequence[str] = PACKAGES
+) -> list[str]:
     # essential: only the Essential:yes packages besides ours (no apt, no init); the
     # merged-usr hook installs usr-is-merged instead of usrmerge, which pulls in perl.
     return [
@@ -123,7 +128,7 @@ def mmdebstrap_args(dest: Path, sources: list[str]) -> list[str]:
         "--format=directory",
         "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
         '--aptopt=APT::Install-Recommends "false"',
-        f"--include={','.join(PACKAGES)}",
+        f"--include={','.join(packages)}",
         *(f"--dpkgopt={rule}" for rule in DPKG_FILTERS),
         SUITE,
         str(dest),
@@ -131,16 +136,18 @@ def mmdebstrap_args(dest: Path, sources: list[str]) -> list[str]:
     ]
 
 
-def build_base(dest: Path, sources: list[str]) -> None:
-    """A Debian SUITE root filesystem at `dest` (which must not exist), trimmed, with
-    the nonroot user, and all its Python modules compiled."""
+def build_base(dest: Path, sources: list[str], packages: Sequence[str] = PACKAGES) -> None:
+    """A Debian SUITE root filesystem with `packages` at `dest` (which must not exist),
+    trimmed, with the nonroot user, and all its Python modules compiled when it has
+    Python."""
     # SOURCE_DATE_EPOCH: mmdebstrap then removes the files that differ run to run
     # (ld.so aux-cache, debconf and dpkg backups) and dates what it writes.
     env = {**os.environ, "SOURCE_DATE_EPOCH": "0", "DEBIAN_FRONTEND": "noninteractive"}
-    run(mmdebstrap_args(dest, sources), env=env, stdout=sys.stderr)
+    run(mmdebstrap_args(dest, sources, packages), env=env, stdout=sys.stderr)
     _trim(dest)
     _add_nonroot(dest)
-    chroot(dest, ["/usr/bin/python3", *COMPILE, *PYTHON_DIRS])
+    if "python3" in packages:
+        chroot(dest, ["/usr/bin/python3", *COMPILE, *PYTHON_DIRS])
 
 
 def _trim(root: Path) -> None:

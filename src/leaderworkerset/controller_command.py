@@ -316,11 +316,25 @@ _OPTIONS: tuple[Callable[[Any], Any], ...] = (
         help=f"[deprecated] Default {c.LEADER_ELECTION_LEASE_NAME}.",
     ),
     click.option(
-        "--zap-log-level", default="info", help="debug, info, error, or an integer verbosity."
+        "--zap-log-level",
+        default=None,
+        help="debug, info, error, or an integer verbosity. Default: debug with --zap-devel, "
+        "else info.",
     ),
-    click.option("--zap-encoder", type=click.Choice(ENCODERS), default="json"),
-    _go_bool("--zap-devel", "Development mode: console encoder, debug level."),
-    click.option("--zap-stacktrace-level", default="error"),
+    click.option(
+        "--zap-encoder",
+        type=click.Choice(ENCODERS),
+        default=None,
+        help="Default: console with --zap-devel, else json.",
+    ),
+    _go_bool(
+        "--zap-devel",
+        "Development mode: console encoder, debug level, stack traces from warn. "
+        "Default true, as the Go manager's.",
+    ),
+    click.option(
+        "--zap-stacktrace-level", default=None, help="Default: warn with --zap-devel, else error."
+    ),
     click.option("--zap-time-encoding", type=click.Choice(TIME_ENCODINGS), default="iso8601"),
     click.option(
         "--kubeconfig",
@@ -375,10 +389,10 @@ def controller_command(
     def command(
         config_path: str,
         print_version: bool,
-        zap_log_level: str,
-        zap_encoder: str,
+        zap_log_level: str | None,
+        zap_encoder: str | None,
         zap_devel: bool | None,
-        zap_stacktrace_level: str,
+        zap_stacktrace_level: str | None,
         zap_time_encoding: str,
         kubeconfig: Path | None,
         namespace_override: str | None,
@@ -424,14 +438,23 @@ def controller_command(
 
 
 def _configure_logging(
-    level: str, encoder: str, devel: bool | None, stacktrace_level: str, time_encoding: str
+    level: str | None,
+    encoder: str | None,
+    devel: bool | None,
+    stacktrace_level: str | None,
+    time_encoding: str,
 ) -> None:
-    # --zap-devel is zap's development preset: console output, debug unless a level is set.
+    # --zap-devel is zap's development preset (console output, debug level, stack traces
+    # from warn), each part only where its own flag is not given. The Go manager turns it
+    # on by default (zap.Options{Development: true}), so its logs are console lines
+    # unless `--zap-devel=false` or `--zap-encoder=json`; log queries and upstream's e2e
+    # suite match those lines.
+    devel = devel is not False
     runtime_logging.configure(
-        "debug" if devel and level == "info" else level,
-        encoder="console" if devel else encoder,
+        level or ("debug" if devel else "info"),
+        encoder=encoder or ("console" if devel else "json"),
         time_encoding=time_encoding,
-        stacktrace_level=stacktrace_level,
+        stacktrace_level=stacktrace_level or ("warn" if devel else "error"),
     )
 
 

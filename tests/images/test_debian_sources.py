@@ -98,4 +98,5 @@ def test_an_unknown_image_name_is_refused_naming_the_images(tmp_path: Path) -> N
         check=False,
     )
     assert done.returncode != 0
-    assert "unknown image nginx (images: controller, pause, rendezvous)" in done.stderr
+    known = "controller, pause, rendezvous, upstream, nginx-standin, curl-standin"
+    assert f"unknown image nginx (images: {known})" in done.stderr

@@ -165,6 +165,22 @@ def test_config_carries_the_runtime_settings(tmp_path: Path) -> None:
     assert config["architecture"] == "amd64" and config["os"] == "linux"
 
 
+def test_labels_and_empty_folders_reach_the_image(tmp_path: Path) -> None:
+    store = oci.BlobStore(tmp_path / "store")
+
+    def fill(tar: Any) -> None:
+        oci.add_dir(tar, "tmp", 0o1777)
+
+    layer = store.put_layer(fill)
+    spec = oci.ImageSpec(user="0:0", entrypoint=["/x"], labels={"org.example": "stand-in"})
+    image = oci.assemble(store, "docker.io/library/x:1", spec, [layer], ["tmp"], "amd64")
+    config = json.loads(store.path(image.config).read_bytes())
+    assert config["config"]["Labels"] == {"org.example": "stand-in"}
+    with tarfile.open(store.path(layer.blob), "r:gz") as tar:
+        (entry,) = tar.getmembers()
+    assert (entry.name, entry.isdir(), entry.mode, entry.uid) == ("tmp", True, 0o1777, 0)
+
+
 def test_the_same_image_gives_the_same_archive_bytes(tmp_path: Path) -> None:
     _, _, first = build_image(tmp_path / "1")
     _, _, second = build_image(tmp_path / "2")

@@ -18,6 +18,7 @@ import contextlib
 import datetime
 import errno
 import logging
+import math
 import os
 import ssl
 import tempfile
@@ -143,8 +144,19 @@ class CertRotatorOptions:
 
     @property
     def dns_names(self) -> tuple[str, ...]:
+        """The names a certificate made here carries."""
         svc = f"{self.service_name}.{self.namespace}.svc"
         return (svc, f"{svc}.cluster.local", *self.extra_dns_names)
+
+    @property
+    def required_dns_names(self) -> tuple[str, ...]:
+        """The names a certificate found in the Secret must carry to be kept: the one
+        the API server dials (`<service>.<namespace>.svc`, the only name cert-controller
+        checks) and any extra ones asked for. So the Go manager's certificate, which has
+        that name alone, is adopted in a handover instead of replaced; a new CA would
+        fail every admission until the kubelet syncs the new files into the pods (up
+        to its sync period, about a minute)."""
+        return (f"{self.service_name}.{self.namespace}.svc", *self.extra_dns_names)
 
 
 class CertRotator:
@@ -204,14 +216,16 @@ class CertRotator:
     def is_ready(self) -> bool:
         return self.files_current() and self.ca_injected()
 
-    async def wait_ready(self, *, first: float = 1.0, factor: float = 2.0, steps: int = 10) -> None:
-        """Poll readiness with cert-controller's backoff; CertsNotReadyError when it runs out."""
-        delay = first
-        for _ in range(steps):
+    async def wait_ready(self, *, interval: float = 1.0, within: float = 1023.0) -> None:
+        """Poll readiness every `interval` seconds; CertsNotReadyError after `within`,
+        the whole of cert-controller's backoff (1 s doubled ten times). A steady poll,
+        not that backoff: a Secret volume's files arrive whenever the kubelet next syncs
+        the pod (within about 90 s), and a doubling wait noticed them up to 50 s late
+        on the real node."""
+        for _ in range(max(1, math.ceil(within / interval))):
             if self.is_ready():
                 return
-            await asyncio.sleep(delay)
-            delay *= factor
+            await asyncio.sleep(interval)
         if not self.is_ready():
             what = "the CA was not injected" if self.files_current() else "no certificate files"
             raise CertsNotReadyError(f"certificates not ready: {what} in {self.options.cert_dir}")
@@ -256,7 +270,7 @@ class CertRotator:
             else:
                 reason = check_key_pairs(
                     pairs,
-                    dns_names=opts.dns_names,
+                    dns_names=opts.required_dns_names,
                     ip_addresses=opts.extra_ip_addresses,
                     lookahead=opts.lookahead,
                 )

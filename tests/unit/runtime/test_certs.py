@@ -7,6 +7,7 @@ import asyncio.sslproto
 import base64
 import dataclasses
 import datetime
+import errno
 import hashlib
 import ipaddress
 import ssl
@@ -18,6 +19,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from leaderworkerset.runtime import certs
 from leaderworkerset.runtime.certs import (
     TLS_READ_BUFFER,
     CertRotator,
@@ -259,7 +261,7 @@ async def test_rotator_creates_writes_and_injects(api: FakeApiClient, tmp_path: 
     assert (tmp_path / "tls.key").stat().st_mode & 0o777 == 0o600
     assert bundles(api) == [base64.b64encode(pairs.ca_cert).decode()] * 3
     assert rotator.is_ready() and loaded == [True]
-    await rotator.wait_ready(first=0.01, steps=1)
+    await rotator.wait_ready(interval=0.01, within=0.01)
 
 
 async def test_second_sync_writes_nothing(api: FakeApiClient, tmp_path: Path) -> None:
@@ -277,6 +279,43 @@ async def test_existing_valid_secret_is_adopted(api: FakeApiClient, tmp_path: Pa
     await second.sync()
     assert second.current == first.current
     assert (tmp_path / "b" / "tls.crt").read_bytes() == (tmp_path / "a" / "tls.crt").read_bytes()
+
+
+def put_secret(api: FakeApiClient, pairs: KeyPairs) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "data": pairs.secret_data()}
+    secret["metadata"] = {"name": "certs", "namespace": "ns"}
+    api.put(SECRETS, secret)
+
+
+async def test_the_go_managers_certificate_with_the_service_name_alone_is_adopted(
+    api: FakeApiClient, tmp_path: Path
+) -> None:
+    # cert-controller names only <service>.<namespace>.svc (what the API server dials).
+    theirs = generate_key_pairs(
+        ca_name="lws-ca", ca_organization="lws", dns_names=["svc.ns.svc"],
+        ip_addresses=["127.0.0.1"],
+    )  # fmt: skip
+    put_secret(api, theirs)
+    rotator = CertRotator(api, rotator_options(tmp_path))
+    await rotator.sync()
+    assert rotator.current == theirs
+    assert (tmp_path / "tls.crt").read_bytes() == theirs.cert
+    assert bundles(api) == [base64.b64encode(theirs.ca_cert).decode()] * 3
+    # What this rotator makes still carries the cluster domain's name too.
+    assert rotator.options.dns_names[:2] == ("svc.ns.svc", "svc.ns.svc.cluster.local")
+
+
+async def test_a_certificate_without_the_service_name_is_replaced(
+    api: FakeApiClient, tmp_path: Path
+) -> None:
+    other = generate_key_pairs(
+        ca_name="lws-ca", ca_organization="lws", dns_names=["svc.ns.svc.cluster.local"],
+        ip_addresses=["127.0.0.1"],
+    )  # fmt: skip
+    put_secret(api, other)
+    rotator = CertRotator(api, rotator_options(tmp_path))
+    await rotator.sync()
+    assert rotator.current is not None and rotator.current.ca_cert != other.ca_cert
 
 
 async def test_rotation_replaces_ca_and_cert_and_reinjects(
@@ -337,7 +376,31 @@ async def test_missing_webhook_configuration_means_not_ready(tmp_path: Path) -> 
         await rotator.sync()
     assert rotator.files_current() and not rotator.ca_injected()
     with pytest.raises(CertsNotReadyError, match="CA was not injected"):
-        await rotator.wait_ready(first=0.01, steps=2)
+        await rotator.wait_ready(interval=0.01, within=0.05)
+
+
+async def test_readiness_is_noticed_within_a_poll_of_the_files_arriving(
+    api: FakeApiClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read-only certificate folder (a Secret volume): the kubelet brings the files
+    # some time later.
+    def read_only(directory: Path, pairs: KeyPairs) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(directory))
+
+    monkeypatch.setattr(certs, "_write_cert_dir", read_only)
+    rotator = CertRotator(api, rotator_options(tmp_path))
+    await rotator.sync()
+    assert rotator.ca_injected() and not rotator.files_current()
+    waiting = asyncio.create_task(rotator.wait_ready(interval=0.02, within=30))
+    await asyncio.sleep(0.3)  # the arrival happens after several polls
+    assert not waiting.done()
+    pairs = rotator.current
+    assert pairs is not None
+    (tmp_path / "tls.crt").write_bytes(pairs.cert)
+    arrived = asyncio.get_running_loop().time()
+    await asyncio.wait_for(waiting, 5)
+    # A doubling backoff would have slept 0.32 s and more by now.
+    assert asyncio.get_running_loop().time() - arrived < 0.2
 
 
 async def test_injects_into_crd_conversion_webhooks(tmp_path: Path) -> None:

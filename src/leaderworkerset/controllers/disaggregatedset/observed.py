@@ -23,4 +23,3 @@ def observed_lws(lws: JSON) -> ObservedLWS:
         created=meta.get("creationTimestamp"),
         slice=labels.get(c.LABEL_SLICE),
     )
-
