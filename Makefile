@@ -96,7 +96,7 @@ e2e-real: setup controlplane tools node
 # and upstream's DisaggregatedSet e2e suite against ours (it needs kubectl).
 compat: setup controlplane tools
 	bash hack/build-upstream-lws.sh
-	bash hack/build-upstream-e2e-ds.sh
+	bash hack/build-upstream-e2e.sh disaggregatedset
 	$(BIN)/pytest -q -s tests/compat
 
 # Faults on the real control plane (controller SIGKILLs, API server restarts and expired

@@ -1,6 +1,6 @@
 """Upstream's DisaggregatedSet e2e suite (the Go package
 sigs.k8s.io/lws/test/e2e/disaggregatedset at the version hack/upstream-lws/go.mod pins,
-compiled by hack/build-upstream-e2e-ds.sh) against our controller, run as its own
+compiled by hack/build-upstream-e2e.sh disaggregatedset) against our controller, run as its own
 process beside the local control plane with simulated nodes.
 
 The suite shells out to kubectl for everything (KUBECONFIG set, kubectl on PATH). It
@@ -29,8 +29,7 @@ import pytest
 from leaderworkerset.localcluster import manager_process
 from leaderworkerset.runtime.client import DEPLOYMENTS, NAMESPACES, ApiClient
 from tests.toolkit.ginkgo_report import SpecResult, read_report, table
-from tests.toolkit.install_tools import ensure_tools
-from tests.toolkit.paths import REPO
+from tests.toolkit.install_tools import ensure_tools, hack_build
 from tests.toolkit.waiting import eventually
 
 from .managers import Managers
@@ -48,13 +47,7 @@ PAUSE = "registry.k8s.io/pause:3.10"
 
 @pytest.fixture(scope="module")
 def suite_binary(pytestconfig: pytest.Config) -> Path:
-    script = REPO / "hack" / "build-upstream-e2e-ds.sh"
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        done = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"{script} failed with exit code {done.returncode} (see its output above)")
-    return Path(done.stdout.strip().splitlines()[-1])
+    return hack_build(pytestconfig, "build-upstream-e2e.sh", "disaggregatedset")
 
 
 def stand_in_deployment() -> dict[str, Any]:

@@ -11,7 +11,6 @@ EXPECTED_SKIPS, which ginkgo is told to skip, each with the reason it cannot run
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import subprocess
@@ -24,6 +23,7 @@ import yaml
 from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.realnode import NAMESPACE, RELEASE, RealCluster, chart_values
 from tests.toolkit.ginkgo_report import SpecResult, read_report, table
+from tests.toolkit.install_tools import hack_build
 from tests.toolkit.installs import (
     Steps,
     controller_pods_ready,
@@ -50,13 +50,7 @@ SUITE_TIMEOUT = 3600
 
 @pytest.fixture(scope="module")
 def suite_binary(pytestconfig: pytest.Config) -> Path:
-    script = REPO / "hack" / "build-upstream-e2e.sh"
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        done = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
-    if done.returncode != 0:
-        pytest.fail(f"{script} failed with exit code {done.returncode} (see its output above)")
-    return Path(done.stdout.strip().splitlines()[-1])
+    return hack_build(pytestconfig, "build-upstream-e2e.sh")
 
 
 @pytest.fixture(scope="module")

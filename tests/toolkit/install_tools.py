@@ -13,16 +13,23 @@ import pytest
 from tests.toolkit.paths import REPO
 
 
-def ensure_tools(pytestconfig: pytest.Config) -> Path:
-    """The folder holding kubectl and helm (a cold build takes minutes: its progress
-    reaches the terminal)."""
-    script = REPO / "hack" / "build-tools.sh"
+def hack_build(pytestconfig: pytest.Config, script: str, *args: str) -> Path:
+    """Run a hack/build-*.sh script (a cold build takes minutes: its progress reaches the
+    terminal) and return the path it prints last."""
+    path = REPO / "hack" / script
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        proc = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
+        proc = subprocess.run(
+            ["bash", str(path), *args], stdout=subprocess.PIPE, text=True, check=False
+        )
     if proc.returncode != 0:
-        pytest.fail(f"{script} failed with exit code {proc.returncode} (see its output above)")
+        pytest.fail(f"{path} failed with exit code {proc.returncode} (see its output above)")
     return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def ensure_tools(pytestconfig: pytest.Config) -> Path:
+    """The folder holding kubectl and helm."""
+    return hack_build(pytestconfig, "build-tools.sh")
 
 
 def helm_env(helm_home: Path, **extra: str) -> dict[str, str]:
