@@ -7,11 +7,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from leaderworkerset.api.objects import labels_of
 from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.runtime.client import Resource
+
+
+class _Informers(Protocol):
+    def all(self) -> Any: ...
+
+
+C = TypeVar("C", bound=_Informers)
 
 JSON = dict[str, Any]
 
@@ -48,9 +55,8 @@ def _selected(selector: str, labels: dict[str, str]) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def seeded_caches(*objects: JSON) -> AsyncIterator[LwsCaches]:
-    """Caches (as `build_caches` makes them) holding `objects`, each with its `kind`."""
-    caches = build_caches(StaticLister(objects))
+async def started(caches: C) -> AsyncIterator[C]:
+    """`caches` (anything with `all()` informers) started and synced, stopped after."""
     for informer in caches.all():
         informer.start()
     try:
@@ -60,3 +66,10 @@ async def seeded_caches(*objects: JSON) -> AsyncIterator[LwsCaches]:
     finally:
         for informer in caches.all():
             await informer.stop()
+
+
+@contextlib.asynccontextmanager
+async def seeded_caches(*objects: JSON) -> AsyncIterator[LwsCaches]:
+    """Caches (as `build_caches` makes them) holding `objects`, each with its `kind`."""
+    async with started(build_caches(StaticLister(objects))) as caches:
+        yield caches

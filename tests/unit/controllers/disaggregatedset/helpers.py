@@ -11,7 +11,7 @@ from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_
 from leaderworkerset.disaggregatedset.api import constants as c
 from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
 from leaderworkerset.disaggregatedset.names import compute_revision, lws_labels, lws_name
-from tests.toolkit.caches import StaticLister
+from tests.toolkit.caches import StaticLister, started
 
 JSON = dict[str, Any]
 UID = "set-uid"
@@ -78,13 +78,5 @@ def lws_object(
 
 @contextlib.asynccontextmanager
 async def seeded(*objects: JSON) -> AsyncIterator[DsCaches]:
-    caches = build_ds_caches(StaticLister(objects))
-    for informer in caches.all():
-        informer.start()
-    try:
-        for informer in caches.all():
-            assert await informer.wait_synced(5), informer.name
+    async with started(build_ds_caches(StaticLister(objects))) as caches:
         yield caches
-    finally:
-        for informer in caches.all():
-            await informer.stop()
