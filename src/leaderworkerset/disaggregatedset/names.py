@@ -97,6 +97,14 @@ def slice_label_matches(labels: Mapping[str, str], slice_index: int) -> bool:
     return value == str(slice_index)
 
 
+def slice_of(label: str | None) -> int | None:
+    """A slice label as upstream reads it (Go's Atoi: an optional sign and ASCII
+    digits, nothing else), or None when it is absent or not a number."""
+    if not label or not _INT32.fullmatch(label):
+        return None
+    return int(label)
+
+
 def initial_replicas(annotations: Mapping[str, str] | None) -> int | None:
     """The initial-replicas annotation as upstream reads it (a base-10 int32, sign
     allowed), or None when absent, empty or not a number."""

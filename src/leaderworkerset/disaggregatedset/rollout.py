@@ -31,6 +31,7 @@ from leaderworkerset.disaggregatedset.names import (
     lws_name,
     service_name,
     slice_label_matches,
+    slice_of,
 )
 from leaderworkerset.disaggregatedset.planner import RollingConfig, Step, next_step
 
@@ -403,10 +404,8 @@ def _in_slice(lws: ObservedLWS, slice_index: int) -> bool:
 
 def _slice_index(label: str | None) -> int:
     """The slice of a label as upstream parses it (Atoi); -1 when it is none."""
-    try:
-        return int(label or "", 10)
-    except ValueError:
-        return -1
+    index = slice_of(label)
+    return -1 if index is None else index
 
 
 def _timestamp(value: str | None) -> datetime:

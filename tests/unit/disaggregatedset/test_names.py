@@ -23,6 +23,7 @@ from leaderworkerset.disaggregatedset.names import (
     service_name,
     service_selector,
     slice_label_matches,
+    slice_of,
 )
 
 SLICE = "disaggregatedset.x-k8s.io/slice"
@@ -261,3 +262,23 @@ def test_has_slice_label() -> None:
 )
 def test_get_initial_replicas(annotations: dict[str, str] | None, expected: int | None) -> None:
     assert initial_replicas(annotations) == expected
+
+
+@pytest.mark.parametrize(
+    ("label", "index"),
+    [
+        ("0", 0),
+        ("12", 12),
+        ("+1", 1),
+        ("-1", -1),
+        (None, None),
+        ("", None),
+        ("1_0", None),
+        ("+-1", None),
+        (" 1", None),
+        ("\u0663", None),
+    ],
+)
+def test_a_slice_label_is_read_as_go_atoi_reads_it(label: str | None, index: int | None) -> None:
+    # Python's int() takes "1_0", " 1" and non-ASCII digits; Go's Atoi does not.
+    assert slice_of(label) == index

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from leaderworkerset.api.objects import JSON, labels_of, name_of
 from leaderworkerset.disaggregatedset.api import constants as c
 from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import slice_label_matches
+from leaderworkerset.disaggregatedset.names import slice_label_matches, slice_of
 from leaderworkerset.disaggregatedset.objects import service
 
 
@@ -56,8 +56,8 @@ def removed_slice_services(services: Iterable[JSON], slices: int) -> list[str]:
     none, belongs to no removed slice)."""
     out = []
     for svc in services:
-        value = str(labels_of(svc).get(c.LABEL_SLICE) or "")
-        if value.lstrip("+-").isdigit() and int(value) >= slices:
+        index = slice_of(labels_of(svc).get(c.LABEL_SLICE))
+        if index is not None and index >= slices:
             out.append(name_of(svc))
     return out
 
