@@ -65,12 +65,6 @@ def only_upstream(release: str, values: Obj) -> set[Key]:
     if not values.get("enablePrometheus"):
         # Upstream renders Prometheus's Role whatever enablePrometheus says.
         objects |= {("Role", f"{full}-prometheus-k8s"), ("RoleBinding", f"{full}-prometheus-k8s")}
-    if values.get("enableDisaggregatedSet"):
-        # DisaggregatedSet is not implemented here.
-        objects |= {
-            ("ClusterRole", f"{full}-disaggregatedset-{role}-role")
-            for role in ("admin", "editor", "viewer")
-        }
     return objects
 
 
@@ -80,7 +74,6 @@ ONLY_UPSTREAM_KUSTOMIZE = {
     ("ClusterRoleBinding", "lws-proxy-rolebinding"),
     # Binds lws-metrics-reader to the manager's own ServiceAccount, which never scrapes.
     ("ClusterRoleBinding", "lws-metrics-reader-rolebinding"),
-    ("CustomResourceDefinition", "disaggregatedsets.disaggregatedset.x-k8s.io"),
 }
 
 
