@@ -210,7 +210,7 @@ async def test_round_trip_rotation_and_reinjection(
         rotator = CertRotator(api, options, on_written=server.reload_certificates_async)
         await rotator.start()
         try:
-            await rotator.wait_ready(first=0.2, factor=1.5, steps=12)
+            await rotator.wait_ready(interval=0.2, within=60)
             first = rotator.current
             assert first is not None
             secret = await api.get(
