@@ -46,7 +46,7 @@ from leaderworkerset.runtime.election import LeaderElectionConfig, default_ident
 from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
-from leaderworkerset.runtime.metrics import observe_gc_pauses
+from leaderworkerset.runtime.metrics import EVENT_LOOP_TASKS, observe_gc_pauses
 from leaderworkerset.runtime.stalls import start_stall_probe
 from leaderworkerset.wiring import setup_controllers
 
@@ -499,8 +499,10 @@ def run_controller(settings: Settings) -> None:
     stall_probe = start_stall_probe()
 
     async def serve() -> None:
-        loop = type(asyncio.get_running_loop()).__module__.partition(".")[0]
+        running = asyncio.get_running_loop()
+        loop = type(running).__module__.partition(".")[0]
         logging.getLogger("setup").info("event loop", extra={"eventLoop": loop})
+        EVENT_LOOP_TASKS.set_function(lambda: len(asyncio.all_tasks(running)))
         manager = Manager(settings.manager_options())
         setup_controllers(
             manager,

@@ -33,6 +33,7 @@ from leaderworkerset.runtime.indexes import (
     object_key,
     resource_version,
 )
+from leaderworkerset.runtime.metrics import WATCHES_OPEN
 
 log = logging.getLogger(__name__)
 
@@ -374,6 +375,8 @@ class Informer:
             timeout_seconds=random.randint(self.min_watch_timeout, 2 * self.min_watch_timeout),
             bookmarks=True,
         )
+        open_watches = WATCHES_OPEN.labels(self.resource.plural)
+        open_watches.inc()
         try:
             async for event in stream:
                 self._handle_event(event)
@@ -383,6 +386,7 @@ class Informer:
                 raise _Gone from exc
             raise
         finally:
+            open_watches.dec()
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()

@@ -165,6 +165,7 @@ class LeaderElector:
         try:
             lease = await self.client.get_or_none(LEASES, cfg.name, cfg.namespace)
             if lease is None:
+                metrics.LEASE_WRITES.labels(name=cfg.name).inc()
                 created = await self.client.create(
                     LEASES,
                     {
@@ -193,6 +194,7 @@ class LeaderElector:
             desired["leaseTransitions"] = (spec.get("leaseTransitions") or 0) + 1
         lease["spec"] = {**spec, **desired}
         try:
+            metrics.LEASE_WRITES.labels(name=cfg.name).inc()
             updated = await self.client.replace(LEASES, lease)
         except Exception as exc:
             log.log(v(4), "failed to update lease: %s", exc)
@@ -258,6 +260,7 @@ class LeaderElector:
                         return True
                     assert lease is not None
                     try:
+                        metrics.LEASE_WRITES.labels(name=self.config.name).inc()
                         self._observe(await self.client.replace(LEASES, self._released(lease)))
                         break
                     except ApiError as exc:

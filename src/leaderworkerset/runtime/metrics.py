@@ -140,6 +140,29 @@ LEADER_ELECTION_MASTER = Gauge(
 )
 
 
+# Ours: a long-running controller is judged by what it holds and does when nothing
+# changes. Lease renewals are writes too (counted in rest_client_requests_total), so
+# the writes the reconcilers make are those minus these; open watches and the loop's
+# tasks should stay flat however long the process runs (docs/soak.md).
+LEASE_WRITES = Counter(
+    "lws_leader_election_lease_writes_total",
+    "Lease creates and updates sent by leader election (also in rest_client_requests_total)",
+    ["name"],
+    registry=REGISTRY,
+)
+WATCHES_OPEN = Gauge(
+    "lws_watches_open",
+    "Watch streams open to the API server, by resource",
+    ["resource"],
+    registry=REGISTRY,
+)
+EVENT_LOOP_TASKS = Gauge(
+    "lws_event_loop_tasks",
+    "Tasks on the manager's event loop",
+    registry=REGISTRY,
+)
+
+
 def observe_client_response(method: str, code: str, host: str) -> None:
     """The ApiClient response hook that feeds rest_client_requests_total."""
     REST_CLIENT_REQUESTS.labels(code=code, method=method, host=host).inc()
