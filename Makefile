@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane tools image node lint install-check unit integration realnode e2e-real compat chaos mutation crd clean
+.PHONY: run test setup controlplane tools image node lint install-check unit integration realnode e2e-real compat chaos soak mutation crd clean
 
 # STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story) or all.
 STORY ?= all
@@ -110,6 +110,14 @@ chaos: setup controlplane
 # an hour with one worker. MUTATION_JOBS sets the workers; `mutmut results` lists the survivors
 # and `mutmut show NAME` shows one. A fresh run each time (the old working copy is removed).
 MUTATION_JOBS ?= 1
+# An hour of churn against a local cluster, the controller as two processes under
+# leader election; writes soak.md, soak.json and soak.png to SOAK_OUT (docs/soak.md).
+# Opt-in, like chaos: MINUTES=15 for a shorter run.
+MINUTES ?= 60
+SOAK_OUT ?= soak-out
+soak: setup controlplane
+	$(BIN)/python -m bench.soak --minutes $(MINUTES) --out $(SOAK_OUT)
+
 mutation: setup
 	rm -rf mutants
 	$(BIN)/mutmut run --max-children $(MUTATION_JOBS)

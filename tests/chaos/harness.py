@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 
 from leaderworkerset.api import constants as c
+from leaderworkerset.localcluster.controlplane import APISERVER, ControlPlane
 from leaderworkerset.localcluster.deploy import free_port, install
 from leaderworkerset.localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION
 from leaderworkerset.runtime.client import JSON_PATCH, LEADERWORKERSETS, PODS, ApiClient
@@ -243,6 +245,32 @@ async def supervising(procs: list[ManagerProcess]) -> AsyncIterator[Supervisor]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+# --- the API server's faults ---------------------------------------------------------------
+
+
+async def etcd_compact(endpoint: str) -> int:
+    """Compact etcd to its current revision: every older version is gone."""
+    async with httpx.AsyncClient(base_url=endpoint, timeout=10) as etcd:
+        answer = await etcd.post("/v3/kv/range", json={"key": "AA=="})
+        answer.raise_for_status()
+        revision = int(answer.json()["header"]["revision"])
+        done = await etcd.post("/v3/kv/compaction", json={"revision": str(revision)})
+        done.raise_for_status()
+    return revision
+
+
+def restart_over_compaction(cp: ControlPlane, endpoint: str) -> int:
+    """Stop the API server, write to etcd nothing but a compaction, start it again: no
+    watcher can have seen the compacted revision, so each one's resume version is gone."""
+    proc = cp._procs[APISERVER]
+    cp._terminate({APISERVER: proc.pid}, cp.stop_timeout)
+    cp._procs.pop(APISERVER).wait()
+    revision = asyncio.run(etcd_compact(endpoint))
+    cp._spawn(APISERVER)
+    cp._wait(APISERVER, cp.is_healthy, time.monotonic() + cp.start_timeout)
+    return revision
 
 
 # --- the scenarios' LeaderWorkerSets -----------------------------------------------------

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from pathlib import Path
 
-import httpx2 as httpx
 import pytest
 
-from leaderworkerset.localcluster.controlplane import APISERVER, ControlPlane
+from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import (
     CONFIGMAPS,
@@ -32,6 +30,7 @@ from .harness import (
     chaos_lws,
     figures,
     log_paths,
+    restart_over_compaction,
     settle,
     start_controllers,
     supervising,
@@ -44,29 +43,6 @@ pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900
 # the leader leading (a lost lease makes the process exit; it is started again anyway).
 SLOW_ELECTION = {"leaseDuration": "30s", "renewDeadline": "25s", "retryPeriod": "2s"}
 RELISTED = re.compile(r'"msg":"([^"]+): version \S+ expired, relisting"')
-
-
-async def etcd_compact(endpoint: str) -> int:
-    """Compact etcd to its current revision: every older version is gone."""
-    async with httpx.AsyncClient(base_url=endpoint, timeout=10) as etcd:
-        answer = await etcd.post("/v3/kv/range", json={"key": "AA=="})
-        answer.raise_for_status()
-        revision = int(answer.json()["header"]["revision"])
-        done = await etcd.post("/v3/kv/compaction", json={"revision": str(revision)})
-        done.raise_for_status()
-    return revision
-
-
-def restart_over_compaction(cp: ControlPlane, endpoint: str) -> int:
-    """Stop the API server, write to etcd nothing but a compaction, start it again: no
-    watcher can have seen the compacted revision, so each one's resume version is gone."""
-    proc = cp._procs[APISERVER]
-    cp._terminate({APISERVER: proc.pid}, cp.stop_timeout)
-    cp._procs.pop(APISERVER).wait()
-    revision = asyncio.run(etcd_compact(endpoint))
-    cp._spawn(APISERVER)
-    cp._wait(APISERVER, cp.is_healthy, time.monotonic() + cp.start_timeout)
-    return revision
 
 
 def log_sizes(paths: list[Path]) -> dict[Path, int]:

@@ -1,0 +1,132 @@
+"""`python -m bench.soak [--minutes 60] [--seed 1] [--out DIR]`: see docs/soak.md.
+Exits 1 when a pass condition fails."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.chaos.harness import WebhookRelay, log_paths, start_controllers, supervising
+from tests.chaos.invariants import converged
+from tests.toolkit.manager_process import ManagerProcess, Managers
+
+from bench.soak import fleet
+from bench.soak import schedule as s
+from bench.soak.churn import Churn
+from bench.soak.report import QuietWindow, write
+from bench.soak.sampler import Sampler
+from bench.soak.watch import Watch
+from leaderworkerset.localcluster.binaries import ensure_binaries
+from leaderworkerset.localcluster.controlplane import ControlPlane
+from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
+from leaderworkerset.runtime.client import LEADERWORKERSETS, NAMESPACES, ApiClient
+
+OPERATOR_NAMESPACE = "lws-system"
+# Longer than a kube-apiserver restart takes here, so the leader keeps leading through
+# one (a replica that loses its lease exits, and would be started again with an empty
+# heap, which is not what memory over time should measure).
+ELECTION = {"leaseDuration": "30s", "renewDeadline": "25s", "retryPeriod": "2s"}
+
+
+async def _until(moment: float) -> None:
+    await asyncio.sleep(max(0.0, moment - time.monotonic()))
+
+
+async def _set_up(api: ApiClient, managers: Managers, relay: WebhookRelay) -> list[ManagerProcess]:
+    for name in (fleet.NAMESPACE, fleet.EXCLUSIVE_NAMESPACE, OPERATOR_NAMESPACE):
+        await api.create(NAMESPACES, {"metadata": {"name": name}})
+    procs = await start_controllers(api, managers, relay, election=ELECTION)
+    for member in fleet.FLEET:
+        await api.create(LEADERWORKERSETS, member.manifest(), member.namespace)
+    verdicts = await asyncio.gather(
+        *(converged(api, m.namespace, m.name, within=600) for m in fleet.FLEET)
+    )
+    broken = [str(v) for verdict in verdicts for v in verdict.violations]
+    if broken:
+        raise RuntimeError("the fleet did not come up whole:\n" + "\n".join(broken))
+    return procs
+
+
+async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> bool:
+    api = ApiClient.from_kubeconfig(cp.kubeconfig, qps=0, burst=0, user_agent="lws-soak")
+    relay = WebhookRelay()
+    await relay.start()
+    managers = Managers(workdir, cp.kubeconfig, OPERATOR_NAMESPACE)
+    sim = NodeSimulator(cp.kubeconfig, fleet.nodes(), termination_delay=1.0)
+    await sim.start()
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        procs = await _set_up(api, managers, relay)
+        print(f"fleet Ready: {sum(m.replicas for m in fleet.FLEET)} groups", flush=True)
+        watch = Watch(api, log_paths(procs))
+        sampler = Sampler(api, procs)
+        churn = Churn(api, sim, cp, procs)
+        blocks = s.plan(args.minutes, args.seed, [m.name for m in fleet.FLEET], sim.node_names)
+        quiet: list[QuietWindow] = []
+        async with supervising(procs):
+            tasks = [asyncio.create_task(watch.run()), asyncio.create_task(sampler.run())]
+            started = churn.started = watch.started = sampler.started = time.monotonic()
+            for block in blocks:
+                begin = max(time.monotonic(), started + block.index * s.BLOCK_SECONDS)
+                await _until(begin)
+                print(f"block {block.index} at {(begin - started) / 60:.1f} min", flush=True)
+                if block.quiet:
+                    before = await sampler.read()
+                    await _until(begin + s.BLOCK_SECONDS)
+                    writes = sampler.writes_between(before, await sampler.read())
+                    quiet.append(QuietWindow((begin - started) / 60, s.BLOCK_SECONDS / 60, writes))
+                    print(f"  quiet: {writes:.0f} writes", flush=True)
+                    continue
+                for action in block.actions:
+                    await _until(begin + action.at)
+                    await churn.run(action)
+                await churn.drain()
+                settled = await watch.settle(block.index)
+                print(
+                    f"  settled in {settled.seconds:.0f} s, {len(settled.violations)} violations",
+                    flush=True,
+                )
+            await _until(started + len(blocks) * s.BLOCK_SECONDS)
+            await sampler.take()
+        return write(
+            args.out,
+            minutes=args.minutes,
+            seed=args.seed,
+            samples=sampler.samples,
+            watch=watch,
+            quiet=quiet,
+            done=churn.done,
+        )
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        managers.kill_all()
+        with contextlib.suppress(Exception):
+            await sim.stop()
+        await relay.stop()
+        await api.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=int, default=60, help="length of the churn")
+    parser.add_argument("--seed", type=int, default=1, help="the schedule's seed")
+    parser.add_argument("--out", type=Path, default=Path("soak-out"), help="report folder")
+    parser.add_argument("--keep", type=Path, help="keep the cluster's and controllers' logs here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="lws-soak-") as tmp:
+        workdir = Path(args.keep or tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        with ControlPlane(workdir / "cp", name="soak", binaries=ensure_binaries()) as cp:
+            passed = asyncio.run(soak(cp, args, workdir))
+    sys.exit(0 if passed else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""The soak's pure parts: its schedule, how counters become amounts, and its verdict."""
+
+from __future__ import annotations
+
+from bench.soak import schedule as s
+from bench.soak.report import QuietWindow, conditions, rss_condition
+from bench.soak.sampler import Reading, combine, grown, parse
+from bench.soak.watch import Settled, Watch
+
+LWS = ["a", "b", "c"]
+NODES = ["n1", "n2"]
+
+
+def reading(pid: int = 1, **values: float) -> Reading:
+    base = dict(
+        rss_kib=100 * 1024,
+        cpu=10.0,
+        leading=False,
+        writes=0.0,
+        lease_writes=0.0,
+        queue_depth=0.0,
+        queue_wait_sum=0.0,
+        queue_wait_count=0.0,
+        watches=0.0,
+        tasks=0.0,
+    )
+    base.update(values)
+    return Reading(pid=pid, **base)  # type: ignore[arg-type]
+
+
+# --- the schedule ------------------------------------------------------------------------
+
+
+def test_an_hour_has_two_quiet_blocks_and_every_one_off_fault() -> None:
+    blocks = s.plan(60, 1, LWS, NODES)
+    assert len(blocks) == 12
+    assert [b.index for b in blocks if b.quiet] == [5, 10]
+    kinds = [a.kind for b in blocks for a in b.actions]
+    for one_off in s.ONE_OFF:
+        assert kinds.count(one_off) == s.ONE_OFF.count(one_off)
+    assert all(not b.actions for b in blocks if b.quiet)
+
+
+def test_the_leading_replica_dies_before_memory_is_judged() -> None:
+    first = s.plan(60, 3, LWS, NODES)[0]
+    assert first.actions[0].kind == s.KILL_LEADER_REPLICA
+    assert first.actions[0].at == 0.0
+
+
+def test_a_short_run_still_meets_every_fault_and_ends_quiet() -> None:
+    blocks = s.plan(15, 1, LWS, NODES)
+    assert [b.quiet for b in blocks] == [False, False, True]
+    kinds = {a.kind for b in blocks for a in b.actions}
+    assert set(s.ONE_OFF) <= kinds
+
+
+def test_actions_finish_within_the_churn_window() -> None:
+    for seed in range(20):
+        for block in s.plan(60, seed, LWS, NODES):
+            for action in block.actions:
+                end = action.at
+                if action.kind == s.NODE_DOWN:
+                    end += s.NODE_DOWN_SECONDS
+                assert 0 <= end <= s.CHURN_WINDOW, action
+                if action.kind in s.ON_LWS:
+                    assert action.target in LWS
+                if action.kind in s.ON_NODE:
+                    assert action.target in NODES
+
+
+def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> None:
+    assert s.plan(60, 5, LWS, NODES) == s.plan(60, 5, LWS, NODES)
+    assert s.plan(60, 5, LWS, NODES) != s.plan(60, 6, LWS, NODES)
+
+
+# --- counters ------------------------------------------------------------------------------
+
+
+METRICS = """\
+rest_client_requests_total{code="200",host="h",method="GET"} 500
+rest_client_requests_total{code="200",host="h",method="PUT"} 40
+rest_client_requests_total{code="201",host="h",method="POST"} 7
+rest_client_requests_total{code="409",host="h",method="PATCH"} 3
+lws_leader_election_lease_writes_total{name="b8ba15f5.x-k8s.io"} 30
+workqueue_depth{controller="pod",name="pod"} 2
+workqueue_depth{controller="leaderworkerset",name="leaderworkerset"} 1
+workqueue_queue_duration_seconds_sum{controller="pod",name="pod"} 1.5
+workqueue_queue_duration_seconds_count{controller="pod",name="pod"} 10
+lws_watches_open{resource="pods"} 1
+lws_watches_open{resource="statefulsets"} 1
+lws_event_loop_tasks 143
+leader_election_master_status{name="b8ba15f5.x-k8s.io"} 1
+"""
+
+
+def test_a_scrape_is_read_into_writes_leases_queues_watches_and_tasks() -> None:
+    r = parse(42, 2048, 3.5, METRICS)
+    assert r.leading
+    assert (r.writes, r.lease_writes) == (50, 30)
+    assert (r.queue_depth, r.queue_wait_sum, r.queue_wait_count) == (3, 1.5, 10)
+    assert (r.watches, r.tasks) == (2, 143)
+
+
+def test_a_restarted_replica_counts_from_zero() -> None:
+    before, after = reading(pid=1, writes=100), reading(pid=1, writes=130)
+    assert grown(before, after, "writes") == 30
+    assert grown(before, reading(pid=2, writes=5), "writes") == 5
+    assert grown(None, after, "writes") == 130
+
+
+def test_a_sample_leaves_lease_renewals_out_of_the_writes() -> None:
+    before = {
+        "r0": reading(1, writes=100, lease_writes=60, cpu=10),
+        "r1": reading(2, lease_writes=0),
+    }
+    after = {
+        "r0": reading(1, writes=190, lease_writes=90, cpu=16, leading=True, rss_kib=200 * 1024),
+        "r1": reading(2, writes=0, cpu=11, rss_kib=50 * 1024),
+    }
+    sample = combine(5.0, 2.0, before, after, events=7)
+    assert sample.leader == "r0"
+    assert sample.writes == 60  # 90 writes, 30 of them lease renewals
+    assert sample.writes_per_minute == 30
+    assert sample.cpu_seconds == 7  # 6 + 1 over the interval
+    assert (sample.leader_rss_mib, sample.standby_rss_mib) == (200, 50)
+
+
+# --- the verdict --------------------------------------------------------------------------
+
+
+def samples(rss: list[float]) -> list:  # type: ignore[type-arg]
+    out = []
+    for minute, value in enumerate(rss, start=1):
+        after = {"r0": reading(1, leading=True, rss_kib=int(value * 1024))}
+        out.append(combine(float(minute), 1.0, {}, after, events=0))
+    return out
+
+
+def test_memory_that_grows_past_a_tenth_after_minute_15_fails() -> None:
+    flat = [100.0] * 60
+    assert rss_condition(samples(flat), 60).passed
+    growing = [100.0] * 14 + [100.0 + minute for minute in range(46)]
+    assert not rss_condition(samples(growing), 60).passed
+    # What happens before the reference minute (the start, a replica killed) is not judged.
+    start = [40.0] * 14 + [100.0] * 46
+    assert rss_condition(samples(start), 60).passed
+
+
+def test_a_write_in_a_quiet_window_or_a_violation_fails_the_soak() -> None:
+    watch = Watch(api=None, log_paths=[])  # type: ignore[arg-type]
+    watch.settles.append(Settled(0, 12.0, []))
+    rows = samples([100.0] * 60)
+    quiet_ok = [QuietWindow(25, 5, 0)]
+    assert all(c.passed for c in conditions(rows, watch, quiet_ok, 60))
+    assert not all(c.passed for c in conditions(rows, watch, [QuietWindow(25, 5, 3)], 60))
+    assert not all(c.passed for c in conditions(rows, watch, [], 60))
+    watch.violations["a: unkeyed: pod x has no key"] = 30.0
+    assert not all(c.passed for c in conditions(rows, watch, quiet_ok, 60))
