@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import tarfile
 import time
@@ -26,8 +25,8 @@ from typing import Any
 
 import pytest
 
+from leaderworkerset.localcluster.realnode.images import ensure_images
 from tests.images.containerd import Containerd, private_containerd
-from tests.toolkit.paths import REPO
 from tests.toolkit.upstream_module import pinned_version
 from tests.toolkit.waiting import eventually_blocking
 
@@ -43,17 +42,8 @@ RUN_WITHIN = 60.0
 
 @pytest.fixture(scope="module")
 def built() -> dict[str, tuple[str, Path]]:
-    done = subprocess.run(
-        ["bash", str(REPO / "hack" / "build-images.sh"), *NAMES],
-        env={**os.environ, "LWS_PYTHON": sys.executable},
-        stdout=subprocess.PIPE,
-        text=True,
-        timeout=1400,
-        check=False,
-    )
-    assert done.returncode == 0, "hack/build-images.sh failed (its log is above)"
-    lines = [line.split() for line in done.stdout.splitlines()]
-    return {name: (ref, Path(archive)) for name, ref, archive in lines}
+    images = ensure_images(*NAMES, python=sys.executable)
+    return {name: (image.ref, image.archive) for name, image in images.items()}
 
 
 @pytest.fixture(scope="module")

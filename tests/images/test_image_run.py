@@ -19,11 +19,11 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from leaderworkerset.localcluster.realnode.images import BuiltImage, ensure_images
 from tests.images.containerd import Containerd, private_containerd
 from tests.toolkit.paths import REPO
 from tests.toolkit.waiting import eventually_blocking
@@ -61,37 +61,17 @@ print(json.dumps({
 """
 
 
-@dataclass(frozen=True)
-class Built:
-    ref: str
-    archive: Path
-
-
 @pytest.fixture(scope="module")
-def images() -> dict[str, Built]:
+def images() -> dict[str, BuiltImage]:
     packages = subprocess.run(
         ["bash", str(REPO / "hack" / "debian-packages.sh"), "containerd", "runc"], check=False
     )
     assert packages.returncode == 0, "containerd and runc are needed (see the output above)"
-    done = subprocess.run(
-        ["bash", str(REPO / "hack" / "build-images.sh"), *NAMES],
-        env={**os.environ, "LWS_PYTHON": sys.executable},
-        stdout=subprocess.PIPE,
-        text=True,
-        timeout=1100,
-        check=False,
-    )
-    assert done.returncode == 0, "hack/build-images.sh failed (its log is above)"
-    built = {}
-    for line in done.stdout.splitlines()[-len(NAMES) :]:
-        name, ref, archive = line.split()
-        built[name] = Built(ref, Path(archive))
-    assert sorted(built) == sorted(NAMES), done.stdout
-    return built
+    return ensure_images(*NAMES, python=sys.executable)
 
 
 @pytest.fixture(scope="module")
-def containerd(images: dict[str, Built]) -> Iterator[Containerd]:
+def containerd(images: dict[str, BuiltImage]) -> Iterator[Containerd]:
     with private_containerd() as daemon:
         for image in images.values():
             daemon.ctr("images", "import", str(image.archive), timeout=300)
@@ -106,7 +86,7 @@ def run_once(daemon: Containerd, ref: str, name: str, *command: str) -> str:
 
 
 def test_import_names_each_image_by_its_ref(
-    containerd: Containerd, images: dict[str, Built]
+    containerd: Containerd, images: dict[str, BuiltImage]
 ) -> None:
     listed = containerd.ctr("images", "ls", "-q").stdout.split()
     assert sorted(listed) == sorted(image.ref for image in images.values())
@@ -115,7 +95,7 @@ def test_import_names_each_image_by_its_ref(
 
 
 def test_controller_help_runs_as_nonroot_on_a_read_only_root(
-    containerd: Containerd, images: dict[str, Built]
+    containerd: Containerd, images: dict[str, BuiltImage]
 ) -> None:
     ref = images["controller"].ref
     assert "controller" in run_once(containerd, ref, "lws-help", "lws", "--help")
@@ -130,7 +110,7 @@ def test_controller_help_runs_as_nonroot_on_a_read_only_root(
 
 
 def test_controller_image_default_command_is_the_controller(
-    containerd: Containerd, images: dict[str, Built]
+    containerd: Containerd, images: dict[str, BuiltImage]
 ) -> None:
     # With no API server to reach, `lws controller` (the image's entry point and
     # command) gets as far as looking for a kubeconfig and fails on that; help text or
@@ -144,7 +124,7 @@ def test_controller_image_default_command_is_the_controller(
 
 
 def test_pause_stays_up_until_it_is_signalled(
-    containerd: Containerd, images: dict[str, Built]
+    containerd: Containerd, images: dict[str, BuiltImage]
 ) -> None:
     ref = images["pause"].ref
     assert (
@@ -179,7 +159,7 @@ def ready(port: int) -> int | None:
 
 
 def test_rendezvous_leader_and_worker_find_each_other(
-    containerd: Containerd, images: dict[str, Built], tmp_path: Path
+    containerd: Containerd, images: dict[str, BuiltImage], tmp_path: Path
 ) -> None:
     rendezvous_port = free_port()
 

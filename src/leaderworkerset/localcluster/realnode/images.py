@@ -5,6 +5,7 @@ reachable) and imported into the node's containerd, where pods use them by name.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -34,13 +35,16 @@ class BuiltImage:
         return digest
 
 
-def ensure_images(*names: str) -> dict[str, BuiltImage]:
-    """Build (or find cached) the named images; each one's reference and archive."""
+def ensure_images(*names: str, python: str | None = None) -> dict[str, BuiltImage]:
+    """Build (or find cached) the named images; each one's reference and archive.
+    ``python`` builds the controller's wheels (the script's default: the checkout's
+    .venv, else python3.11)."""
     script = build_script("build-images.sh")
     if not script.is_file():
         raise BinariesError(f"{script} not found: the images are built from a checkout")
+    env = {**os.environ, "LWS_PYTHON": python} if python else None
     proc = subprocess.run(
-        ["bash", str(script), *names], stdout=subprocess.PIPE, text=True, check=False
+        ["bash", str(script), *names], stdout=subprocess.PIPE, text=True, check=False, env=env
     )
     if proc.returncode != 0:
         raise BinariesError(f"{script} {' '.join(names)} failed with exit code {proc.returncode}")
