@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.chaos.harness import kill_and_restart, master_of, restart_over_compaction, roll
+from tests.chaos.harness import master_of, restart_over_compaction, roll
 from tests.chaos.invariants import is_leader, live
 from tests.toolkit.manager_process import ManagerProcess
 from tests.toolkit.waiting import retrying
@@ -97,11 +97,8 @@ class Churn:
             return await self._delete_leader(fleet.by_name(action.target))
         if kind == s.NODE_DOWN:
             return await self._node_down(action.target)
-        if kind == s.KILL_LEADER_REPLICA:
-            victim = await kill_and_restart(self.procs)
-            return f"SIGKILL {victim.name}, started again"
-        if kind == s.KILL_STANDBY_REPLICA:
-            return await self._kill_standby()
+        if kind in (s.KILL_LEADER_REPLICA, s.KILL_STANDBY_REPLICA):
+            return await self._kill(leading=kind == s.KILL_LEADER_REPLICA)
         if kind == s.RESTART_APISERVER:
             await asyncio.to_thread(self.cp.restart_apiserver)
             return "kube-apiserver stopped and started"
@@ -167,17 +164,17 @@ class Churn:
         self._after(s.NODE_DOWN_SECONDS, "node up", node, up)
         return f"NotReady for {s.NODE_DOWN_SECONDS:.0f} s"
 
-    async def _kill_standby(self) -> str:
-        leading = await master_of(self.procs)
-        standby = [p for p in self.procs if p is not leading and p.running()]
-        if not standby:
-            return "skipped: no standby running"
-        victim = standby[0]
-        victim.signal(signal.SIGKILL)
-        await victim.wait_exit(within=10)
-        victim.proc = None
-        victim.start()
-        return f"SIGKILL {victim.name} (standby), started again"
+    async def _kill(self, *, leading: bool) -> str:
+        """SIGKILL the leading replica or the standby; the supervisor starts it again,
+        as the kubelet would restart its container."""
+        leader = await master_of(self.procs)
+        running = [p for p in self.procs if p.running()]
+        victims = [leader] if leading and leader else [p for p in running if p is not leader]
+        if not victims:
+            return "skipped: no such replica running"
+        victims[0].signal(signal.SIGKILL)
+        role = "leading" if leading and leader else "standby"
+        return f"SIGKILL {victims[0].name} ({role})"
 
     async def _touch(self) -> None:
         """A write after the compaction, so every watch has something to resume to."""
