@@ -2,7 +2,9 @@
 
 The sets and RoleScalers whole; the LeaderWorkerSets and Services label-selected on
 the set-name label (`disaggregatedset.x-k8s.io/name`) that everything a set makes
-carries, and indexed by it, so a reconcile finds a set's objects without a LIST.
+carries. All but the sets are indexed by that label, so a reconcile finds a set's
+objects without a LIST. RoleScalers are cached whole (there are a few per set) so that
+one someone else made under the name a set wants is seen too, without a GET.
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ class DsCaches:
 
 
 def build_ds_caches(client: ListerWatcher, namespace: str | None = None) -> DsCaches:
-    def labelled(resource: Resource) -> Informer:
+    def labelled(resource: Resource, selected: bool = True) -> Informer:
         return Informer(
             client,
             resource,
             namespace=namespace,
-            label_selector=c.LABEL_SET_NAME,
+            label_selector=c.LABEL_SET_NAME if selected else None,
             label_indexes=[c.LABEL_SET_NAME],
             transform=strip_managed_fields,
         )
@@ -53,5 +55,5 @@ def build_ds_caches(client: ListerWatcher, namespace: str | None = None) -> DsCa
         ),
         leaderworkersets=labelled(LEADERWORKERSETS),
         services=labelled(SERVICES),
-        scalers=labelled(ROLE_SCALERS),
+        scalers=labelled(ROLE_SCALERS, selected=False),
     )

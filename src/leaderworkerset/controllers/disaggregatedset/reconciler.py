@@ -45,6 +45,7 @@ from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
 from leaderworkerset.disaggregatedset.names import (
     compute_revision,
     legacy_lws_name,
+    scaler_name,
     slice_label_matches,
 )
 from leaderworkerset.disaggregatedset.objects import leaderworkerset, role_scaler
@@ -149,6 +150,11 @@ class DisaggregatedSetReconciler:
     async def _reconcile_scalers(self, run: _Pass) -> None:
         ds, uid = run.ds, uid_of(run.obj)
         cached = DsCaches.of_set(self.caches.scalers, run.namespace, ds.name)
+        # A RoleScaler under a name the set wants but without its label is not in the
+        # index; it is in the cache, so the conflict is seen without a create and a GET.
+        wanted = (scaler_name(ds.name, role.name or "") for role in ds.roles if role.external)
+        unlabelled = [self.caches.scalers.get(run.namespace, name) for name in wanted]
+        cached += [s for s in unlabelled if s is not None]
         plan = plan_scalers(ds, uid, cached, run.lwss)
         run.scalers = dict(plan.bound)
         by_name = {name_of(s): s for s in cached}

@@ -161,3 +161,20 @@ async def test_a_deleted_set_is_left_to_the_garbage_collector() -> None:
     client, _, result = await reconcile()
     assert client.writes() == [] and result is None
     assert DISAGGREGATEDSETS.plural == c.PLURAL and SERVICES.plural == "services"
+
+
+async def test_a_foreign_scaler_under_the_wanted_name_is_a_conflict_without_api_calls() -> None:
+    ds = ds_object(role("prefill", 2), role("decode", 1, scaling={"mode": "External"}))
+    revision = revision_of(ds)
+    lwss = [lws_object("llm", revision, "prefill", 2), lws_object("llm", revision, "decode", 1)]
+    # Someone else's, without the set's label: only the whole cache holds it.
+    foreign = {
+        "apiVersion": f"{c.GROUP}/{c.VERSION}",
+        "kind": c.SCALER_KIND,
+        "metadata": {"name": "llm-decode", "namespace": "ns", "uid": "someone-else"},
+        "spec": {"replicas": 7},
+    }
+    client, recorder, _ = await reconcile(ds, *lwss, foreign)
+    assert not client.calls_of("create", ROLE_SCALERS.plural)
+    assert not client.calls_of("get", ROLE_SCALERS.plural)
+    assert "ScalerConflict" in recorder.reasons or any("onflict" in r for r in recorder.reasons)
