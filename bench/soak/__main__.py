@@ -68,7 +68,7 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> boo
         churn = Churn(api, sim, cp, procs)
         blocks = s.plan(args.minutes, args.seed, [m.name for m in fleet.FLEET], sim.node_names)
         quiet: list[QuietWindow] = []
-        async with supervising(procs):
+        async with supervising(procs) as supervisor:
             tasks = [asyncio.create_task(watch.run()), asyncio.create_task(sampler.run())]
             started = churn.started = watch.started = sampler.started = time.monotonic()
             for block in blocks:
@@ -93,6 +93,7 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> boo
                 )
             await _until(started + len(blocks) * s.BLOCK_SECONDS)
             await sampler.take()
+            restarts = supervisor.restarts
         return write(
             args.out,
             minutes=args.minutes,
@@ -101,6 +102,7 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> boo
             watch=watch,
             quiet=quiet,
             done=churn.done,
+            restarts=restarts,
         )
     finally:
         for task in tasks:

@@ -169,6 +169,7 @@ def write(
     watch: Watch,
     quiet: Sequence[QuietWindow],
     done: Sequence[Done],
+    restarts: int = 0,
 ) -> bool:
     out.mkdir(parents=True, exist_ok=True)
     verdict = conditions(samples, watch, quiet, minutes)
@@ -203,6 +204,7 @@ def write(
         "stuck": watch.stuck,
         "polls": watch.polls,
         "missed_polls": watch.missed_polls,
+        "restarts": restarts,
     }
     (out / "soak.json").write_text(json.dumps(raw, indent=1))
     if samples:

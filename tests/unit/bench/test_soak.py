@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from bench.soak import schedule as s
-from bench.soak.report import QuietWindow, conditions, rss_condition
+from bench.soak.churn import Done
+from bench.soak.report import QuietWindow, conditions, rss_condition, write
 from bench.soak.sampler import Reading, combine, grown, parse
 from bench.soak.watch import Settled, Watch
 
@@ -156,3 +160,26 @@ def test_a_write_in_a_quiet_window_or_a_violation_fails_the_soak() -> None:
     assert not all(c.passed for c in conditions(rows, watch, [], 60))
     watch.violations["a: unkeyed: pod x has no key"] = 30.0
     assert not all(c.passed for c in conditions(rows, watch, quiet_ok, 60))
+
+
+def test_the_report_has_each_condition_its_table_and_chart(tmp_path: Path) -> None:
+    watch = Watch(api=None, log_paths=[])  # type: ignore[arg-type]
+    watch.settles.append(Settled(0, 12.0, []))
+    done = [Done(30.0, s.SCALE, "a", "50 -> 52 groups"), Done(400.0, s.ROLLOUT, "b", "r1")]
+    passed = write(
+        tmp_path,
+        minutes=10,
+        seed=1,
+        samples=samples([100.0] * 10),
+        watch=watch,
+        quiet=[QuietWindow(5, 5, 0)],
+        done=done,
+        restarts=1,
+    )
+    assert passed
+    text = (tmp_path / "soak.md").read_text()
+    assert text.count("| yes |") == 4
+    assert "| 5 | r0 | 100.0 |" in text
+    raw = json.loads((tmp_path / "soak.json").read_text())
+    assert len(raw["samples"]) == 10 and raw["restarts"] == 1
+    assert (tmp_path / "soak.png").read_bytes().startswith(b"\x89PNG")
