@@ -529,7 +529,9 @@ def _modes(text: str) -> list[str]:
 
 def plot_ready(results: list[Result], args: argparse.Namespace) -> Path:
     """Pods Ready over time, a line per configuration (and run, with several)."""
-    modes = "-".join(sorted({r.mode.lower() for r in results if r.mode and r.config != "upstream"}))
+    # In the order the configurations ran: ordinal-hash for --modes ordinal,hash.
+    mine = [r.mode.lower() for r in results if r.mode and r.config != "upstream"]
+    modes = "-".join(dict.fromkeys(mine))
     path = Path(args.plot) / f"ready-{args.replicas}x{args.size}-{modes or 'floor'}.png"
     lines = {_line_name(r, several=args.runs > 1): r.ready for r in results}
     title = f"Pods Ready, {args.replicas} groups x {args.size} ({args.replicas * args.size} pods)"
