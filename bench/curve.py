@@ -129,12 +129,14 @@ def table(rows: list[Row]) -> str:
 
 
 def series(rows: list[Row], attr: str) -> dict[str, list[tuple[float, float]]]:
-    """(pods, figure) per variant, for the variants that have the figure."""
+    """(pods, figure) per line of the chart (ours per identity, upstream), where the
+    variant has the figure."""
     out: dict[str, list[tuple[float, float]]] = {}
     for r in rows:
         value = getattr(r, attr)
         if value is not None:
-            out.setdefault(r.variant, []).append((float(r.pods), float(value)))
+            name = r.variant if r.variant == "upstream" else f"ours {r.variant}"
+            out.setdefault(name, []).append((float(r.pods), float(value)))
     return out
 
 
@@ -157,6 +159,7 @@ def plot(rows: list[Row], directory: Path) -> Path:
             ("writes per group", series(rows, "writes_per_group")),
             ("s to all Ready", wall_series(rows)),
         ],
+        from_zero=True,
     )
 
 

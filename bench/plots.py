@@ -45,14 +45,20 @@ def panels(
     title: str,
     xlabel: str,
     charts: Sequence[tuple[str, Mapping[str, Series]]],
+    *,
+    from_zero: bool = False,
 ) -> Path:
-    """Several charts stacked over one x axis: (y label, lines) each."""
+    """Several charts stacked over one x axis: (y label, lines) each. `from_zero` starts
+    every y axis at 0, so that a straight line through the origin reads as linear."""
     fig, axes = plt.subplots(len(charts), 1, figsize=(8, 2.6 * len(charts)), dpi=100, sharex=True)
     axes_list = list(axes) if len(charts) > 1 else [axes]
     for ax, (ylabel, lines) in zip(axes_list, charts, strict=True):
         for name, points in lines.items():
             ax.plot([x for x, _ in points], [y for _, y in points], marker=".", label=name)
         ax.set_ylabel(ylabel)
+        if from_zero:
+            # Headroom over the highest point, which autoscaling measured from the lowest.
+            ax.set_ylim(0, ax.get_ylim()[1] * 1.05)
         ax.grid(True, alpha=0.3)
         if len(lines) > 1:
             ax.legend(fontsize="small")

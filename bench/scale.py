@@ -132,6 +132,7 @@ class Result:
         fields = {k: v for k, v in vars(self).items() if k not in ("timeline", "ready")}
         return {
             **fields,
+            "process_cpu": {name: round(s, 2) for name, s in self.process_cpu.items()},
             "invocation": invocation,
             "pods": self.replicas * self.size,
             "x_floor": x_floor,
@@ -582,11 +583,10 @@ def main() -> None:
         )
         go_binary = Path(built.stdout.strip().splitlines()[-1])
     configs = configurations(args, upstream=go_binary is not None)
-    modes = sorted({mode for _, mode in configs if mode})
     print(
         f"{args.replicas} groups x {args.size} ({args.replicas * args.size} pods), "
-        f"{'/'.join(modes) or 'floor only'}, {os.cpu_count()} CPUs, "
-        f"configurations {[name for name, _ in configs]}",
+        f"{os.cpu_count()} CPUs, configurations "
+        + ", ".join(name + (f" ({mode})" if mode else "") for name, mode in configs),
         flush=True,
     )
     invocation = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

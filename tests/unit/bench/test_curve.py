@@ -84,7 +84,10 @@ def test_table_and_series_name_each_identity(tmp_path: Path) -> None:
     text = curve.table(rows)
 
     assert "Ordinal" in text.splitlines()[2] and "Hash" in text.splitlines()[3]
-    assert curve.series(rows, "cpu") == {"Ordinal": [(2000.0, 5.0)], "Hash": [(2000.0, 7.0)]}
+    assert curve.series(rows, "cpu") == {
+        "ours Ordinal": [(2000.0, 5.0)],
+        "ours Hash": [(2000.0, 7.0)],
+    }
     assert curve.wall_series(rows)["floor"] == [(2000.0, 40.0)]
 
 
