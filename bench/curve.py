@@ -163,17 +163,37 @@ def plot(rows: list[Row], directory: Path) -> Path:
     )
 
 
+def plot_ready(records: list[JSON], directory: Path) -> list[Path]:
+    """bench.scale's Ready-over-time chart of each invocation, redrawn from its JSON
+    lines (their thinned series): a chart for docs without running again."""
+    # Imported here: bench.scale brings the local cluster's modules, which the table
+    # and the curve do not need.
+    from bench import scale
+
+    runs: dict[str, list[JSON]] = {}
+    for record in records:
+        runs.setdefault(str(record.get("invocation", "")), []).append(record)
+    return [
+        scale.plot_ready([scale.Result.from_record(r) for r in mine], directory)
+        for mine in runs.values()
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("files", nargs="+", type=Path, help="JSON lines of bench.scale --json")
-    parser.add_argument("--plot", metavar="DIR", type=Path, help="write curve.png here")
+    parser.add_argument(
+        "--plot", metavar="DIR", type=Path, help="write curve.png and each run's Ready chart here"
+    )
     args = parser.parse_args()
-    rows = assemble(load(args.files))
+    records = load(args.files)
+    rows = assemble(records)
     print(table(rows))
     if args.plot:
-        print(f"wrote {plot(rows, args.plot)}")
+        for path in [plot(rows, args.plot), *plot_ready(records, args.plot)]:
+            print(f"wrote {path}")
 
 
 if __name__ == "__main__":

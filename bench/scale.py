@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -126,12 +126,21 @@ class Result:
     def writes_per_group(self) -> float | None:
         return None if self.writes is None else self.writes / self.replicas
 
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Result:
+        """The result a JSON line of `record` holds (its thinned Ready series)."""
+        names = {f.name for f in fields(cls)} - {"timeline", "ready"}
+        result = cls(**{k: v for k, v in record.items() if k in names})
+        result.ready = [(float(t), int(n)) for t, n in record.get("ready") or ()]
+        result.timeline = str(record.get("summary", ""))
+        return result
+
     def record(self, x_floor: float | None, invocation: str) -> dict[str, Any]:
         """The JSON line of --json: every column, the other processes' CPU, and the
         Ready-over-time series thinned to SERIES_POINTS."""
-        fields = {k: v for k, v in vars(self).items() if k not in ("timeline", "ready")}
+        columns = {k: v for k, v in vars(self).items() if k not in ("timeline", "ready")}
         return {
-            **fields,
+            **columns,
             "process_cpu": {name: round(s, 2) for name, s in self.process_cpu.items()},
             "invocation": invocation,
             "pods": self.replicas * self.size,
@@ -528,15 +537,26 @@ def _modes(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def plot_ready(results: list[Result], args: argparse.Namespace) -> Path:
-    """Pods Ready over time, a line per configuration (and run, with several)."""
+def plot_ready(results: list[Result], directory: Path) -> Path:
+    """Pods Ready over time, a line per configuration and run (of one size): a color
+    per configuration, dashes per run."""
+    replicas, size = results[0].replicas, results[0].size
     # In the order the configurations ran: ordinal-hash for --modes ordinal,hash.
     mine = [r.mode.lower() for r in results if r.mode and r.config != "upstream"]
     modes = "-".join(dict.fromkeys(mine))
-    path = Path(args.plot) / f"ready-{args.replicas}x{args.size}-{modes or 'floor'}.png"
-    lines = {_line_name(r, several=args.runs > 1): r.ready for r in results}
-    title = f"Pods Ready, {args.replicas} groups x {args.size} ({args.replicas * args.size} pods)"
-    return plots.line_chart(path, title, "seconds since the create", "pods Ready", lines)
+    path = directory / f"ready-{replicas}x{size}-{modes or 'floor'}.png"
+    several = len({r.run for r in results}) > 1
+    colors = {config: f"C{i}" for i, config in enumerate(dict.fromkeys(r.config for r in results))}
+    dashes = ("-", "--", ":", "-.")
+    lines, styles = {}, {}
+    for r in results:
+        name = _line_name(r, several=several)
+        lines[name] = r.ready
+        styles[name] = {"color": colors[r.config], "linestyle": dashes[(r.run - 1) % len(dashes)]}
+    title = f"Pods Ready, {replicas} groups x {size} ({replicas * size} pods)"
+    return plots.line_chart(
+        path, title, "seconds since the create", "pods Ready", lines, styles=styles
+    )
 
 
 def _line_name(result: Result, *, several: bool) -> str:
@@ -604,7 +624,7 @@ def main() -> None:
     print()
     print(table(results))
     if args.plot:
-        print(f"wrote {plot_ready(results, args)}")
+        print(f"wrote {plot_ready(results, Path(args.plot))}")
 
 
 if __name__ == "__main__":

@@ -111,3 +111,16 @@ def test_plot_writes_the_curve_png(tmp_path: Path) -> None:
 
     assert path == tmp_path / "curve.png"
     assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_each_invocation_gets_its_ready_chart_back(tmp_path: Path) -> None:
+    first = [
+        {**_line("floor", 1, 250, 40.0), "invocation": "a", "ready": [[0, 0], [40, 2000]]},
+        {**_ours("Hash", 1, 250, 48.0, 7.0), "invocation": "a", "ready": [[0, 0], [48, 2000]]},
+    ]
+    second = [{**_line("floor", 1, 100, 20.0), "invocation": "b", "ready": [[0, 0], [20, 800]]}]
+
+    paths = curve.plot_ready(first + second, tmp_path)
+
+    assert paths == [tmp_path / "ready-250x8-hash.png", tmp_path / "ready-100x8-floor.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)

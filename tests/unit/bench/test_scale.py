@@ -92,7 +92,17 @@ def test_the_ready_chart_is_named_after_size_and_modes(tmp_path: Path) -> None:
         _result("upstream", 1, 3.0, mode="Ordinal", ready=[(0.0, 0), (3.0, 40)]),
     ]
 
-    path = scale.plot_ready(results, _args(plot=str(tmp_path)))
+    path = scale.plot_ready(results, tmp_path)
 
     assert path == tmp_path / "ready-10x4-hash.png"
     assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_json_line_gives_back_its_result() -> None:
+    ours = _result("ours", 2, 25.0, mode="Hash", cpu=2.0, writes=35, ready=[(0.0, 0), (1.5, 40)])
+
+    again = scale.Result.from_record(json.loads(json.dumps(ours.record(1.1, "t0"))))
+
+    assert again.config == "ours" and again.run == 2 and again.mode == "Hash"
+    assert (again.cpu, again.writes, again.replicas, again.size) == (2.0, 35, 10, 4)
+    assert again.ready == [(0.0, 0), (1.5, 40)]
