@@ -141,10 +141,11 @@ def series(rows: list[Row], attr: str) -> dict[str, list[tuple[float, float]]]:
 
 
 def wall_series(rows: list[Row]) -> dict[str, list[tuple[float, float]]]:
-    """Seconds to all pods Ready: the floor once per size, then each variant."""
+    """Seconds to all pods Ready: each variant, then the floor once per size (last, so
+    that a variant keeps the color it has in the other panels)."""
     floors = {r.pods: r.floor_s for r in rows if r.floor_s is not None}
-    lines = {"floor": [(float(p), float(s)) for p, s in sorted(floors.items())]}
-    lines.update(series(rows, "ready_s"))
+    lines = series(rows, "ready_s")
+    lines["floor"] = [(float(p), float(s)) for p, s in sorted(floors.items())]
     return {name: points for name, points in lines.items() if points}
 
 
