@@ -1,13 +1,16 @@
 """Create `replicas` groups of `size` pods several ways, each on a fresh local control
 plane of the same build, and print one table:
 
-    python -m bench.scale --replicas 1000 --size 8 [--hash] [--runs 3] [--idle 60]
-        [--with-upstream] [--baseline /path/to/other/src]
+    python -m bench.scale --replicas 1000 --size 8 [--hash | --modes ordinal,hash]
+        [--runs 3] [--idle 60] [--with-upstream] [--baseline /path/to/other/src]
+        [--json FILE] [--plot DIR]
 
 floor     the StatefulSets a LeaderWorkerSet ends up with, created directly (no LWS
           controller): the time Kubernetes itself needs for these pods
-ours      `lws controller` as its own process, with its webhooks
-upstream  upstream's Go manager (hack/build-upstream-lws.sh), with --with-upstream
+ours      `lws controller` as its own process, with its webhooks (`ours-hash`: the
+          Hash workload, when --modes has both identities)
+upstream  upstream's Go manager (hack/build-upstream-lws.sh), with --with-upstream;
+          always the Ordinal workload (it has no Group Identity)
 base      `lws controller` run from another source tree (--baseline SRC), to compare
           a change with what it changes in one run
 
@@ -21,13 +24,19 @@ POST/PUT/PATCH/DELETE), the pod webhook's p50/p99 latency
 (controller_runtime_webhook_latency_seconds), writes in an idle period afterwards,
 and the time to all pods Ready as a multiple of the same run's floor. CPU and memory
 cover the manager's process and its children (if it has any);
-memory is their summed PSS, sampled every half second (bench.processes).
+memory is their summed PSS, sampled every half second (bench.processes). CPU ms per
+pod and writes per group are the CPU and writes columns over the run's pods and groups.
+
+--json FILE appends each configuration's result as one JSON line as soon as it is
+measured (bench.curve assembles a cost curve from the lines of several invocations);
+--plot DIR draws pods Ready over time, a line per configuration and run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import signal
@@ -35,11 +44,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from bench import workload
+from bench import plots, workload
 from bench.processes import (
     Metrics,
     PeakMemory,
@@ -49,7 +58,7 @@ from bench.processes import (
     sum_by,
     tree_cpu_seconds,
 )
-from bench.timeline import Timeline
+from bench.timeline import Timeline, thin
 from leaderworkerset.api import constants as c
 from leaderworkerset.localcluster.binaries import ensure_binaries
 from leaderworkerset.localcluster.controlplane import CONTROLLER_MANAGER, SCHEDULER, ControlPlane
@@ -81,6 +90,9 @@ CLUSTER_ROLES = Resource(
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
 )
+MODES = {"ordinal": c.GROUP_IDENTITY_ORDINAL, "hash": c.GROUP_IDENTITY_HASH}
+# Points of the Ready-over-time series kept in a JSON line (the PNG gets them all).
+SERIES_POINTS = 200
 
 
 @dataclass
@@ -88,6 +100,10 @@ class Result:
     config: str
     run: int
     pods_ready: float
+    replicas: int = 0
+    size: int = 0
+    # The LeaderWorkerSet's groupIdentity; None for the floor (no LeaderWorkerSet).
+    mode: str | None = None
     lws_ready: float | None = None
     cpu: float | None = None
     peak_mib: float | None = None
@@ -97,6 +113,43 @@ class Result:
     webhook_p99_ms: float | None = None
     idle_writes: int | None = None
     timeline: str = ""
+    # CPU seconds of the machine's other processes over the run, by name.
+    process_cpu: dict[str, float] = field(default_factory=dict)
+    # (seconds since the create, pods Ready by then).
+    ready: list[tuple[float, int]] = field(default_factory=list)
+
+    @property
+    def cpu_ms_per_pod(self) -> float | None:
+        return None if self.cpu is None else self.cpu * 1000 / (self.replicas * self.size)
+
+    @property
+    def writes_per_group(self) -> float | None:
+        return None if self.writes is None else self.writes / self.replicas
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Result:
+        """The result a JSON line of `record` holds (its thinned Ready series)."""
+        names = {f.name for f in fields(cls)} - {"timeline", "ready"}
+        result = cls(**{k: v for k, v in record.items() if k in names})
+        result.ready = [(float(t), int(n)) for t, n in record.get("ready") or ()]
+        result.timeline = str(record.get("summary", ""))
+        return result
+
+    def record(self, x_floor: float | None, invocation: str) -> dict[str, Any]:
+        """The JSON line of --json: every column, the other processes' CPU, and the
+        Ready-over-time series thinned to SERIES_POINTS."""
+        columns = {k: v for k, v in vars(self).items() if k not in ("timeline", "ready")}
+        return {
+            **columns,
+            "process_cpu": {name: round(s, 2) for name, s in self.process_cpu.items()},
+            "invocation": invocation,
+            "pods": self.replicas * self.size,
+            "x_floor": x_floor,
+            "cpu_ms_per_pod": self.cpu_ms_per_pod,
+            "writes_per_group": self.writes_per_group,
+            "summary": self.timeline,
+            "ready": thin(self.ready, SERIES_POINTS),
+        }
 
 
 # -- watching -------------------------------------------------------------------------------
@@ -241,6 +294,7 @@ async def measure(
     args: argparse.Namespace,
     manager: ManagerProcess | None,
     others: dict[str, int],
+    identity: str | None,
 ) -> Result:
     """One configuration's run; `others` are the machine's other processes by name,
     whose CPU over the run is printed beside it (two cores are shared by all)."""
@@ -284,7 +338,7 @@ async def measure(
         if manager is None:
             await _create_floor(api, args.replicas, args.size)
         else:
-            identity = c.GROUP_IDENTITY_HASH if args.hash else c.GROUP_IDENTITY_ORDINAL
+            assert identity is not None
             lws = workload.leaderworkerset(args.replicas, args.size, identity)
             await api.create(LEADERWORKERSETS, lws, workload.NAMESPACE)
         pods_ready: float | None = None
@@ -309,7 +363,18 @@ async def measure(
         summary = (
             f"{timeline.summary()}\n{await asyncio.to_thread(_cluster_requests, cp)}\n{cpu_line}"
         )
-        result = Result(config, run, pods_ready, lws_ready, timeline=summary)
+        result = Result(
+            config,
+            run,
+            pods_ready,
+            replicas=args.replicas,
+            size=args.size,
+            mode=identity,
+            lws_ready=lws_ready,
+            timeline=summary,
+            process_cpu=spent,
+            ready=timeline.ready_series(),
+        )
         if manager is None:
             return result
         # Writes that trail the last observation (a final status update) still count.
@@ -366,7 +431,9 @@ def _profiler(
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path | None) -> Result:
+def run_config(
+    config: str, identity: str | None, run: int, args: argparse.Namespace, go_binary: Path | None
+) -> Result:
     pods = args.replicas * args.size
     with tempfile.TemporaryDirectory(prefix=f"lws-scale-{config}-") as tmp:
         workdir = Path(tmp)
@@ -391,7 +458,8 @@ def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path 
             try:
                 with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log") as simulator:
                     others = {**cp.pids, "node simulator": simulator.pid}
-                    return asyncio.run(measure(config, run, cp, workdir, args, manager, others))
+                    measured = measure(config, run, cp, workdir, args, manager, others, identity)
+                    return asyncio.run(measured)
             finally:
                 if manager is not None:
                     manager.kill()
@@ -413,25 +481,89 @@ def _cell(value: float | int | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def table(results: list[Result]) -> str:
+def x_floor(result: Result, results: list[Result]) -> float | None:
+    """All pods Ready as a multiple of the same run's floor."""
+    floor = next((r.pods_ready for r in results if r.config == "floor" and r.run == result.run), 0)
+    return result.pods_ready / floor if floor else None
+
+
+def table(results: list[Result], floors: list[Result] | None = None) -> str:
+    """One row per result; `floors` (default `results`) hold the floor each run's ratio
+    is taken against."""
     header = (
         f"{'config':<9} {'run':>3} {'pods Ready s':>12} {'LWS Ready s':>11} {'x floor':>7} "
-        f"{'CPU s':>7} {'peak MiB':>8} {'KiB/pod':>7} {'writes':>7} "
-        f"{'hook p50 ms':>11} {'hook p99 ms':>11} {'idle writes':>11}"
+        f"{'CPU s':>7} {'ms/pod':>6} {'peak MiB':>8} {'KiB/pod':>7} {'writes':>7} "
+        f"{'w/group':>7} {'hook p50 ms':>11} {'hook p99 ms':>11} {'idle writes':>11}"
     )
-    floors = {r.run: r.pods_ready for r in results if r.config == "floor"}
     lines = [header, "-" * len(header)]
     for r in results:
-        floor = floors.get(r.run)
-        ratio = r.pods_ready / floor if floor else None
+        ratio = x_floor(r, results if floors is None else floors)
         lines.append(
             f"{r.config:<9} {r.run:>3} {r.pods_ready:>12.1f} {_cell(r.lws_ready, '.1f'):>11} "
-            f"{_cell(ratio, '.2f'):>7} {_cell(r.cpu, '.1f'):>7} {_cell(r.peak_mib, '.0f'):>8} "
+            f"{_cell(ratio, '.2f'):>7} {_cell(r.cpu, '.1f'):>7} "
+            f"{_cell(r.cpu_ms_per_pod, '.2f'):>6} {_cell(r.peak_mib, '.0f'):>8} "
             f"{_cell(r.kib_per_pod, '.1f'):>7} {_cell(r.writes, 'd'):>7} "
+            f"{_cell(r.writes_per_group, '.2f'):>7} "
             f"{_cell(r.webhook_p50_ms, '.1f'):>11} {_cell(r.webhook_p99_ms, '.1f'):>11} "
             f"{_cell(r.idle_writes, 'd'):>11}"
         )
     return "\n".join(lines)
+
+
+def configurations(args: argparse.Namespace, upstream: bool) -> list[tuple[str, str | None]]:
+    """(name, groupIdentity) of each configuration a run goes through, in order."""
+    modes = [MODES[m] for m in args.modes] if args.modes else []
+    if not modes:
+        modes = [c.GROUP_IDENTITY_HASH if args.hash else c.GROUP_IDENTITY_ORDINAL]
+    configs: list[tuple[str, str | None]] = [] if args.no_floor else [("floor", None)]
+    for mode in modes:
+        # One mode keeps today's names; with both, the Hash configurations say so.
+        suffix = "-hash" if len(modes) > 1 and mode == c.GROUP_IDENTITY_HASH else ""
+        if args.baseline:
+            configs.append(("base" + suffix, mode))
+        configs.append(("ours" + suffix, mode))
+    if upstream:
+        configs.append(("upstream", c.GROUP_IDENTITY_ORDINAL))
+    return configs
+
+
+def _modes(text: str) -> list[str]:
+    names = [m.strip().lower() for m in text.split(",") if m.strip()]
+    wrong = [m for m in names if m not in MODES]
+    if wrong or not names:
+        raise argparse.ArgumentTypeError(
+            f"--modes: {', '.join(wrong) or 'empty'}; give ordinal, hash or ordinal,hash"
+        )
+    return list(dict.fromkeys(names))
+
+
+def plot_ready(results: list[Result], directory: Path) -> Path:
+    """Pods Ready over time, a line per configuration and run (of one size): a color
+    per configuration, dashes per run."""
+    replicas, size = results[0].replicas, results[0].size
+    # In the order the configurations ran: ordinal-hash for --modes ordinal,hash.
+    mine = [r.mode.lower() for r in results if r.mode and r.config != "upstream"]
+    modes = "-".join(dict.fromkeys(mine))
+    path = directory / f"ready-{replicas}x{size}-{modes or 'floor'}.png"
+    several = len({r.run for r in results}) > 1
+    colors = {config: f"C{i}" for i, config in enumerate(dict.fromkeys(r.config for r in results))}
+    dashes = ("-", "--", ":", "-.")
+    lines, styles = {}, {}
+    for r in results:
+        name = _line_name(r, several=several)
+        lines[name] = r.ready
+        styles[name] = {"color": colors[r.config], "linestyle": dashes[(r.run - 1) % len(dashes)]}
+    title = f"Pods Ready, {replicas} groups x {size} ({replicas * size} pods)"
+    return plots.line_chart(
+        path, title, "seconds since the create", "pods Ready", lines, styles=styles
+    )
+
+
+def _line_name(result: Result, *, several: bool) -> str:
+    name = result.config
+    if result.mode is not None and not name.endswith("-hash"):
+        name += f" ({result.mode})"
+    return f"{name} run {result.run}" if several else name
 
 
 def main() -> None:
@@ -441,6 +573,9 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=1000, help="groups")
     parser.add_argument("--size", type=int, default=8, help="pods per group")
     parser.add_argument("--hash", action="store_true", help="groupIdentity: Hash (default Ordinal)")
+    parser.add_argument(
+        "--modes", type=_modes, help="ordinal, hash or ordinal,hash: ours once per identity"
+    )
     parser.add_argument("--runs", type=int, default=1, help="configurations alternate within a run")
     parser.add_argument("--idle", type=float, default=60.0, help="idle seconds afterwards; 0 skips")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per configuration")
@@ -453,7 +588,11 @@ def main() -> None:
         metavar="DIR",
         help="copy each manager's log and final metrics, and the node simulator's log, here",
     )
+    parser.add_argument("--json", metavar="FILE", help="append each result as a JSON line")
+    parser.add_argument("--plot", metavar="DIR", help="draw pods Ready over time as a PNG here")
     args = parser.parse_args()
+    if args.hash and args.modes:
+        parser.error("--hash and --modes: give one (--hash is --modes hash)")
     go_binary = None
     if args.with_upstream:
         built = subprocess.run(
@@ -463,26 +602,29 @@ def main() -> None:
             text=True,
         )
         go_binary = Path(built.stdout.strip().splitlines()[-1])
-    configs = [] if args.no_floor else ["floor"]
-    if args.baseline:
-        configs.append("base")
-    configs.append("ours")
-    if go_binary:
-        configs.append("upstream")
-    mode = "Hash" if args.hash else "Ordinal"
+    configs = configurations(args, upstream=go_binary is not None)
     print(
-        f"{args.replicas} groups x {args.size} ({args.replicas * args.size} pods), {mode}, "
-        f"{os.cpu_count()} CPUs, configurations {configs}",
+        f"{args.replicas} groups x {args.size} ({args.replicas * args.size} pods), "
+        f"{os.cpu_count()} CPUs, configurations "
+        + ", ".join(name + (f" ({mode})" if mode else "") for name, mode in configs),
         flush=True,
     )
-    results = []
+    invocation = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    results: list[Result] = []
     for run in range(1, args.runs + 1):
-        for config in configs:
-            results.append(run_config(config, run, args, go_binary))
-            print(table(results[-1:]).splitlines()[-1], flush=True)
-            print("  " + results[-1].timeline.replace("\n", "\n  "), flush=True)
+        for config, identity in configs:
+            result = run_config(config, identity, run, args, go_binary)
+            results.append(result)
+            print(table([result], results).splitlines()[-1], flush=True)
+            print("  " + result.timeline.replace("\n", "\n  "), flush=True)
+            if args.json:
+                with open(args.json, "a") as out:
+                    record = result.record(x_floor(result, results), invocation)
+                    out.write(json.dumps(record) + "\n")
     print()
     print(table(results))
+    if args.plot:
+        print(f"wrote {plot_ready(results, Path(args.plot))}")
 
 
 if __name__ == "__main__":

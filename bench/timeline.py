@@ -64,6 +64,11 @@ class Timeline:
         if ready:
             seen.setdefault(READY, now)
 
+    def ready_series(self) -> list[tuple[float, int]]:
+        """Pods Ready over time: (seconds since the create, pods Ready by then), a point
+        per pod in the order they turned Ready, from (0, 0)."""
+        return [(0.0, 0), *((at, n) for n, at in enumerate(self._at(READY), start=1))]
+
     def _at(self, step: str) -> list[float]:
         return sorted(s[step] - self.start for s in self.steps.values() if step in s)
 
@@ -150,6 +155,15 @@ class Timeline:
                 ("leader Ready after last worker", after_workers),
             )
         )
+
+
+def thin(points: list[tuple[float, int]], most: int) -> list[tuple[float, int]]:
+    """At most `most` of `points`, evenly spaced, keeping the first and the last: a
+    curve's shape for a JSON line without a point per pod."""
+    if len(points) <= most:
+        return list(points)
+    step = (len(points) - 1) / (most - 1)
+    return [points[round(i * step)] for i in range(most)]
 
 
 def _p(values: list[float], q: float) -> str:
