@@ -15,14 +15,14 @@ from tests.chaos.harness import WebhookRelay, log_paths, start_controllers, supe
 from tests.chaos.invariants import converged
 from tests.toolkit.manager_process import ManagerProcess, Managers
 
-from bench.soak import fleet
+from bench.soak import audit, fleet
 from bench.soak import schedule as s
 from bench.soak.churn import Churn
 from bench.soak.report import QuietWindow, write
 from bench.soak.sampler import Sampler
 from bench.soak.watch import Watch
 from leaderworkerset.localcluster.binaries import ensure_binaries
-from leaderworkerset.localcluster.controlplane import ControlPlane
+from leaderworkerset.localcluster.controlplane import APISERVER, ControlPlane
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, NAMESPACES, ApiClient
 
@@ -52,7 +52,7 @@ async def _set_up(api: ApiClient, managers: Managers, relay: WebhookRelay) -> li
     return procs
 
 
-async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> bool:
+async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_log: Path) -> bool:
     api = ApiClient.from_kubeconfig(cp.kubeconfig, qps=0, burst=0, user_agent="lws-soak")
     relay = WebhookRelay()
     await relay.start()
@@ -76,11 +76,14 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path) -> boo
                 await _until(begin)
                 print(f"block {block.index} at {(begin - started) / 60:.1f} min", flush=True)
                 if block.quiet:
-                    before = await sampler.read()
+                    before, wall = await sampler.read(), audit.now()
                     await _until(begin + s.BLOCK_SECONDS)
                     writes = sampler.writes_between(before, await sampler.read())
-                    quiet.append(QuietWindow((begin - started) / 60, s.BLOCK_SECONDS / 60, writes))
-                    print(f"  quiet: {writes:.0f} writes", flush=True)
+                    named = audit.controller_writes(audit_log, wall, audit.now())
+                    what = [f"{n} x {w}" for w, n in named.most_common(10)]
+                    minute = (begin - started) / 60
+                    quiet.append(QuietWindow(minute, s.BLOCK_SECONDS / 60, writes, what))
+                    print(f"  quiet: {writes:.0f} writes {what}", flush=True)
                     continue
                 for action in block.actions:
                     await _until(begin + action.at)
@@ -125,8 +128,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lws-soak-") as tmp:
         workdir = Path(args.keep or tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        with ControlPlane(workdir / "cp", name="soak", binaries=ensure_binaries()) as cp:
-            passed = asyncio.run(soak(cp, args, workdir))
+        audit_log, audit_args = audit.apiserver_args(workdir / "audit")
+        with ControlPlane(
+            workdir / "cp",
+            name="soak",
+            binaries=ensure_binaries(),
+            extra_args={APISERVER: audit_args},
+        ) as cp:
+            passed = asyncio.run(soak(cp, args, workdir, audit_log))
     sys.exit(0 if passed else 1)
 
 

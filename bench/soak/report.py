@@ -22,6 +22,8 @@ class QuietWindow:
     minute: float
     minutes: float
     writes: float
+    # The controller's writes the API server's audit log names, most frequent first.
+    what: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,9 @@ def write(
         table(samples, done),
         "",
         "Actions by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(_kinds(done).items())),
+        "",
+        "Writes in the quiet windows, from the audit log:",
+        *(f"- minute {q.minute:.0f}: {', '.join(q.what) or 'none'}" for q in quiet),
         "",
         "Violations:",
         *(f"- at {at / 60:.1f} min: {v}" for v, at in watch.violations.items()),

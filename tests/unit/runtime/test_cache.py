@@ -38,6 +38,7 @@ from leaderworkerset.runtime.indexes import (
     label_index_value,
     object_key,
 )
+from leaderworkerset.runtime.metrics import WATCHES_OPEN
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
@@ -593,3 +594,20 @@ def test_not_status_only_skips_a_status_write_and_nothing_else() -> None:
         changed = copy.deepcopy(status_write)
         change(changed)
         assert update(old, changed)
+
+
+async def test_an_open_watch_is_counted_while_it_lasts() -> None:
+    gauge = WATCHES_OPEN.labels(CONFIGMAPS.plural)
+    before = gauge._value.get()
+    server = FakeServer()
+    informer = make(server)
+    informer.start()
+    await informer.wait_synced(5)
+    await eventually(lambda: server.open_streams == 1, "the watch")
+    assert gauge._value.get() == before + 1
+    server.end_streams()
+    await eventually(lambda: len(server.watch_calls) == 2, "a new watch")
+    await eventually(lambda: server.open_streams == 1, "the new watch open")
+    assert gauge._value.get() == before + 1  # the ended one no longer counts
+    await informer.stop()
+    assert gauge._value.get() == before

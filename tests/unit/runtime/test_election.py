@@ -9,6 +9,7 @@ import pytest
 
 from leaderworkerset.runtime.client import LEASES
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
+from leaderworkerset.runtime.metrics import LEASE_WRITES
 from tests.toolkit.fake_client import FakeApiClient
 
 
@@ -62,3 +63,18 @@ async def test_a_lease_another_took_meanwhile_is_left_to_it() -> None:
     stored = client.stored(LEASES, "lease", "ns")
     assert stored is not None and stored["spec"]["holderIdentity"] == "standby"
     assert len(client.calls_of("replace")) == 1
+
+
+async def test_every_lease_write_is_counted_apart_from_the_reconcilers_writes() -> None:
+    counted = LEASE_WRITES.labels(name="counted")
+    before = counted._value.get()
+    client = FakeApiClient()
+    elector = LeaderElector(
+        client, LeaderElectionConfig(namespace="ns", name="counted", identity="me")
+    )
+    assert await elector._try_acquire_or_renew()  # no lease yet: a create
+    assert await elector._try_acquire_or_renew()  # ours: a renewal
+    assert await elector.release()
+    writes = len(client.calls_of("create")) + len(client.calls_of("replace"))
+    assert writes == 3
+    assert counted._value.get() - before == writes
