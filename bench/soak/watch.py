@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.chaos.invariants import (
     Snapshot,
@@ -34,6 +34,7 @@ from bench.soak.schedule import SETTLE_BOUND
 from leaderworkerset.runtime.client import ApiClient
 
 STUCK_BOUND = 300.0
+JSON = dict[str, Any]
 
 
 def always(snapshot: Snapshot) -> list[str]:
@@ -44,10 +45,32 @@ def always(snapshot: Snapshot) -> list[str]:
     return out
 
 
-def unwhole_groups(snapshot: Snapshot) -> set[str]:
-    """Groups (by leader) with fewer than `size` live pods Running and Ready."""
+def unwhole_groups(snapshot: Snapshot) -> dict[str, str]:
+    """Groups (by leader) with fewer than `size` live pods Running and Ready, each with
+    what its pods that are not say."""
     ready = Counter(group_id(p) for p in snapshot.pods if live(p) and running_and_ready(p))
-    return {str(group_id(p)) for p in leaders(snapshot) if ready[group_id(p)] < fleet.SIZE}
+    out = {}
+    for leader in leaders(snapshot):
+        gid = group_id(leader)
+        if ready[gid] < fleet.SIZE:
+            lagging = [p for p in snapshot.pods if group_id(p) == gid and not running_and_ready(p)]
+            out[str(gid)] = "; ".join(describe(p) for p in lagging) or "pods missing"
+    return out
+
+
+def describe(pod: JSON) -> str:
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    where = spec.get("nodeName") or ("gated" if spec.get("schedulingGates") else "unbound")
+    gone = " deleting" if meta.get("deletionTimestamp") else ""
+    return f"{meta['name']} {status.get('phase', '?')} {where}{gone}"
+
+
+def scheduler_held(why: str) -> bool:
+    """Every pod holding the group back exists, is ungated and was never bound: the group
+    waits on kube-scheduler, not on the controller (after an API server restart the
+    scheduler can lose a pod: "Scheduler cache is corrupted" in its log)."""
+    parts = why.split("; ")
+    return all(part.endswith("Pending unbound") for part in parts)
 
 
 @dataclass
@@ -64,6 +87,7 @@ class Watch:
     interval: float = 15.0
     violations: dict[str, float] = field(default_factory=dict)  # first seen, s since start
     stuck: dict[str, float] = field(default_factory=dict)  # group -> longest seen not whole
+    stuck_why: dict[str, str] = field(default_factory=dict)  # group -> its pods then
     settles: list[Settled] = field(default_factory=list)
     polls: int = 0
     missed_polls: int = 0  # the API server was away
@@ -84,19 +108,23 @@ class Watch:
         )
         now = time.monotonic()
         self.polls += 1
-        unwhole = set()
+        unwhole: dict[str, str] = {}
         for member, snapshot in zip(fleet.FLEET, snapshots, strict=True):
             for violation in always(snapshot):
                 self.violations.setdefault(f"{member.name}: {violation}", now - self.started)
-            unwhole |= {f"{member.name}/{g}" for g in unwhole_groups(snapshot)}
+            for gid, why in unwhole_groups(snapshot).items():
+                unwhole[f"{member.name}/{gid}"] = why
         self._track(unwhole, now)
 
-    def _track(self, unwhole: Iterable[str], now: float) -> None:
-        current = set(unwhole)
-        self._since = {g: self._since.get(g, now) for g in current}
+    def _track(self, unwhole: dict[str, str], now: float) -> None:
+        self._since = {g: self._since.get(g, now) for g in unwhole}
         for group, since in self._since.items():
             if now - since > STUCK_BOUND:
                 self.stuck[group] = max(self.stuck.get(group, 0.0), now - since)
+                self.stuck_why.setdefault(group, unwhole[group])
+
+    def stuck_on_controller(self) -> list[str]:
+        return [g for g in self.stuck if not scheduler_held(self.stuck_why.get(g, ""))]
 
     async def settle(self, block: int) -> Settled:
         verdicts = await asyncio.gather(
