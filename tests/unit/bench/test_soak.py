@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from bench.soak import schedule as s
 from bench.soak.churn import Done
 from bench.soak.report import QuietWindow, conditions, rss_condition, write
-from bench.soak.sampler import Reading, combine, grown, parse
-from bench.soak.watch import Settled, Watch
+from bench.soak.sampler import Reading, Sample, combine, grown, parse
+from bench.soak.watch import STUCK_BOUND, Settled, Watch, scheduler_held, unwhole_groups
+
+from leaderworkerset.api import constants as c
+from tests.chaos.invariants import Snapshot
 
 LWS = ["a", "b", "c"]
 NODES = ["n1", "n2"]
@@ -132,7 +136,7 @@ def test_a_sample_leaves_lease_renewals_out_of_the_writes() -> None:
 # --- the verdict --------------------------------------------------------------------------
 
 
-def samples(rss: list[float]) -> list:  # type: ignore[type-arg]
+def samples(rss: list[float]) -> list[Sample]:
     out = []
     for minute, value in enumerate(rss, start=1):
         after = {"r0": reading(1, leading=True, rss_kib=int(value * 1024))}
@@ -183,3 +187,51 @@ def test_the_report_has_each_condition_its_table_and_chart(tmp_path: Path) -> No
     raw = json.loads((tmp_path / "soak.json").read_text())
     assert len(raw["samples"]) == 10 and raw["restarts"] == 1
     assert (tmp_path / "soak.png").read_bytes().startswith(b"\x89PNG")
+
+
+# --- stuck groups ----------------------------------------------------------------------------
+
+
+def pod(
+    name: str, index: int, *, ready: bool, node: str | None = "n1", phase: str = "Running"
+) -> dict:  # type: ignore[type-arg]
+    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {c.LABEL_GROUP_KEY: "g1", c.LABEL_WORKER_INDEX: str(index)},
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase, "conditions": conditions},
+    }
+
+
+def group(*workers: dict[str, Any]) -> Snapshot:
+    leader = pod("g-0", 0, ready=True)
+    others = [pod(f"g-{i}", i, ready=True) for i in range(1, 4 - len(workers))]
+    return Snapshot(lws={}, pods=[leader, *others, *workers])
+
+
+def test_a_whole_group_is_not_tracked_and_a_short_one_says_which_pod_holds_it() -> None:
+    assert unwhole_groups(group(pod("g-3", 3, ready=True))) == {}
+    held = unwhole_groups(group(pod("g-3", 3, ready=False, node=None, phase="Pending")))
+    assert held == {"g1": "g-3 Pending unbound"}
+    assert scheduler_held(held["g1"])
+    crashing = unwhole_groups(group(pod("g-3", 3, ready=False)))
+    assert crashing == {"g1": "g-3 Running n1"}
+    assert not scheduler_held(crashing["g1"])
+
+
+def test_a_group_is_stuck_past_the_bound_and_only_the_controllers_count_against_it() -> None:
+    watch = Watch(api=None, log_paths=[])  # type: ignore[arg-type]
+    watch._track({"a/g1": "g-3 Pending unbound", "b/g2": "g-2 Running n1"}, now=0.0)
+    watch._track({"a/g1": "g-3 Pending unbound", "b/g2": "g-2 Running n1"}, now=STUCK_BOUND)
+    assert watch.stuck == {}
+    watch._track({"a/g1": "g-3 Pending unbound", "b/g2": "g-2 Running n1"}, now=STUCK_BOUND + 1)
+    assert set(watch.stuck) == {"a/g1", "b/g2"}
+    assert watch.stuck_on_controller() == ["b/g2"]
+    # Whole again, then short again: the clock starts over.
+    watch._track({}, now=STUCK_BOUND + 2)
+    watch._track({"b/g2": "x"}, now=STUCK_BOUND + 3)
+    watch._track({"b/g2": "x"}, now=STUCK_BOUND + 10)
+    assert watch.stuck["b/g2"] == STUCK_BOUND + 1
