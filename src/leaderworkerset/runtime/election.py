@@ -17,7 +17,7 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,16 +165,17 @@ class LeaderElector:
         try:
             lease = await self.client.get_or_none(LEASES, cfg.name, cfg.namespace)
             if lease is None:
-                metrics.LEASE_WRITES.labels(name=cfg.name).inc()
-                created = await self.client.create(
-                    LEASES,
-                    {
-                        "apiVersion": "coordination.k8s.io/v1",
-                        "kind": "Lease",
-                        "metadata": {"name": cfg.name, "namespace": cfg.namespace},
-                        "spec": desired,
-                    },
-                    cfg.namespace,
+                created = await self._counted(
+                    self.client.create(
+                        LEASES,
+                        {
+                            "apiVersion": "coordination.k8s.io/v1",
+                            "kind": "Lease",
+                            "metadata": {"name": cfg.name, "namespace": cfg.namespace},
+                            "spec": desired,
+                        },
+                        cfg.namespace,
+                    )
                 )
                 self._observe(created)
                 return True
@@ -194,8 +195,7 @@ class LeaderElector:
             desired["leaseTransitions"] = (spec.get("leaseTransitions") or 0) + 1
         lease["spec"] = {**spec, **desired}
         try:
-            metrics.LEASE_WRITES.labels(name=cfg.name).inc()
-            updated = await self.client.replace(LEASES, lease)
+            updated = await self._counted(self.client.replace(LEASES, lease))
         except Exception as exc:
             log.log(v(4), "failed to update lease: %s", exc)
             return False
@@ -260,8 +260,8 @@ class LeaderElector:
                         return True
                     assert lease is not None
                     try:
-                        metrics.LEASE_WRITES.labels(name=self.config.name).inc()
-                        self._observe(await self.client.replace(LEASES, self._released(lease)))
+                        released = self._released(lease)
+                        self._observe(await self._counted(self.client.replace(LEASES, released)))
                         break
                     except ApiError as exc:
                         if not exc.conflict or attempt:
@@ -274,6 +274,17 @@ class LeaderElector:
             return False
         log.info("released leader lease", extra={"lease": self._describe()})
         return True
+
+    async def _counted(self, write: Awaitable[JSON]) -> JSON:
+        """A Lease write, counted as rest_client_requests_total counts requests: once an
+        answer came back, an error or not, so the two can be subtracted."""
+        try:
+            answer = await write
+        except ApiError:
+            metrics.LEASE_WRITES.labels(name=self.config.name).inc()
+            raise
+        metrics.LEASE_WRITES.labels(name=self.config.name).inc()
+        return answer
 
     def _holds(self, lease: JSON | None) -> bool:
         spec = (lease or {}).get("spec") or {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from leaderworkerset.runtime.client import LEASES
+from leaderworkerset.runtime.client import LEASES, ApiError
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
 from leaderworkerset.runtime.metrics import LEASE_WRITES
 from tests.toolkit.fake_client import FakeApiClient
@@ -78,3 +78,25 @@ async def test_every_lease_write_is_counted_apart_from_the_reconcilers_writes() 
     writes = len(client.calls_of("create")) + len(client.calls_of("replace"))
     assert writes == 3
     assert counted._value.get() - before == writes
+
+
+@pytest.mark.parametrize(
+    ("error", "counted"),
+    [(ApiError(409, {"message": "conflict"}, "PUT", "/x"), 1), (OSError(111), 0)],
+    ids=["answered", "no-answer"],
+)
+async def test_a_lease_write_counts_when_an_answer_came_back(
+    error: Exception, counted: int
+) -> None:
+    """As rest_client_requests_total counts: an error answer is a request made, a
+    connection that never answered is not."""
+    gauge = LEASE_WRITES.labels(name="answered")
+    before = gauge._value.get()
+    client = FakeApiClient()
+    client.put(LEASES, lease("me") | {"metadata": {"name": "answered", "namespace": "ns"}})
+    client.fail[("replace", "leases")] = error
+    elector = LeaderElector(
+        client, LeaderElectionConfig(namespace="ns", name="answered", identity="me")
+    )
+    assert await elector._try_acquire_or_renew() is False
+    assert gauge._value.get() - before == counted

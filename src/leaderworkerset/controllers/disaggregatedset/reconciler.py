@@ -150,11 +150,16 @@ class DisaggregatedSetReconciler:
     async def _reconcile_scalers(self, run: _Pass) -> None:
         ds, uid = run.ds, uid_of(run.obj)
         cached = DsCaches.of_set(self.caches.scalers, run.namespace, ds.name)
-        # A RoleScaler under a name the set wants but without its label is not in the
-        # index; it is in the cache, so the conflict is seen without a create and a GET.
-        wanted = (scaler_name(ds.name, role.name or "") for role in ds.roles if role.external)
-        unlabelled = [self.caches.scalers.get(run.namespace, name) for name in wanted]
-        cached += [s for s in unlabelled if s is not None]
+        # Someone else's RoleScaler under a name the set wants, without the set's label,
+        # is not in the index; it is in the cache, so the conflict is seen without a
+        # create and a GET. (One of the set's own that lost its label is left to the
+        # create, whose conflict finds it and keeps it bound.)
+        indexed = {name_of(s) for s in cached}
+        for spec in ds.roles:
+            name = scaler_name(ds.name, spec.name or "")
+            found = self.caches.scalers.get(run.namespace, name) if spec.external else None
+            if found is not None and name not in indexed and not controlled_by(found, uid):
+                cached.append(found)
         plan = plan_scalers(ds, uid, cached, run.lwss)
         run.scalers = dict(plan.bound)
         by_name = {name_of(s): s for s in cached}
