@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import plots
+from bench.scale import cell
 
 JSON = dict[str, Any]
 # The rows of a size, in this order: ours per identity, then the Go manager.
@@ -108,10 +109,6 @@ def assemble(records: list[JSON]) -> list[Row]:
     return rows
 
 
-def _cell(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
 def table(rows: list[Row]) -> str:
     header = (
         f"{'groups':>6} {'pods':>6} {'variant':<8} {'runs':>4} {'floor s':>7} {'ready s':>7} "
@@ -120,10 +117,10 @@ def table(rows: list[Row]) -> str:
     lines = [header, "-" * len(header)]
     for r in rows:
         lines.append(
-            f"{r.groups:>6} {r.pods:>6} {r.variant:<8} {r.runs:>4} {_cell(r.floor_s, '.1f'):>7} "
-            f"{_cell(r.ready_s, '.1f'):>7} {_cell(r.x_floor, '.2f'):>7} {_cell(r.cpu, '.1f'):>7} "
-            f"{_cell(r.cpu_ms_per_pod, '.2f'):>6} {_cell(r.peak_mib, '.0f'):>8} "
-            f"{_cell(r.kib_per_pod, '.1f'):>7} {_cell(r.writes_per_group, '.2f'):>7}"
+            f"{r.groups:>6} {r.pods:>6} {r.variant:<8} {r.runs:>4} {cell(r.floor_s, '.1f'):>7} "
+            f"{cell(r.ready_s, '.1f'):>7} {cell(r.x_floor, '.2f'):>7} {cell(r.cpu, '.1f'):>7} "
+            f"{cell(r.cpu_ms_per_pod, '.2f'):>6} {cell(r.peak_mib, '.0f'):>8} "
+            f"{cell(r.kib_per_pod, '.1f'):>7} {cell(r.writes_per_group, '.2f'):>7}"
         )
     return "\n".join(lines)
 

@@ -477,7 +477,7 @@ def run_config(
 # -- the table ----------------------------------------------------------------------------------
 
 
-def _cell(value: float | int | None, fmt: str) -> str:
+def cell(value: float | int | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
@@ -499,13 +499,13 @@ def table(results: list[Result], floors: list[Result] | None = None) -> str:
     for r in results:
         ratio = x_floor(r, results if floors is None else floors)
         lines.append(
-            f"{r.config:<9} {r.run:>3} {r.pods_ready:>12.1f} {_cell(r.lws_ready, '.1f'):>11} "
-            f"{_cell(ratio, '.2f'):>7} {_cell(r.cpu, '.1f'):>7} "
-            f"{_cell(r.cpu_ms_per_pod, '.2f'):>6} {_cell(r.peak_mib, '.0f'):>8} "
-            f"{_cell(r.kib_per_pod, '.1f'):>7} {_cell(r.writes, 'd'):>7} "
-            f"{_cell(r.writes_per_group, '.2f'):>7} "
-            f"{_cell(r.webhook_p50_ms, '.1f'):>11} {_cell(r.webhook_p99_ms, '.1f'):>11} "
-            f"{_cell(r.idle_writes, 'd'):>11}"
+            f"{r.config:<9} {r.run:>3} {r.pods_ready:>12.1f} {cell(r.lws_ready, '.1f'):>11} "
+            f"{cell(ratio, '.2f'):>7} {cell(r.cpu, '.1f'):>7} "
+            f"{cell(r.cpu_ms_per_pod, '.2f'):>6} {cell(r.peak_mib, '.0f'):>8} "
+            f"{cell(r.kib_per_pod, '.1f'):>7} {cell(r.writes, 'd'):>7} "
+            f"{cell(r.writes_per_group, '.2f'):>7} "
+            f"{cell(r.webhook_p50_ms, '.1f'):>11} {cell(r.webhook_p99_ms, '.1f'):>11} "
+            f"{cell(r.idle_writes, 'd'):>11}"
         )
     return "\n".join(lines)
 

@@ -79,11 +79,13 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
                     before, wall = await sampler.read(), audit.now()
                     await _until(begin + s.BLOCK_SECONDS)
                     writes = sampler.writes_between(before, await sampler.read())
-                    named = audit.controller_writes(audit_log, wall, audit.now())
+                    named = await asyncio.to_thread(
+                        audit.controller_writes, audit_log, wall, audit.now()
+                    )
                     what = [f"{n} x {w}" for w, n in named.most_common(10)]
                     minute = (begin - started) / 60
                     quiet.append(QuietWindow(minute, s.BLOCK_SECONDS / 60, writes, what))
-                    print(f"  quiet: {writes:.0f} writes {what}", flush=True)
+                    print(f"  quiet: {writes} writes {what}", flush=True)
                     continue
                 for action in block.actions:
                     await _until(begin + action.at)
@@ -95,6 +97,10 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
                     flush=True,
                 )
             await _until(started + len(blocks) * s.BLOCK_SECONDS)
+            # The last sample is this one, not one the sampler's own loop takes with it.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await sampler.take()
             restarts = supervisor.restarts
         return write(
@@ -118,9 +124,19 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
         await api.close()
 
 
+def _minutes(text: str) -> int:
+    """Whole 5-minute blocks, at least two (a churn block and a quiet one)."""
+    minutes = int(text)
+    if minutes < 10 or minutes % 5:
+        raise argparse.ArgumentTypeError(f"{minutes}: give 10 or more, a multiple of 5")
+    return minutes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--minutes", type=int, default=60, help="length of the churn")
+    parser.add_argument(
+        "--minutes", type=_minutes, default=60, help="length of the churn: 10 or more, in 5s"
+    )
     parser.add_argument("--seed", type=int, default=1, help="the schedule's seed")
     parser.add_argument("--out", type=Path, default=Path("soak-out"), help="report folder")
     parser.add_argument("--keep", type=Path, help="keep the cluster's and controllers' logs here")

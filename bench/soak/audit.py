@@ -47,8 +47,11 @@ def controller_writes(log: Path, start: float, end: float) -> Counter[str]:
         return found
     with log.open() as lines:
         for line in lines:
-            entry = json.loads(line)
-            if not str(entry.get("userAgent", "")).startswith(CONTROLLER_AGENT):
+            if f'"userAgent":"{CONTROLLER_AGENT}' not in line:
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:  # the line the API server is writing now
                 continue
             if not start <= _when(entry) < end:
                 continue

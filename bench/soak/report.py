@@ -15,13 +15,15 @@ from bench.soak.sampler import Sample
 from bench.soak.watch import STUCK_BOUND, Watch
 
 RSS_TOLERANCE = 0.10
+# More polls than this missed (the API server away) and the checker saw too little.
+MISSED_POLLS_SHARE = 0.1
 
 
 @dataclass(frozen=True)
 class QuietWindow:
     minute: float
     minutes: float
-    writes: float
+    writes: float | None  # None: a replica was away at either end (see Sampler.complete)
     # The controller's writes the API server's audit log names, most frequent first.
     what: Sequence[str] = ()
 
@@ -39,6 +41,8 @@ def rss_reference_minute(minutes: float) -> float:
 
 
 def rss_condition(samples: Sequence[Sample], minutes: float) -> Condition:
+    """Judged on one process, the leader's at the reference minute: a leader started
+    again or replaced after it fails the condition (its heap is another's)."""
     reference_at = rss_reference_minute(minutes)
     after = [s for s in samples if s.minute >= reference_at - 0.5 and s.leader_rss_mib]
     what = (
@@ -47,13 +51,18 @@ def rss_condition(samples: Sequence[Sample], minutes: float) -> Condition:
     )
     if not after:
         return Condition(what, "no samples", False)
+    pid = after[0].leader_pid
+    others = [s for s in after if s.leader_pid != pid]
+    if others:
+        measured = f"the leading process changed at minute {others[0].minute:.0f}"
+        return Condition(what, measured, False)
     reference = after[0].leader_rss_mib
     low = min(s.leader_rss_mib for s in after)
     high = max(s.leader_rss_mib for s in after)
     worst = max(abs(high - reference), abs(reference - low)) / reference
     measured = (
         f"{reference:.1f} MiB at minute {after[0].minute:.0f}; {low:.1f}-{high:.1f} MiB "
-        f"after ({worst:+.1%} at most)"
+        f"after ({worst:+.1%} at most), one process throughout"
     )
     return Condition(what, measured, worst <= RSS_TOLERANCE)
 
@@ -66,14 +75,17 @@ def conditions(
     on_us = watch.stuck_on_controller()
     held = [g for g in watch.stuck if g not in on_us]
     quiet_text = "; ".join(
-        f"{q.writes:.0f} writes in minutes {q.minute:.0f}-{q.minute + q.minutes:.0f}" for q in quiet
+        f"{'unknown' if q.writes is None else f'{q.writes:.0f}'} writes in minutes "
+        f"{q.minute:.0f}-{q.minute + q.minutes:.0f}"
+        for q in quiet
     )
+    polls_ok = watch.missed_polls <= MISSED_POLLS_SHARE * max(watch.polls, 1)
     return [
         Condition(
             "0 invariant violations (at every poll, and after every churn block)",
             f"{len(watch.violations)} over {watch.polls} polls ({watch.missed_polls} missed "
             f"while the API server was away) and {len(watch.settles)} settles",
-            not watch.violations,
+            not watch.violations and watch.polls > 0 and polls_ok,
         ),
         Condition(
             f"0 groups stuck: none short of Ready pods for over {STUCK_BOUND:.0f} s on the "
@@ -87,7 +99,7 @@ def conditions(
         Condition(
             "0 writes in a 5-minute quiet window (lease renewals left out)",
             quiet_text or "no quiet window",
-            bool(quiet) and all(q.writes == 0 for q in quiet),
+            bool(quiet) and all(q.writes is not None and q.writes == 0 for q in quiet),
         ),
     ]
 

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 
 from tests.toolkit.manager_process import ManagerProcess, sample
 
-from bench.processes import cpu_seconds, memory_kib, sum_by
+from bench.processes import WRITE_METHODS, cpu_seconds, memory_kib, sum_by
 from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.client import EVENTS, ApiClient, list_pages
+from leaderworkerset.runtime.client import EVENTS, TRANSPORT_ERRORS, ApiClient, ApiError, list_pages
 
-WRITES = ("POST", "PUT", "PATCH", "DELETE")
 OURS = c.EVENT_REPORTING_CONTROLLER
 
 
@@ -43,7 +42,7 @@ def parse(pid: int, rss_kib: int, cpu: float, text: str) -> Reading:
         rss_kib=rss_kib,
         cpu=cpu,
         leading=1.0 in sum_by(text, "leader_election_master_status", "name").values(),
-        writes=sum(n for (m,), n in methods.items() if m in WRITES),
+        writes=sum(n for (m,), n in methods.items() if m in WRITE_METHODS),
         lease_writes=sum(sum_by(text, "lws_leader_election_lease_writes_total", "name").values()),
         queue_depth=sum(sum_by(text, "workqueue_depth", "name").values()),
         queue_wait_sum=sum(sum_by(text, "workqueue_queue_duration_seconds_sum", "name").values()),
@@ -67,6 +66,7 @@ def grown(before: Reading | None, after: Reading, attr: str) -> float:
 class Sample:
     minute: float
     leader: str  # the replica leading, "" while none does
+    leader_pid: int  # its process: a replica started again keeps its name, not its pid
     leader_rss_mib: float
     standby_rss_mib: float
     cpu_seconds: float  # both replicas, over the interval
@@ -103,6 +103,7 @@ def combine(
     return Sample(
         minute=minute,
         leader=leader,
+        leader_pid=lead.pid if lead else 0,
         leader_rss_mib=lead.rss_kib / 1024 if lead else 0.0,
         standby_rss_mib=sum(r.rss_kib for r in standby) / 1024,
         cpu_seconds=total("cpu"),
@@ -132,7 +133,9 @@ class Sampler:
         for proc in self.procs:
             if proc.proc is None or not proc.running():
                 continue
-            with contextlib.suppress(Exception):  # starting up, or just killed
+            # Not answering yet (started again a moment ago) or gone (just killed): the
+            # replica is left out of this reading, which complete() then refuses.
+            with contextlib.suppress(OSError, RuntimeError):
                 pid = proc.pid
                 text = await asyncio.to_thread(proc.metrics_text)
                 rss, _ = memory_kib(pid)
@@ -152,7 +155,7 @@ class Sampler:
         now = time.monotonic()
         try:
             events = await self.events()
-        except Exception:
+        except (ApiError, *TRANSPORT_ERRORS):  # the API server restarting
             events = self.samples[-1].events if self.samples else 0
         previous, previous_at = self._last, self._last_at
         self._last, self._last_at = readings, now
@@ -170,7 +173,17 @@ class Sampler:
             await asyncio.sleep(self.period - (time.monotonic() - self._last_at) % self.period)
             await self.take()
 
-    def writes_between(self, start: dict[str, Reading], end: dict[str, Reading]) -> float:
+    def complete(self, start: dict[str, Reading], end: dict[str, Reading]) -> bool:
+        """Both readings cover every replica, each the same process: only then is the
+        difference every write made between them."""
+        names = {p.name for p in self.procs}
+        same = all(start[n].pid == end[n].pid for n in names if n in start and n in end)
+        return set(start) == set(end) == names and same
+
+    def writes_between(self, start: dict[str, Reading], end: dict[str, Reading]) -> float | None:
+        """Object writes between two readings; None when they cannot say (see complete)."""
+        if not self.complete(start, end):
+            return None
         grown_writes = sum(grown(start.get(n), r, "writes") for n, r in end.items())
         grown_leases = sum(grown(start.get(n), r, "lease_writes") for n, r in end.items())
         return grown_writes - grown_leases

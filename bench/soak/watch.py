@@ -31,7 +31,7 @@ from tests.chaos.invariants import (
 
 from bench.soak import fleet
 from bench.soak.schedule import SETTLE_BOUND
-from leaderworkerset.runtime.client import ApiClient
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 
 STUCK_BOUND = 300.0
 JSON = dict[str, Any]
@@ -61,16 +61,22 @@ def unwhole_groups(snapshot: Snapshot) -> dict[str, str]:
 def describe(pod: JSON) -> str:
     meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
     where = spec.get("nodeName") or ("gated" if spec.get("schedulingGates") else "unbound")
+    if where == "unbound" and not any(
+        x.get("type") == "PodScheduled" for x in status.get("conditions") or ()
+    ):
+        # Not even found unschedulable: the scheduler never looked at it.
+        where = "never scheduled"
     gone = " deleting" if meta.get("deletionTimestamp") else ""
     return f"{meta['name']} {status.get('phase', '?')} {where}{gone}"
 
 
 def scheduler_held(why: str) -> bool:
-    """Every pod holding the group back exists, is ungated and was never bound: the group
-    waits on kube-scheduler, not on the controller (after an API server restart the
-    scheduler can lose a pod: "Scheduler cache is corrupted" in its log)."""
-    parts = why.split("; ")
-    return all(part.endswith("Pending unbound") for part in parts)
+    """Every pod holding the group back exists, is ungated, and kube-scheduler never
+    looked at it (no PodScheduled condition, not even Unschedulable): the group waits on
+    the scheduler, not on the controller. After an API server restart the scheduler can
+    lose a pod this way ("Scheduler cache is corrupted" in its log). A pod it found
+    unschedulable (say, placement the controller got wrong) is not excused."""
+    return all(part.endswith("Pending never scheduled") for part in why.split("; "))
 
 
 @dataclass
@@ -98,7 +104,7 @@ class Watch:
         while True:
             try:
                 await self.poll()
-            except Exception:  # the API server restarting; the next poll reads again
+            except (ApiError, *TRANSPORT_ERRORS):  # the API server restarting
                 self.missed_polls += 1
             await asyncio.sleep(self.interval)
 
@@ -121,12 +127,21 @@ class Watch:
         for group, since in self._since.items():
             if now - since > STUCK_BOUND:
                 self.stuck[group] = max(self.stuck.get(group, 0.0), now - since)
-                self.stuck_why.setdefault(group, unwhole[group])
+                self.stuck_why[group] = unwhole[group]  # the latest: what holds it now
 
     def stuck_on_controller(self) -> list[str]:
         return [g for g in self.stuck if not scheduler_held(self.stuck_why.get(g, ""))]
 
     async def settle(self, block: int) -> Settled:
+        try:
+            return await self._settle(block)
+        except (ApiError, *TRANSPORT_ERRORS) as exc:
+            # Counted against the block (unsettled), and the soak goes on to report.
+            settled = Settled(block, SETTLE_BOUND, [f"the check could not read: {exc}"])
+            self.settles.append(settled)
+            return settled
+
+    async def _settle(self, block: int) -> Settled:
         verdicts = await asyncio.gather(
             *(
                 converged(

@@ -19,7 +19,7 @@ import httpx2 as httpx
 import pytest
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.controlplane import APISERVER, ControlPlane
+from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.localcluster.deploy import free_port, install
 from leaderworkerset.localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION
 from leaderworkerset.runtime.client import JSON_PATCH, LEADERWORKERSETS, PODS, ApiClient
@@ -264,13 +264,9 @@ async def etcd_compact(endpoint: str) -> int:
 def restart_over_compaction(cp: ControlPlane, endpoint: str) -> int:
     """Stop the API server, write to etcd nothing but a compaction, start it again: no
     watcher can have seen the compacted revision, so each one's resume version is gone."""
-    proc = cp._procs[APISERVER]
-    cp._terminate({APISERVER: proc.pid}, cp.stop_timeout)
-    cp._procs.pop(APISERVER).wait()
-    revision = asyncio.run(etcd_compact(endpoint))
-    cp._spawn(APISERVER)
-    cp._wait(APISERVER, cp.is_healthy, time.monotonic() + cp.start_timeout)
-    return revision
+    revisions: list[int] = []
+    cp.restart_apiserver(while_down=lambda: revisions.append(asyncio.run(etcd_compact(endpoint))))
+    return revisions[0]
 
 
 # --- the scenarios' LeaderWorkerSets -----------------------------------------------------

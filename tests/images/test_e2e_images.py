@@ -42,7 +42,7 @@ RUN_WITHIN = 60.0
 
 @pytest.fixture(scope="module")
 def built() -> dict[str, tuple[str, Path]]:
-    images = ensure_images(*NAMES, python=sys.executable)
+    images = ensure_images(*NAMES, python=sys.executable, timeout=1400)
     return {name: (image.ref, image.archive) for name, image in images.items()}
 
 

@@ -67,7 +67,7 @@ def images() -> dict[str, BuiltImage]:
         ["bash", str(REPO / "hack" / "debian-packages.sh"), "containerd", "runc"], check=False
     )
     assert packages.returncode == 0, "containerd and runc are needed (see the output above)"
-    return ensure_images(*NAMES, python=sys.executable)
+    return ensure_images(*NAMES, python=sys.executable, timeout=1100)
 
 
 @pytest.fixture(scope="module")

@@ -547,12 +547,15 @@ class ControlPlane:
 
     # -- restart and stop ------------------------------------------------------
 
-    def restart_apiserver(self) -> None:
-        """Stop kube-apiserver and start it again on the same port and etcd."""
+    def restart_apiserver(self, while_down: Callable[[], object] | None = None) -> None:
+        """Stop kube-apiserver and start it again on the same port and etcd; `while_down`
+        runs between the two (a fault injected where no client can see it happen)."""
         if APISERVER not in self._procs:
             raise ControlPlaneError("restart_apiserver needs a control plane this process started")
         self._terminate({APISERVER: self._procs[APISERVER].pid}, self.stop_timeout)
         self._procs.pop(APISERVER).wait()
+        if while_down is not None:
+            while_down()
         self._spawn(APISERVER)
         self._wait(APISERVER, self.is_healthy, time.monotonic() + self.start_timeout)
         self._write_state()

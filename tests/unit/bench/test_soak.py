@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import types
 from pathlib import Path
 from typing import Any
 
 from bench.soak import schedule as s
 from bench.soak.churn import Done
 from bench.soak.report import QuietWindow, conditions, rss_condition, write
-from bench.soak.sampler import Reading, Sample, combine, grown, parse
+from bench.soak.sampler import Reading, Sample, Sampler, combine, grown, parse
 from bench.soak.watch import STUCK_BOUND, Settled, Watch, scheduler_held, unwhole_groups
 
 from leaderworkerset.api import constants as c
@@ -152,16 +154,24 @@ def test_memory_that_grows_past_a_tenth_after_minute_15_fails() -> None:
     # What happens before the reference minute (the start, a replica killed) is not judged.
     start = [40.0] * 14 + [100.0] * 46
     assert rss_condition(samples(start), 60).passed
+    # The leader started again (or replaced) after the reference: not the same heap.
+    restarted = samples(flat)
+    restarted[40] = dataclasses.replace(restarted[40], leader_pid=2)
+    verdict = rss_condition(restarted, 60)
+    assert not verdict.passed and "changed at minute 41" in verdict.measured
 
 
 def test_a_write_in_a_quiet_window_or_a_violation_fails_the_soak() -> None:
     watch = Watch(api=None, log_paths=[])  # type: ignore[arg-type]
     watch.settles.append(Settled(0, 12.0, []))
+    watch.polls = 20
     rows = samples([100.0] * 60)
     quiet_ok = [QuietWindow(25, 5, 0)]
     assert all(c.passed for c in conditions(rows, watch, quiet_ok, 60))
     assert not all(c.passed for c in conditions(rows, watch, [QuietWindow(25, 5, 3)], 60))
     assert not all(c.passed for c in conditions(rows, watch, [], 60))
+    # A replica away at either end of the window: its writes are unknown, not 0.
+    assert not all(c.passed for c in conditions(rows, watch, [QuietWindow(25, 5, None)], 60))
     watch.violations["a: unkeyed: pod x has no key"] = 30.0
     assert not all(c.passed for c in conditions(rows, watch, quiet_ok, 60))
 
@@ -169,6 +179,7 @@ def test_a_write_in_a_quiet_window_or_a_violation_fails_the_soak() -> None:
 def test_the_report_has_each_condition_its_table_and_chart(tmp_path: Path) -> None:
     watch = Watch(api=None, log_paths=[])  # type: ignore[arg-type]
     watch.settles.append(Settled(0, 12.0, []))
+    watch.polls = 20
     done = [Done(30.0, s.SCALE, "a", "50 -> 52 groups"), Done(400.0, s.ROLLOUT, "b", "r1")]
     passed = write(
         tmp_path,
@@ -215,8 +226,14 @@ def group(*workers: dict[str, Any]) -> Snapshot:
 def test_a_whole_group_is_not_tracked_and_a_short_one_says_which_pod_holds_it() -> None:
     assert unwhole_groups(group(pod("g-3", 3, ready=True))) == {}
     held = unwhole_groups(group(pod("g-3", 3, ready=False, node=None, phase="Pending")))
-    assert held == {"g1": "g-3 Pending unbound"}
+    assert held == {"g1": "g-3 Pending never scheduled"}
     assert scheduler_held(held["g1"])
+    # Found unschedulable (placement the controller may have got wrong): not excused.
+    unschedulable = pod("g-3", 3, ready=False, node=None, phase="Pending")
+    unschedulable["status"]["conditions"].append({"type": "PodScheduled", "status": "False"})
+    refused = unwhole_groups(group(unschedulable))
+    assert refused == {"g1": "g-3 Pending unbound"}
+    assert not scheduler_held(refused["g1"])
     crashing = unwhole_groups(group(pod("g-3", 3, ready=False)))
     assert crashing == {"g1": "g-3 Running n1"}
     assert not scheduler_held(crashing["g1"])
@@ -224,10 +241,12 @@ def test_a_whole_group_is_not_tracked_and_a_short_one_says_which_pod_holds_it() 
 
 def test_a_group_is_stuck_past_the_bound_and_only_the_controllers_count_against_it() -> None:
     watch = Watch(api=None, log_paths=[])  # type: ignore[arg-type]
-    watch._track({"a/g1": "g-3 Pending unbound", "b/g2": "g-2 Running n1"}, now=0.0)
-    watch._track({"a/g1": "g-3 Pending unbound", "b/g2": "g-2 Running n1"}, now=STUCK_BOUND)
+    watch._track({"a/g1": "g-3 Pending never scheduled", "b/g2": "g-2 Running n1"}, now=0.0)
+    watch._track({"a/g1": "g-3 Pending never scheduled", "b/g2": "g-2 Running n1"}, now=STUCK_BOUND)
     assert watch.stuck == {}
-    watch._track({"a/g1": "g-3 Pending unbound", "b/g2": "g-2 Running n1"}, now=STUCK_BOUND + 1)
+    watch._track(
+        {"a/g1": "g-3 Pending never scheduled", "b/g2": "g-2 Running n1"}, now=STUCK_BOUND + 1
+    )
     assert set(watch.stuck) == {"a/g1", "b/g2"}
     assert watch.stuck_on_controller() == ["b/g2"]
     # Whole again, then short again: the clock starts over.
@@ -235,3 +254,21 @@ def test_a_group_is_stuck_past_the_bound_and_only_the_controllers_count_against_
     watch._track({"b/g2": "x"}, now=STUCK_BOUND + 3)
     watch._track({"b/g2": "x"}, now=STUCK_BOUND + 10)
     assert watch.stuck["b/g2"] == STUCK_BOUND + 1
+
+
+def test_a_quiet_window_missing_a_replica_at_either_end_has_unknown_writes() -> None:
+    procs = [types.SimpleNamespace(name="r0"), types.SimpleNamespace(name="r1")]
+    sampler = Sampler(api=None, procs=procs)  # type: ignore[arg-type]
+    start = {"r0": reading(1, writes=10), "r1": reading(2, writes=5)}
+    end = {"r0": reading(1, writes=12, lease_writes=2), "r1": reading(2, writes=5)}
+    assert sampler.writes_between(start, end) == 0
+    assert sampler.writes_between(start, {"r0": end["r0"]}) is None
+    restarted = {**end, "r1": reading(3, writes=1)}
+    assert sampler.writes_between(start, restarted) is None
+
+
+def test_too_many_missed_polls_fail_the_invariant_condition() -> None:
+    watch = Watch(api=None, log_paths=[])  # type: ignore[arg-type]
+    watch.polls, watch.missed_polls = 20, 10
+    [violations, *_] = conditions(samples([100.0] * 60), watch, [QuietWindow(25, 5, 0)], 60)
+    assert not violations.passed

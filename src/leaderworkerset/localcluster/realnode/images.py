@@ -35,7 +35,9 @@ class BuiltImage:
         return digest
 
 
-def ensure_images(*names: str, python: str | None = None) -> dict[str, BuiltImage]:
+def ensure_images(
+    *names: str, python: str | None = None, timeout: float | None = None
+) -> dict[str, BuiltImage]:
     """Build (or find cached) the named images; each one's reference and archive.
     ``python`` builds the controller's wheels (the script's default: the checkout's
     .venv, else python3.11)."""
@@ -44,7 +46,12 @@ def ensure_images(*names: str, python: str | None = None) -> dict[str, BuiltImag
         raise BinariesError(f"{script} not found: the images are built from a checkout")
     env = {**os.environ, "LWS_PYTHON": python} if python else None
     proc = subprocess.run(
-        ["bash", str(script), *names], stdout=subprocess.PIPE, text=True, check=False, env=env
+        ["bash", str(script), *names],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+        env=env,
+        timeout=timeout,
     )
     if proc.returncode != 0:
         raise BinariesError(f"{script} {' '.join(names)} failed with exit code {proc.returncode}")
