@@ -30,6 +30,10 @@ from leaderworkerset.runtime.client import (
 
 JSON = dict[str, Any]
 TRACEBACK = "Traceback (most recent call last)"
+CHAINED = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
 # Connection-level failures while the API server is away.
 TRANSIENT = re.compile(
     r"aiohttp\.(?:client_exceptions\.)?(ClientConnectorError|ClientConnectionError|"
@@ -329,11 +333,20 @@ def check_status(snapshot: Snapshot) -> list[Violation]:
 
 def tracebacks(text: str) -> list[str]:
     """Every traceback of a log: from the JSON lines' fields (the controller logs a
-    failed reconcile with its stack) and from plain lines (a crash on stderr)."""
+    failed reconcile with its stack) and from plain lines (the console format, or a
+    crash on stderr). A chained exception ("The above exception was the direct cause",
+    "During handling of the above exception") is one traceback, ending in the
+    exception that was raised last."""
     found = []
     lines = text.splitlines()
+    chained = False
     for i, line in enumerate(lines):
+        if line.strip() in CHAINED:
+            chained = True
+            continue
         if TRACEBACK not in line:
+            if line.strip() and not line.startswith(" "):
+                chained = False
             continue
         try:
             record = json.loads(line)
@@ -347,7 +360,11 @@ def tracebacks(text: str) -> list[str]:
             block.append(follow)
             if follow and not follow.startswith(" "):
                 break
-        found.append("\n".join(block))
+        if chained and found:
+            found[-1] += "\n" + "\n".join(block)
+        else:
+            found.append("\n".join(block))
+        chained = False
     return found
 
 

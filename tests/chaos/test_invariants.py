@@ -12,7 +12,15 @@ import pytest
 from leaderworkerset.api import constants as c
 from tests.toolkit.lws import leaderworkerset
 
-from .invariants import Snapshot, check, expected_status, transient_tracebacks
+from .invariants import (
+    Snapshot,
+    check,
+    check_logs,
+    expected,
+    expected_status,
+    tracebacks,
+    transient_tracebacks,
+)
 
 JSON = dict[str, Any]
 REV = "rev-new"
@@ -280,3 +288,29 @@ def test_ordinal_mode() -> None:
     assert check(snap) == []
     snap.pods[0]["spec"]["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
     assert "gate-left" not in rules(snap)
+
+
+def test_a_chained_console_traceback_is_one_ending_in_what_was_raised_last() -> None:
+    log = """\
+2026-12-02T17:35:47.697Z\tERROR\tcontroller\treconcile soak/ordinal failed: Cannot connect
+Traceback (most recent call last):
+  File "aiohappyeyeballs/impl.py", line 124, in start_connection
+    raise first_exception
+ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 55753)
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "leaderworkerset/runtime/controller.py", line 280, in _reconcile_one
+    result = await self._reconcile(key) or Result()
+aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:55753
+2026-12-02T17:35:48.000Z\tERROR\tcontroller\treconcile soak/other failed
+Traceback (most recent call last):
+  File "leaderworkerset/controllers/lws/reconciler.py", line 1, in x
+KeyError: 'spec'
+"""
+    found = tracebacks(log)
+    assert len(found) == 2
+    assert expected(found[0]) and "ConnectionRefusedError" in found[0]
+    assert not expected(found[1])
+    assert [v.rule for v in check_logs({"r0.log": log})] == ["traceback"]
