@@ -69,7 +69,10 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
         blocks = s.plan(args.minutes, args.seed, [m.name for m in fleet.FLEET], sim.node_names)
         quiet: list[QuietWindow] = []
         async with supervising(procs) as supervisor:
-            tasks = [asyncio.create_task(watch.run()), asyncio.create_task(sampler.run())]
+            tasks = [
+                asyncio.create_task(watch.run(), name="watch"),
+                asyncio.create_task(sampler.run(), name="sampler"),
+            ]
             started = churn.started = watch.started = sampler.started = time.monotonic()
             for block in blocks:
                 begin = max(time.monotonic(), started + block.index * s.BLOCK_SECONDS)
@@ -97,6 +100,13 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
                     flush=True,
                 )
             await _until(started + len(blocks) * s.BLOCK_SECONDS)
+            # A watch or sampler that died has checked or measured nothing since: that
+            # fails the run, loudly, rather than passing on what it did not see.
+            for task in tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    failure = f"soak tool: {task.get_name()} died: {task.exception()!r}"
+                    print(failure, flush=True)
+                    watch.violations[failure] = time.monotonic() - started
             # The last sample is this one, not one the sampler's own loop takes with it.
             for task in tasks:
                 task.cancel()

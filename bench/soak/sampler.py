@@ -133,9 +133,10 @@ class Sampler:
         for proc in self.procs:
             if proc.proc is None or not proc.running():
                 continue
-            # Not answering yet (started again a moment ago) or gone (just killed): the
+            # Not answering yet (started again a moment ago) or gone (just killed: a
+            # process not yet reaped has a /proc status without VmRSS, a KeyError): the
             # replica is left out of this reading, which complete() then refuses.
-            with contextlib.suppress(OSError, RuntimeError):
+            with contextlib.suppress(OSError, RuntimeError, KeyError):
                 pid = proc.pid
                 text = await asyncio.to_thread(proc.metrics_text)
                 rss, _ = memory_kib(pid)
