@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.runtime.cache import Informer
+from leaderworkerset.runtime.cache import AddHandler, DeleteHandler, Informer, UpdateHandler
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.indexes import controller_ref, object_key
 from leaderworkerset.runtime.metrics import (
@@ -123,9 +123,9 @@ NOT_STATUS_ONLY = Predicate(update=lambda old, new: _beyond_status(old) != _beyo
 class Controller:
     """Reconciles keys from its sources with ``workers`` concurrent workers.
 
-    Register sources with :meth:`watch` before :meth:`start`. The informers are
-    shared and owned by the caller, who starts and stops them; the controller
-    only waits for them to sync.
+    Register sources with :meth:`watch`; their events reach the queue from
+    :meth:`start` on. The informers are shared and owned by the caller, who starts
+    and stops them; the controller only waits for them to sync.
     """
 
     def __init__(
@@ -146,6 +146,8 @@ class Controller:
         self.queue = WorkQueue(name, controller=name, rate_limiter=rate_limiter, clock=clock)
         self._reconcile = reconcile
         self._informers: list[Informer] = []
+        self._sources: list[tuple[Informer, tuple[AddHandler, UpdateHandler, DeleteHandler]]] = []
+        self._connected = False
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._active = ACTIVE_WORKERS.labels(controller=name)
@@ -194,9 +196,21 @@ class Controller:
                 for key in map_func(obj):
                     enqueue(key)
 
-        informer.add_handler(on_add, on_update, on_delete)
+        self._sources.append((informer, (on_add, on_update, on_delete)))
         if informer not in self._informers:
             self._informers.append(informer)
+        if self._connected:
+            informer.add_handler(on_add, on_update, on_delete)
+
+    def connect(self) -> None:
+        """Start taking events from every source: each cache first replays what it holds
+        as adds. Called by :meth:`start`, so a standby replica (whose controllers do not
+        start) keeps no queue of every change it saw while another led."""
+        if self._connected:
+            return
+        self._connected = True
+        for informer, (on_add, on_update, on_delete) in self._sources:
+            informer.add_handler(on_add, on_update, on_delete)
 
     def watch_owned(
         self,
@@ -232,6 +246,7 @@ class Controller:
                     f"controller {self.name}: cache {informer.name} not synced after "
                     f"{self.sync_timeout}s (was it started?)"
                 )
+        self.connect()
         MAX_CONCURRENT_RECONCILES.labels(controller=self.name).set(self.workers)
         self._tasks = [
             asyncio.create_task(self._worker(), name=f"{self.name} worker {i}")

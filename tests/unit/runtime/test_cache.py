@@ -561,6 +561,35 @@ async def test_controller_maps_events_through_predicates_to_keys() -> None:
     await informer.stop()
 
 
+async def test_a_controller_not_started_queues_nothing_and_starts_with_the_whole_cache() -> None:
+    """A standby replica's caches stay in sync for its webhooks, but its controllers do
+    not run: their queues must not grow with every change another replica acts on."""
+    server = FakeServer()
+    server.create("a")
+    informer = make(server)
+    reconciled: list[str] = []
+
+    async def reconcile(key: str) -> Result:
+        reconciled.append(key)
+        return Result()
+
+    ctrl = Controller("test-standby", reconcile)
+    ctrl.watch(informer, own_key)
+    informer.start()
+    assert await informer.wait_synced(5)
+    await eventually(lambda: server.open_streams == 1, "the watch")
+    server.create("b")
+    server.update("ns/a", changed="1")
+    await eventually(lambda: informer.get("ns", "b") is not None, "the cache to see b")
+    assert len(ctrl.queue) == 0 and not reconciled
+    await ctrl.start()
+    await eventually(lambda: sorted(reconciled) == ["ns/a", "ns/b"], "both, once")
+    server.create("c")
+    await eventually(lambda: sorted(reconciled) == ["ns/a", "ns/b", "ns/c"], "events after start")
+    await ctrl.stop()
+    await informer.stop()
+
+
 async def test_controller_start_fails_if_a_cache_never_syncs() -> None:
     async def reconcile(key: str) -> Result:
         return Result()

@@ -62,6 +62,7 @@ async def wired(tmp_path: Path, *objects: JSON, pace: float = PACE) -> AsyncIter
             client, caches, options=ControllerOptions(child_event_pace=pace)
         )
         controller = setup_lws_controller(new_manager(tmp_path), reconciler, workers=2)
+        controller.connect()  # as start() does, without workers: the test takes the keys
         yield Wired(controller, caches, reconciler, client)
 
 

@@ -111,6 +111,7 @@ async def test_the_pod_controller_is_woken_by_what_its_reconciler_reads(tmp_path
     async with seeded_caches(lws, leader, sts, worker, ordinal, ord_leader) as caches:
         pods = PodReconciler(FakeApiClient(), caches)
         controller = setup_pod_controller(new_manager(tmp_path), pods, workers=3)
+        controller.connect()  # as start() does, without workers: the test takes the keys
         assert controller.workers == 3
         # Every leader at once; a worker only when its restart policy could act.
         assert await queued(controller) == {"default/hash-abc-x1", "default/ord-0"}
@@ -150,6 +151,7 @@ async def test_the_pod_controller_runs_the_pod_reconciler(tmp_path: Path) -> Non
     client = FakeApiClient()
     async with seeded_caches(ordinal, revision, leader) as caches:
         controller = setup_pod_controller(new_manager(tmp_path), PodReconciler(client, caches))
+        controller.connect()
         await controller.start()
         try:
             await eventually(lambda: client.calls_of("create", "statefulsets"), within=10)

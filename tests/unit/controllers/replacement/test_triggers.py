@@ -92,6 +92,7 @@ class Wired:
         self.controller: Controller = setup_replacement_controller(
             self.manager, self.reconciler, workers=3
         )
+        self.controller.connect()  # as start() does, without workers: the test takes the keys
 
     async def woken(self) -> list[str]:
         """The keys queued so far (taken off the queue)."""
