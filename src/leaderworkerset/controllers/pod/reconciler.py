@@ -37,7 +37,10 @@ from leaderworkerset.controllers.pod.group_service import (
     owner_description,
 )
 from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
-from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
+from leaderworkerset.controllers.pod.worker_statefulset import (
+    WorkerSetCreates,
+    build_worker_statefulset,
+)
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.readiness import (
@@ -98,6 +101,7 @@ class PodReconciler:
     tombstones: dict[str, JSON] = field(default_factory=dict)
     waits: RetryBackoff = field(default_factory=RetryBackoff)
     group_ready_writes: GroupReadyWrites = field(default_factory=GroupReadyWrites)
+    worker_creates: WorkerSetCreates = field(default_factory=WorkerSetCreates)
 
     def __post_init__(self) -> None:
         self.restarter = GroupRestarter(self.client, self.caches)
@@ -111,6 +115,7 @@ class PodReconciler:
         final["metadata"] = {**meta, "deletionTimestamp": meta.get("deletionTimestamp") or "gone"}
         self.tombstones[object_key(pod)] = final
         self.group_ready_writes.forget(pod)
+        self.worker_creates.forget(pod)
         for wait in (_WAIT_REVISION, _WAIT_SERVICE):
             self.waits.forget(_wait_key(wait, pod))
 
@@ -197,7 +202,12 @@ class PodReconciler:
         if size == 1 or worker_sts is not None:
             # Never updated in place: a group moves to a new revision when its leader
             # is replaced and this StatefulSet is garbage collected with the old one.
+            self.worker_creates.forget(pod)
             return None
+        left = self.worker_creates.wait_left(pod)
+        if left:
+            # Its ADDED event wakes this leader (the StatefulSet is owned by it).
+            return Result(requeue_after=left)
         if not self._started_enough(pod, view):
             return None
         return await self._create_worker_statefulset(pod, lws, view)
@@ -239,6 +249,7 @@ class PodReconciler:
                 ),
             )
             raise
+        self.worker_creates.created(pod)
         record(
             self.recorder,
             lws,

@@ -11,9 +11,12 @@ group-index label carries the group key, and this code need not know.
 from __future__ import annotations
 
 import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of, name_of, revision_key_of
+from leaderworkerset.api.objects import JSON, meta_of, name_of, revision_key_of, uid_of
 from leaderworkerset.controllers.leader_template import (
     add_claims_and_retention,
     copied_metadata,
@@ -103,3 +106,40 @@ def _worker_template(
         pod_spec = template.setdefault("spec", {})
         pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **node_selector}
     return template
+
+
+# Longer than a watch event takes to arrive, even on a busy API server; shorter than
+# anyone would wait for a StatefulSet deleted before this replica's cache saw it.
+CREATE_UNSEEN_FOR = 30.0
+
+
+@dataclass
+class WorkerSetCreates:
+    """Worker StatefulSets created that the cache has not shown yet, by leader uid.
+
+    A leader is reconciled again for its own status changes, which can come before
+    the watch brings the StatefulSet: without this it would be created twice (the
+    second create answered 409). An entry ends when the cache shows the StatefulSet,
+    the leader goes, or `CREATE_UNSEEN_FOR` passes (then the create is tried again)."""
+
+    clock: Callable[[], float] = time.monotonic
+    unseen: dict[str, float] = field(default_factory=dict)
+
+    def wait_left(self, leader: JSON) -> float:
+        """Seconds still to wait for the cache to show this leader's StatefulSet; 0 if
+        none was created unseen, or it is overdue."""
+        at = self.unseen.get(uid_of(leader))
+        if at is None:
+            return 0.0
+        left = at + CREATE_UNSEEN_FOR - self.clock()
+        if left <= 0:
+            del self.unseen[uid_of(leader)]
+            return 0.0
+        return left
+
+    def created(self, leader: JSON) -> None:
+        self.unseen[uid_of(leader)] = self.clock()
+
+    def forget(self, leader: JSON) -> None:
+        """The cache shows the StatefulSet, or the leader is gone."""
+        self.unseen.pop(uid_of(leader), None)

@@ -13,6 +13,7 @@ from leaderworkerset.api import constants as c
 from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.pod.reconciler import PodReconciler, TopologyError
+from leaderworkerset.controllers.pod.worker_statefulset import CREATE_UNSEEN_FOR, WorkerSetCreates
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.client import NODES, ApiError
 from leaderworkerset.runtime.controller import Result
@@ -175,6 +176,38 @@ async def test_a_leader_gets_its_worker_statefulset_once(mode: str) -> None:
     client, events, _ = await reconcile(lws, leader, worker_statefulset_of(leader))
     assert ("create", "statefulsets", leader["metadata"]["name"]) not in calls(client)
     assert c.REASON_GROUPS_PROGRESSING not in events.reasons()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_worker_statefulset_the_cache_has_not_shown_yet_is_not_created_again(
+    mode: str,
+) -> None:
+    """The leader's own status changes can wake it before the watch brings the
+    StatefulSet it created: that reconcile waits for the cache instead of a second
+    create (answered 409)."""
+    lws = an_lws(mode)
+    leader = a_leader(lws)
+    name = leader["metadata"]["name"]
+    now = [0.0]
+    client = FakeApiClient()
+    async with seeded_caches(lws, rev.new_revision(lws, 1), leader) as caches:
+        pods = PodReconciler(client, caches, Events())
+        pods.worker_creates = WorkerSetCreates(clock=lambda: now[0])
+        assert await pods(object_key(leader)) is None
+        now[0] = 1.0
+        again = await pods(object_key(leader))
+        assert again is not None and again.requeue_after == CREATE_UNSEEN_FOR - 1.0
+        assert writes(client).count(("create", "statefulsets", name)) == 1
+        # Not seen in time (deleted before the watch showed it, say): created again.
+        now[0] = CREATE_UNSEEN_FOR + 0.5
+        assert await pods(object_key(leader)) is None
+        assert writes(client).count(("create", "statefulsets", name)) == 2
+        caches.statefulsets._handle_event(
+            {"type": "ADDED", "object": worker_statefulset_of(leader)}
+        )
+        assert await pods(object_key(leader)) is None
+        assert writes(client).count(("create", "statefulsets", name)) == 2
+        assert pods.worker_creates.unseen == {}
 
 
 @pytest.mark.parametrize("mode", MODES)
