@@ -22,7 +22,7 @@ from bench.soak.report import QuietWindow, write
 from bench.soak.sampler import Sampler
 from bench.soak.watch import Watch
 from leaderworkerset.localcluster.binaries import ensure_binaries
-from leaderworkerset.localcluster.controlplane import APISERVER, ControlPlane
+from leaderworkerset.localcluster.controlplane import APISERVER, ControlPlane, Revived
 from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
 from leaderworkerset.runtime.client import LEADERWORKERSETS, NAMESPACES, ApiClient
 
@@ -31,6 +31,21 @@ OPERATOR_NAMESPACE = "lws-system"
 # one (a replica that loses its lease exits, and would be started again with an empty
 # heap, which is not what memory over time should measure).
 ELECTION = {"leaseDuration": "30s", "renewDeadline": "25s", "retryPeriod": "2s"}
+
+
+# How often the soak looks for an exited kube-scheduler or kcm, as a kubelet would.
+REVIVE_EVERY = 2.0
+
+
+async def _keep_control_plane_up(cp: ControlPlane, revived: list[tuple[float, Revived]]) -> None:
+    """Starts an exited kube-scheduler or kcm again, and notes it for the report: a
+    scheduler that exits after an API server restart would otherwise leave every pod
+    created after it Pending, and the soak would measure a cluster no one runs."""
+    while True:
+        for r in await asyncio.to_thread(cp.revive):
+            revived.append((time.monotonic(), r))
+            print(f"  {r.component} exited ({r.exit_code}), started again: {r.last_line}")
+        await asyncio.sleep(REVIVE_EVERY)
 
 
 async def _until(moment: float) -> None:
@@ -59,7 +74,8 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
     managers = Managers(workdir, cp.kubeconfig, OPERATOR_NAMESPACE)
     sim = NodeSimulator(cp.kubeconfig, fleet.nodes(), termination_delay=1.0)
     await sim.start()
-    tasks: list[asyncio.Task[None]] = []
+    revived: list[tuple[float, Revived]] = []
+    tasks = [asyncio.create_task(_keep_control_plane_up(cp, revived), name="control-plane")]
     try:
         procs = await _set_up(api, managers, relay)
         print(f"fleet Ready: {sum(m.replicas for m in fleet.FLEET)} groups", flush=True)
@@ -69,7 +85,7 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
         blocks = s.plan(args.minutes, args.seed, [m.name for m in fleet.FLEET], sim.node_names)
         quiet: list[QuietWindow] = []
         async with supervising(procs) as supervisor:
-            tasks = [
+            tasks += [
                 asyncio.create_task(watch.run(), name="watch"),
                 asyncio.create_task(sampler.run(), name="sampler"),
             ]
@@ -122,6 +138,8 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
             quiet=quiet,
             done=churn.done,
             restarts=restarts,
+            # Before the churn began (fleet set-up) is a negative minute.
+            revived=[((at - started) / 60, r) for at, r in revived],
         )
     finally:
         for task in tasks:

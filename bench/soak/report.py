@@ -13,6 +13,7 @@ from bench.plots import panels
 from bench.soak.churn import Done
 from bench.soak.sampler import Sample
 from bench.soak.watch import STUCK_BOUND, Watch
+from leaderworkerset.localcluster.controlplane import Revived
 
 RSS_TOLERANCE = 0.10
 # More polls than this missed (the API server away) and the checker saw too little.
@@ -187,6 +188,7 @@ def write(
     quiet: Sequence[QuietWindow],
     done: Sequence[Done],
     restarts: int = 0,
+    revived: Sequence[tuple[float, Revived]] = (),
 ) -> bool:
     out.mkdir(parents=True, exist_ok=True)
     verdict = conditions(samples, watch, quiet, minutes)
@@ -208,6 +210,13 @@ def write(
         *(f"- at {at / 60:.1f} min: {v}" for v, at in watch.violations.items()),
         "Stuck groups:",
         *(f"- {g}: {s:.0f} s; {watch.stuck_why.get(g, '')}" for g, s in watch.stuck.items()),
+        "",
+        f"Controller replicas started again by the supervisor: {restarts}.",
+        "Control-plane components that exited and were started again (as a kubelet would):",
+        *(
+            f"- minute {m:.1f}: {r.component}, exit code {r.exit_code}; last line: `{r.last_line}`"
+            for m, r in revived
+        ),
     ]
     text = "\n".join(lines) + "\n"
     (out / "soak.md").write_text(text)
@@ -226,6 +235,7 @@ def write(
         "polls": watch.polls,
         "missed_polls": watch.missed_polls,
         "restarts": restarts,
+        "revived": [{"minute": m, **dataclasses.asdict(r)} for m, r in revived],
     }
     (out / "soak.json").write_text(json.dumps(raw, indent=1))
     if samples:

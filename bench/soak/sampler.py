@@ -172,7 +172,15 @@ class Sampler:
         await self.take()
         while True:
             await asyncio.sleep(self.period - (time.monotonic() - self._last_at) % self.period)
-            await self.take()
+            taken = await self.take()
+            if taken is not None:
+                # One line a minute: a run can be watched, and a sampler that stopped shows.
+                print(
+                    f"  sample {taken.minute:.1f} min: leader {taken.leader or '-'} "
+                    f"{taken.leader_rss_mib:.1f} MiB, {taken.writes:.0f} writes, "
+                    f"{taken.cpu_seconds:.1f} CPU s, queue {taken.queue_depth:.0f}",
+                    flush=True,
+                )
 
     def complete(self, start: dict[str, Reading], end: dict[str, Reading]) -> bool:
         """Both readings cover every replica, each the same process: only then is the

@@ -236,6 +236,36 @@ def test_restart_apiserver(control_plane: ControlPlane | ExternalCluster, tmp_pa
         )
 
 
+def test_revive_starts_exited_components_again(
+    control_plane: ControlPlane | ExternalCluster, tmp_path: Path
+) -> None:
+    shared = own_control_plane(control_plane)
+    with ControlPlane(tmp_path / "revive", name="revive", binaries=shared.binaries) as cp:
+        assert cp.revive() == []  # nothing exited: nothing started, nothing written
+        before = cp.pids
+        for name in ("kube-scheduler", "kube-controller-manager"):
+            os.kill(before[name], signal.SIGKILL)
+        eventually_blocking(
+            lambda: (
+                all(n not in cp.pids for n in ("kube-scheduler", "kube-controller-manager")) or None
+            ),
+            "both gone",
+            within=10,
+        )
+        revived = cp.revive()
+        assert sorted((r.component, r.exit_code) for r in revived) == [
+            ("kube-controller-manager", -signal.SIGKILL),
+            ("kube-scheduler", -signal.SIGKILL),
+        ]
+        after = cp.pids
+        assert after["kube-scheduler"] != before["kube-scheduler"]
+        assert after["kube-apiserver"] == before["kube-apiserver"]
+        eventually_blocking(
+            lambda: all(cp.component_health().values()) or None, "all healthy", within=60
+        )
+        assert cp.revive() == []
+
+
 def _processes_mentioning(workdir: Path) -> list[int]:
     found = []
     needle = str(workdir).encode()

@@ -68,6 +68,15 @@ def default_workdir(name: str) -> Path:
 
 
 @dataclass(frozen=True)
+class Revived:
+    """A component found exited and started again: its exit code and last log line."""
+
+    component: str
+    exit_code: int
+    last_line: str
+
+
+@dataclass(frozen=True)
 class Ports:
     etcd_client: int
     etcd_peer: int
@@ -213,6 +222,8 @@ class ControlPlane:
         # Set when attached to a cluster another process started.
         self._foreign_pids: dict[str, int] = {}
         self._owner_pid: int | None = None
+        # revive() may poll from one thread while restart_apiserver() runs in another.
+        self._respawning = threading.Lock()
 
     # -- paths and addresses -------------------------------------------------
 
@@ -552,13 +563,36 @@ class ControlPlane:
         runs between the two (a fault injected where no client can see it happen)."""
         if APISERVER not in self._procs:
             raise ControlPlaneError("restart_apiserver needs a control plane this process started")
-        self._terminate({APISERVER: self._procs[APISERVER].pid}, self.stop_timeout)
-        self._procs.pop(APISERVER).wait()
-        if while_down is not None:
-            while_down()
-        self._spawn(APISERVER)
-        self._wait(APISERVER, self.is_healthy, time.monotonic() + self.start_timeout)
-        self._write_state()
+        with self._respawning:
+            self._terminate({APISERVER: self._procs[APISERVER].pid}, self.stop_timeout)
+            self._procs.pop(APISERVER).wait()
+            if while_down is not None:
+                while_down()
+            self._spawn(APISERVER)
+            self._wait(APISERVER, self.is_healthy, time.monotonic() + self.start_timeout)
+            self._write_state()
+
+    def revive(self) -> list[Revived]:
+        """Start kube-controller-manager or kube-scheduler again if it has exited.
+
+        Both exit by design on some faults: the scheduler when a binding it lost
+        track of over an API server restart shows up on another node than it assumed
+        ("Scheduler cache is corrupted"), kcm when the API server goes away while its
+        controllers are built. On a real node the kubelet restarts them; a caller that
+        keeps a cluster up for long under faults polls this to do the same.
+        """
+        revived: list[Revived] = []
+        with self._respawning:
+            for name in (CONTROLLER_MANAGER, SCHEDULER):
+                proc = self._procs.get(name)
+                if proc is None or proc.poll() is None:
+                    continue
+                last = _log_tail(self.log_dir / f"{name}.log", lines=1).strip()
+                revived.append(Revived(name, proc.returncode, last))
+                self._spawn(name)
+            if revived:
+                self._write_state()
+        return revived
 
     def stop(self) -> None:
         """Stop every component (SIGTERM, then SIGKILL after ``stop_timeout``)."""
