@@ -90,20 +90,29 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
                 asyncio.create_task(sampler.run(), name="sampler"),
             ]
             started = churn.started = watch.started = sampler.started = time.monotonic()
+            rested = 0.0  # waited for rest so far: every later block starts that much later
             for block in blocks:
-                begin = max(time.monotonic(), started + block.index * s.BLOCK_SECONDS)
+                planned = started + block.index * s.BLOCK_SECONDS + rested
+                begin = max(time.monotonic(), planned)
                 await _until(begin)
                 print(f"block {block.index} at {(begin - started) / 60:.1f} min", flush=True)
                 if block.quiet:
+                    # Quiet means nothing left to do, not merely nothing new asked.
+                    waited, moving = await watch.rest()
+                    rested += waited
+                    print(f"  at rest after {waited:.0f} s {moving or ''}", flush=True)
+                    opened = time.monotonic()
                     before, wall = await sampler.read(), audit.now()
-                    await _until(begin + s.BLOCK_SECONDS)
+                    await _until(opened + s.BLOCK_SECONDS)
                     writes = sampler.writes_between(before, await sampler.read())
                     named = await asyncio.to_thread(
                         audit.controller_writes, audit_log, wall, audit.now()
                     )
                     what = [f"{n} x {w}" for w, n in named.most_common(10)]
-                    minute = (begin - started) / 60
-                    quiet.append(QuietWindow(minute, s.BLOCK_SECONDS / 60, writes, what))
+                    minute = (opened - started) / 60
+                    quiet.append(
+                        QuietWindow(minute, s.BLOCK_SECONDS / 60, writes, what, waited, moving)
+                    )
                     print(f"  quiet: {writes} writes {what}", flush=True)
                     continue
                 for action in block.actions:
@@ -115,7 +124,7 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
                     f"  settled in {settled.seconds:.0f} s, {len(settled.violations)} violations",
                     flush=True,
                 )
-            await _until(started + len(blocks) * s.BLOCK_SECONDS)
+            await _until(started + len(blocks) * s.BLOCK_SECONDS + rested)
             # A watch or sampler that died has checked or measured nothing since: that
             # fails the run, loudly, rather than passing on what it did not see.
             for task in tasks:

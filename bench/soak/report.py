@@ -27,6 +27,8 @@ class QuietWindow:
     writes: float | None  # None: a replica was away at either end (see Sampler.complete)
     # The controller's writes the API server's audit log names, most frequent first.
     what: Sequence[str] = ()
+    rest_after: float = 0.0  # seconds the window waited for the fleet to come to rest
+    moving: Sequence[str] = ()  # what had not, when the wait gave up (then it fails)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,13 @@ def conditions(
     held = [g for g in watch.stuck if g not in on_us]
     quiet_text = "; ".join(
         f"{'unknown' if q.writes is None else f'{q.writes:.0f}'} writes in minutes "
-        f"{q.minute:.0f}-{q.minute + q.minutes:.0f}"
+        f"{q.minute:.0f}-{q.minute + q.minutes:.0f} ("
+        + (
+            f"never at rest: {', '.join(q.moving)}"
+            if q.moving
+            else f"at rest after {q.rest_after:.0f} s"
+        )
+        + ")"
         for q in quiet
     )
     polls_ok = watch.missed_polls <= MISSED_POLLS_SHARE * max(watch.polls, 1)
@@ -98,9 +106,10 @@ def conditions(
         ),
         rss_condition(samples, minutes),
         Condition(
-            "0 writes in a 5-minute quiet window (lease renewals left out)",
+            "0 writes in a 5-minute quiet window (lease renewals left out), opened once the "
+            "churn before it has finished (rollouts done, every group whole)",
             quiet_text or "no quiet window",
-            bool(quiet) and all(q.writes is not None and q.writes == 0 for q in quiet),
+            bool(quiet) and all(q.writes == 0 and not q.moving for q in quiet),
         ),
     ]
 

@@ -1,6 +1,7 @@
 """The soak's churn, drawn from a seed: the run is cut into 5-minute blocks. A churn
 block carries out its actions within its first `CHURN_WINDOW` seconds, then waits for
-every LeaderWorkerSet to settle (within `SETTLE_BOUND`); a quiet block does nothing, so
+every LeaderWorkerSet to settle (within `SETTLE_BOUND`); a quiet block waits for the
+churn before it to finish (see `Watch.rest`), then does nothing for a whole block, so
 that the controller's writes in it must be 0. The one-off faults (a controller replica
 killed, the API server restarted, a watch compaction, a node down, a rollout started
 over another) are dealt to the churn blocks in a fixed order, so a short run meets them

@@ -7,6 +7,9 @@
 - after each churn block, the whole checker (`tests/chaos/invariants.py`: group count,
   worker StatefulSets, orphans, gates, revisions, status, controller tracebacks) must
   pass within the schedule's `SETTLE_BOUND`.
+- before a quiet window opens, the fleet must be at rest: every rollout the churn began
+  finished and every group whole. Invariants hold mid-rollout too, so a settled block
+  can still have a rollout of 50 groups, one at a time, running well into the next one.
 """
 
 from __future__ import annotations
@@ -25,15 +28,20 @@ from tests.chaos.invariants import (
     group_id,
     leaders,
     live,
+    replicas_of,
     running_and_ready,
     take_snapshot,
 )
 
 from bench.soak import fleet
 from bench.soak.schedule import SETTLE_BOUND
+from leaderworkerset.api import constants as c
 from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 
 STUCK_BOUND = 300.0
+# A rollout replaces one group at a time, a few seconds each; rollouts begun late in a
+# churn block finish within this.
+REST_BOUND = 600.0
 JSON = dict[str, Any]
 
 
@@ -77,6 +85,26 @@ def scheduler_held(why: str) -> bool:
     lose a pod this way ("Scheduler cache is corrupted" in its log). A pod it found
     unschedulable (say, placement the controller got wrong) is not excused."""
     return all(part.endswith("Pending never scheduled") for part in why.split("; "))
+
+
+def unrest(snapshot: Snapshot) -> str | None:
+    """What keeps this LeaderWorkerSet from rest, or None at rest: its status reporting
+    every replica updated and ready with no update in progress, and every group whole."""
+    lws = snapshot.lws
+    want = replicas_of(lws)
+    status = lws.get("status") or {}
+    counts = {k: int(status.get(k) or 0) for k in ("replicas", "readyReplicas", "updatedReplicas")}
+    if any(n != want for n in counts.values()):
+        return ", ".join(f"{k} {n}" for k, n in counts.items()) + f" of {want}"
+    rolling = [
+        x for x in status.get("conditions") or () if x.get("type") == c.CONDITION_UPDATE_IN_PROGRESS
+    ]
+    if any(x.get("status") == "True" for x in rolling):
+        return f"{c.CONDITION_UPDATE_IN_PROGRESS} True"
+    unwhole = unwhole_groups(snapshot)
+    if unwhole:
+        return f"{len(unwhole)} groups not whole"
+    return None
 
 
 @dataclass
@@ -164,3 +192,26 @@ class Watch:
         settled = Settled(block, max(v.seconds for v in verdicts), found)
         self.settles.append(settled)
         return settled
+
+    async def rest(
+        self, bound: float = REST_BOUND, interval: float = 2.0
+    ) -> tuple[float, list[str]]:
+        """Wait for the whole fleet to be at rest; the seconds waited and, if the bound
+        passed first, what was still moving."""
+        start = time.monotonic()
+        while True:
+            moving = []
+            try:
+                snapshots = await asyncio.gather(
+                    *(take_snapshot(self.api, m.namespace, m.name) for m in fleet.FLEET)
+                )
+                for member, snapshot in zip(fleet.FLEET, snapshots, strict=True):
+                    why = unrest(snapshot)
+                    if why:
+                        moving.append(f"{member.name}: {why}")
+            except (ApiError, *TRANSPORT_ERRORS) as exc:
+                moving = [f"the check could not read: {exc}"]
+            waited = time.monotonic() - start
+            if not moving or waited >= bound:
+                return waited, moving
+            await asyncio.sleep(interval)

@@ -241,7 +241,7 @@ def test_revive_starts_exited_components_again(
 ) -> None:
     shared = own_control_plane(control_plane)
     with ControlPlane(tmp_path / "revive", name="revive", binaries=shared.binaries) as cp:
-        assert cp.revive() == []  # nothing exited: nothing started, nothing written
+        assert cp.revive() == []  # nothing exited: nothing started
         before = cp.pids
         for name in ("kube-scheduler", "kube-controller-manager"):
             os.kill(before[name], signal.SIGKILL)
@@ -257,13 +257,20 @@ def test_revive_starts_exited_components_again(
             ("kube-controller-manager", -signal.SIGKILL),
             ("kube-scheduler", -signal.SIGKILL),
         ]
+        assert all(r.last_line for r in revived)  # what each said last, for the report
         after = cp.pids
-        assert after["kube-scheduler"] != before["kube-scheduler"]
+        for name in ("kube-scheduler", "kube-controller-manager"):
+            assert after[name] != before[name]
         assert after["kube-apiserver"] == before["kube-apiserver"]
+        # The state file names the new processes: another process attaching finds them.
+        attached = ControlPlane.attach(tmp_path / "revive")
+        assert attached is not None and attached.pids == after
         eventually_blocking(
             lambda: all(cp.component_health().values()) or None, "all healthy", within=60
         )
         assert cp.revive() == []
+    # Stopped: nothing is started again, whatever has exited.
+    assert cp.revive() == []
 
 
 def _processes_mentioning(workdir: Path) -> list[int]:

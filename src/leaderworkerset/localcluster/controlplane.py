@@ -223,7 +223,10 @@ class ControlPlane:
         self._foreign_pids: dict[str, int] = {}
         self._owner_pid: int | None = None
         # revive() may poll from one thread while restart_apiserver() runs in another.
+        # Held while a component is stopped and started again, or all are stopped: a
+        # revive racing stop() would otherwise start a component stop() then forgets.
         self._respawning = threading.Lock()
+        self._stopped = False
 
     # -- paths and addresses -------------------------------------------------
 
@@ -288,6 +291,7 @@ class ControlPlane:
             self.binaries = ensure_binaries()
         _install_termination_handlers()
         _LIVE.add(self)
+        self._stopped = False
         deadline = time.monotonic() + self.start_timeout
         try:
             # Another process may grab a picked port before its component
@@ -579,10 +583,14 @@ class ControlPlane:
         track of over an API server restart shows up on another node than it assumed
         ("Scheduler cache is corrupted"), kcm when the API server goes away while its
         controllers are built. On a real node the kubelet restarts them; a caller that
-        keeps a cluster up for long under faults polls this to do the same.
+        keeps a cluster up for long under faults polls this to do the same. A
+        component started again dies with the thread that called this (see the module
+        docstring): an executor's threads live until the executor shuts down.
         """
         revived: list[Revived] = []
         with self._respawning:
+            if self._stopped:
+                return revived
             for name in (CONTROLLER_MANAGER, SCHEDULER):
                 proc = self._procs.get(name)
                 if proc is None or proc.poll() is None:
@@ -597,10 +605,18 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop every component (SIGTERM, then SIGKILL after ``stop_timeout``)."""
         _LIVE.discard(self)
-        if self._foreign_pids:
-            self._stop_foreign()
-        else:
-            self._stop_procs()
+        # Bounded: stop() also runs from a signal handler, possibly in the very thread
+        # holding the lock mid-restart; stopping anyway beats hanging there.
+        locked = self._respawning.acquire(timeout=self.stop_timeout)
+        try:
+            self._stopped = True
+            if self._foreign_pids:
+                self._stop_foreign()
+            else:
+                self._stop_procs()
+        finally:
+            if locked:
+                self._respawning.release()
         if self._owner_pid in (None, os.getpid()) or not pid_alive(self._owner_pid or 0):
             (self.workdir / STATE_FILE).unlink(missing_ok=True)
 

@@ -120,6 +120,10 @@ NOT_STATUS_ONLY = Predicate(update=lambda old, new: _beyond_status(old) != _beyo
 # -- the controller --------------------------------------------------------------------
 
 
+# A source's add, update and delete handlers; a side handler has only some of them.
+_Handlers = tuple[AddHandler | None, UpdateHandler | None, DeleteHandler | None]
+
+
 class Controller:
     """Reconciles keys from its sources with ``workers`` concurrent workers.
 
@@ -146,7 +150,7 @@ class Controller:
         self.queue = WorkQueue(name, controller=name, rate_limiter=rate_limiter, clock=clock)
         self._reconcile = reconcile
         self._informers: list[Informer] = []
-        self._sources: list[tuple[Informer, tuple[AddHandler, UpdateHandler, DeleteHandler]]] = []
+        self._sources: list[tuple[Informer, _Handlers]] = []
         self._connected = False
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
@@ -201,6 +205,17 @@ class Controller:
             self._informers.append(informer)
         if self._connected:
             informer.add_handler(on_add, on_update, on_delete)
+
+    def on_delete(self, informer: Informer, handler: DeleteHandler) -> None:
+        """Also run `handler` for each object `informer` deletes, from when this
+        controller connects, ahead of the sources watched after it: what a reconciler
+        keeps of deleted objects is then kept only by the replica that reconciles them,
+        never piled up on a standby that queues nothing."""
+        self._sources.append((informer, (None, None, handler)))
+        if informer not in self._informers:
+            self._informers.append(informer)
+        if self._connected:
+            informer.add_handler(on_delete=handler)
 
     def connect(self) -> None:
         """Start taking events from every source: each cache first replays what it holds

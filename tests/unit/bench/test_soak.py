@@ -12,7 +12,14 @@ from bench.soak import schedule as s
 from bench.soak.churn import Done
 from bench.soak.report import QuietWindow, conditions, rss_condition, write
 from bench.soak.sampler import Reading, Sample, Sampler, combine, grown, parse
-from bench.soak.watch import STUCK_BOUND, Settled, Watch, scheduler_held, unwhole_groups
+from bench.soak.watch import (
+    STUCK_BOUND,
+    Settled,
+    Watch,
+    scheduler_held,
+    unrest,
+    unwhole_groups,
+)
 
 from leaderworkerset.api import constants as c
 from tests.chaos.invariants import Snapshot
@@ -172,6 +179,9 @@ def test_a_write_in_a_quiet_window_or_a_violation_fails_the_soak() -> None:
     assert not all(c.passed for c in conditions(rows, watch, [], 60))
     # A replica away at either end of the window: its writes are unknown, not 0.
     assert not all(c.passed for c in conditions(rows, watch, [QuietWindow(25, 5, None)], 60))
+    # The fleet never came to rest: 0 writes in that window prove nothing.
+    unrested = [QuietWindow(25, 5, 0, rest_after=600, moving=["a: updatedReplicas 3 of 4"])]
+    assert not all(c.passed for c in conditions(rows, watch, unrested, 60))
     watch.violations["a: unkeyed: pod x has no key"] = 30.0
     assert not all(c.passed for c in conditions(rows, watch, quiet_ok, 60))
 
@@ -272,3 +282,25 @@ def test_too_many_missed_polls_fail_the_invariant_condition() -> None:
     watch.polls, watch.missed_polls = 20, 10
     [violations, *_] = conditions(samples([100.0] * 60), watch, [QuietWindow(25, 5, 0)], 60)
     assert not violations.passed
+
+
+def test_a_rollout_still_replacing_groups_or_a_group_not_whole_is_not_rest() -> None:
+    def lws(updated: int, rolling: str = "False") -> dict[str, Any]:
+        return {
+            "spec": {"replicas": 1},
+            "status": {
+                "replicas": 1,
+                "readyReplicas": 1,
+                "updatedReplicas": updated,
+                "conditions": [{"type": c.CONDITION_UPDATE_IN_PROGRESS, "status": rolling}],
+            },
+        }
+
+    whole = group(pod("g-3", 3, ready=True)).pods
+    assert unrest(Snapshot(lws=lws(1), pods=whole)) is None
+    assert unrest(Snapshot(lws=lws(0), pods=whole)) == (
+        "replicas 1, readyReplicas 1, updatedReplicas 0 of 1"
+    )
+    assert unrest(Snapshot(lws=lws(1, rolling="True"), pods=whole)) == "UpdateInProgress True"
+    short = group(pod("g-3", 3, ready=False)).pods
+    assert unrest(Snapshot(lws=lws(1), pods=short)) == "1 groups not whole"

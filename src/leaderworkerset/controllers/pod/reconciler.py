@@ -240,6 +240,11 @@ class PodReconciler:
             await self.client.create(STATEFULSETS, body)
         except ApiError as exc:
             if exc.already_exists:
+                # Ours (an earlier create whose answer was lost, say): waited for like
+                # any other the cache has not shown. An old leader's of the same name
+                # is on its way out, and its deletion wakes this leader.
+                found = await self.client.get_or_none(STATEFULSETS, name_of(body), view.namespace)
+                self.worker_creates.already_exists(pod, found)
                 return None
             record(
                 self.recorder,

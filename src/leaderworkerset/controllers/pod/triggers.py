@@ -100,8 +100,9 @@ def setup_pod_controller(
 ) -> Controller:
     """The pod controller, watching its sources, added to `manager`."""
     caches = reconciler.caches
-    caches.pods.add_handler(on_delete=reconciler.remember_deleted)
     controller = Controller(POD_CONTROLLER, reconciler, workers=workers)
+    controller.on_delete(caches.pods, reconciler.remember_deleted)
+    controller.on_delete(caches.statefulsets, reconciler.worker_creates.statefulset_deleted)
     controller.watch(caches.pods, own_key, POD_RECONCILER_EVENTS)
     controller.watch(caches.pods, hash_leader_of_worker(caches), WORKER_READINESS_CHANGED)
     controller.watch_owned(caches.statefulsets, "Pod", "v1")

@@ -15,7 +15,7 @@ from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.pod.reconciler import PodReconciler, TopologyError
 from leaderworkerset.controllers.pod.worker_statefulset import CREATE_UNSEEN_FOR, WorkerSetCreates
 from leaderworkerset.group.options import ControllerOptions
-from leaderworkerset.runtime.client import NODES, ApiError
+from leaderworkerset.runtime.client import NODES, STATEFULSETS, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key
@@ -208,6 +208,28 @@ async def test_a_worker_statefulset_the_cache_has_not_shown_yet_is_not_created_a
         assert await pods(object_key(leader)) is None
         assert writes(client).count(("create", "statefulsets", name)) == 2
         assert pods.worker_creates.unseen == {}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_create_answered_409_waits_only_for_this_leaders_statefulset(mode: str) -> None:
+    """409 on create: the API server holds a StatefulSet of the leader's name. This
+    leader's (an earlier create whose answer was lost) is waited for like any create;
+    an old leader's, still being collected, is not (its deletion wakes the leader)."""
+    lws = an_lws(mode)
+    leader = a_leader(lws)
+    name, uid = leader["metadata"]["name"], leader["metadata"]["uid"]
+    for owner, waits in ((uid, True), ("uid-of-an-old-leader", False)):
+        client = FakeApiClient()
+        existing = worker_statefulset_of(leader)
+        existing["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": owner, "controller": True}
+        ]
+        client.put(STATEFULSETS, existing)
+        async with seeded_caches(lws, rev.new_revision(lws, 1), leader) as caches:
+            pods = PodReconciler(client, caches, Events())
+            assert await pods(object_key(leader)) is None
+            assert writes(client).count(("create", "statefulsets", name)) == 1
+            assert (pods.worker_creates.wait_left(leader) > 0) is waits
 
 
 @pytest.mark.parametrize("mode", MODES)

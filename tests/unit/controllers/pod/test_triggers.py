@@ -151,13 +151,37 @@ async def test_the_pod_controller_runs_the_pod_reconciler(tmp_path: Path) -> Non
     client = FakeApiClient()
     async with seeded_caches(ordinal, revision, leader) as caches:
         controller = setup_pod_controller(new_manager(tmp_path), PodReconciler(client, caches))
-        controller.connect()
         await controller.start()
         try:
             await eventually(lambda: client.calls_of("create", "statefulsets"), within=10)
         finally:
             await controller.stop()
     assert [call.name for call in client.calls_of("create", "statefulsets")] == ["ord-0"]
+
+
+async def test_a_standby_keeps_nothing_of_what_is_deleted_until_it_connects(
+    tmp_path: Path,
+) -> None:
+    lws, leader, sts, worker, ordinal, ord_leader = hash_group()
+    async with seeded_caches(lws, leader, sts, worker, ordinal, ord_leader) as caches:
+        pods = PodReconciler(FakeApiClient(), caches)
+        controller = setup_pod_controller(new_manager(tmp_path), pods)
+        owner = {"metadata": {"uid": "uid-l"}}
+        pods.worker_creates.created(owner)
+        # Not leading: no tombstone for a deleted pod (it would never be reconciled
+        # away), no key queued, and what the leader waits for is left as it is.
+        caches.pods._handle_event({"type": "DELETED", "object": ord_leader})
+        caches.statefulsets._handle_event({"type": "DELETED", "object": sts})
+        assert pods.tombstones == {} and len(controller.queue) == 0
+        assert pods.worker_creates.wait_left(owner) > 0
+        controller.connect()
+        await queued(controller)
+        caches.pods._handle_event({"type": "DELETED", "object": worker})
+        assert set(pods.tombstones) == {"default/hash-abc-x1-1"}
+        # A worker StatefulSet deleted: its leader no longer waits for it to appear.
+        caches.statefulsets._handle_event({"type": "MODIFIED", "object": sts})
+        caches.statefulsets._handle_event({"type": "DELETED", "object": sts})
+        assert pods.worker_creates.wait_left(owner) == 0
 
 
 async def test_a_hash_worker_wakes_only_its_named_leader() -> None:
