@@ -30,6 +30,15 @@ class QuietWindow:
     rest_after: float = 0.0  # seconds the window waited for the fleet to come to rest
     moving: Sequence[str] = ()  # what had not, when the wait gave up (then it fails)
 
+    def measured(self) -> str:
+        writes = "unknown" if self.writes is None else f"{self.writes:.0f}"
+        if self.moving:
+            rest = f"never at rest: {', '.join(self.moving)}"
+        else:
+            rest = f"at rest after {self.rest_after:.0f} s"
+        end = self.minute + self.minutes
+        return f"{writes} writes in minutes {self.minute:.0f}-{end:.0f} ({rest})"
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -77,17 +86,7 @@ def conditions(
     unsettled = [s for s in watch.settles if s.violations]
     on_us = watch.stuck_on_controller()
     held = [g for g in watch.stuck if g not in on_us]
-    quiet_text = "; ".join(
-        f"{'unknown' if q.writes is None else f'{q.writes:.0f}'} writes in minutes "
-        f"{q.minute:.0f}-{q.minute + q.minutes:.0f} ("
-        + (
-            f"never at rest: {', '.join(q.moving)}"
-            if q.moving
-            else f"at rest after {q.rest_after:.0f} s"
-        )
-        + ")"
-        for q in quiet
-    )
+    quiet_text = "; ".join(q.measured() for q in quiet)
     polls_ok = watch.missed_polls <= MISSED_POLLS_SHARE * max(watch.polls, 1)
     return [
         Condition(

@@ -136,14 +136,19 @@ class Watch:
                 self.missed_polls += 1
             await asyncio.sleep(self.interval)
 
-    async def poll(self) -> None:
-        snapshots = await asyncio.gather(
+    async def snapshots(self) -> list[tuple[fleet.Member, Snapshot]]:
+        """Every LeaderWorkerSet of the fleet as the API server has it now."""
+        taken = await asyncio.gather(
             *(take_snapshot(self.api, m.namespace, m.name) for m in fleet.FLEET)
         )
+        return list(zip(fleet.FLEET, taken, strict=True))
+
+    async def poll(self) -> None:
+        snapshots = await self.snapshots()
         now = time.monotonic()
         self.polls += 1
         unwhole: dict[str, str] = {}
-        for member, snapshot in zip(fleet.FLEET, snapshots, strict=True):
+        for member, snapshot in snapshots:
             for violation in always(snapshot):
                 self.violations.setdefault(f"{member.name}: {violation}", now - self.started)
             for gid, why in unwhole_groups(snapshot).items():
@@ -200,15 +205,12 @@ class Watch:
         passed first, what was still moving."""
         start = time.monotonic()
         while True:
-            moving = []
             try:
-                snapshots = await asyncio.gather(
-                    *(take_snapshot(self.api, m.namespace, m.name) for m in fleet.FLEET)
-                )
-                for member, snapshot in zip(fleet.FLEET, snapshots, strict=True):
-                    why = unrest(snapshot)
-                    if why:
-                        moving.append(f"{member.name}: {why}")
+                moving = [
+                    f"{member.name}: {why}"
+                    for member, snapshot in await self.snapshots()
+                    if (why := unrest(snapshot))
+                ]
             except (ApiError, *TRANSPORT_ERRORS) as exc:
                 moving = [f"the check could not read: {exc}"]
             waited = time.monotonic() - start

@@ -200,22 +200,21 @@ class Controller:
                 for key in map_func(obj):
                     enqueue(key)
 
-        self._sources.append((informer, (on_add, on_update, on_delete)))
-        if informer not in self._informers:
-            self._informers.append(informer)
-        if self._connected:
-            informer.add_handler(on_add, on_update, on_delete)
+        self._add_source(informer, (on_add, on_update, on_delete))
 
     def on_delete(self, informer: Informer, handler: DeleteHandler) -> None:
         """Also run `handler` for each object `informer` deletes, from when this
         controller connects, ahead of the sources watched after it: what a reconciler
         keeps of deleted objects is then kept only by the replica that reconciles them,
         never piled up on a standby that queues nothing."""
-        self._sources.append((informer, (None, None, handler)))
+        self._add_source(informer, (None, None, handler))
+
+    def _add_source(self, informer: Informer, handlers: _Handlers) -> None:
+        self._sources.append((informer, handlers))
         if informer not in self._informers:
             self._informers.append(informer)
         if self._connected:
-            informer.add_handler(on_delete=handler)
+            informer.add_handler(*handlers)
 
     def connect(self) -> None:
         """Start taking events from every source: each cache first replays what it holds
@@ -224,8 +223,8 @@ class Controller:
         if self._connected:
             return
         self._connected = True
-        for informer, (on_add, on_update, on_delete) in self._sources:
-            informer.add_handler(on_add, on_update, on_delete)
+        for informer, handlers in self._sources:
+            informer.add_handler(*handlers)
 
     def watch_owned(
         self,

@@ -28,7 +28,7 @@ from leaderworkerset.controllers.pod.group_service import group_service_name
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.tpu import pod_requests_tpus
 from leaderworkerset.group.view import LwsView, view_of
-from leaderworkerset.runtime.indexes import controller_ref
+from leaderworkerset.runtime.indexes import by_controller_uid
 
 
 def build_worker_statefulset(
@@ -144,7 +144,7 @@ class WorkerSetCreates:
     def already_exists(self, leader: JSON, found: JSON | None) -> None:
         """A create answered 409 with `found` under the name: waited for if it is this
         leader's (an earlier create whose answer was lost)."""
-        if found is not None and _owner_uid(found) == uid_of(leader):
+        if found is not None and uid_of(leader) in by_controller_uid(found):
             self.created(leader)
 
     def forget(self, leader: JSON) -> None:
@@ -154,8 +154,5 @@ class WorkerSetCreates:
     def statefulset_deleted(self, sts: JSON) -> None:
         """The statefulsets cache's delete handler: a worker StatefulSet created and
         deleted before its leader was reconciled again is not waited for."""
-        self.unseen.pop(_owner_uid(sts), None)
-
-
-def _owner_uid(obj: JSON) -> str:
-    return str((controller_ref(obj) or {}).get("uid") or "")
+        for owner in by_controller_uid(sts):
+            self.unseen.pop(owner, None)
