@@ -20,11 +20,11 @@ test: setup controlplane tools node lint install-check
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml localcluster/pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found (Python 3.11 is required)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,bench]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,bench]' -e ./localcluster
 	touch $(STAMP)
 
 controlplane:
@@ -50,12 +50,12 @@ node: image
 	bash hack/build-node.sh
 
 lint: setup
-	$(BIN)/ruff check src tests bench hack
-	$(BIN)/ruff format --check src tests bench hack
+	$(BIN)/ruff check src localcluster tests bench hack
+	$(BIN)/ruff format --check src localcluster tests bench hack
 	$(BIN)/mypy
 	$(BIN)/mypy --strict hack/images
-	PYTHONPATH=src $(BIN)/lint-imports
-	$(BIN)/python hack/long_functions.py src/leaderworkerset hack/images
+	PYTHONPATH=src:localcluster/src $(BIN)/lint-imports
+	$(BIN)/python hack/long_functions.py src/leaderworkerset localcluster/src/lws_localcluster hack/images
 
 # What `pip install .` gives a user (no extras, not editable) must start: the package is
 # built from a copy of the sources (no stale build/ or egg-info) into a fresh venv, and

@@ -25,8 +25,9 @@ from typing import Any
 
 import orjson
 
+from leaderworkerset.api.resources import NAMESPACES, PODS
 from leaderworkerset.runtime.cache import Informer, strip_managed_fields
-from leaderworkerset.runtime.client import NAMESPACES, PODS, ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.indexes import label_index_name
 
 JSON = dict[str, Any]
@@ -229,7 +230,7 @@ def cluster(kubeconfig: str | None) -> Iterator[Path]:
     if kubeconfig:
         yield Path(kubeconfig)
         return
-    from leaderworkerset.localcluster.controlplane import ControlPlane
+    from lws_localcluster.controlplane import ControlPlane
 
     with tempfile.TemporaryDirectory(prefix="cache-bench-") as workdir:
         started = time.perf_counter()

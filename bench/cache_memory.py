@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import build_caches
 
 JSON = dict[str, Any]

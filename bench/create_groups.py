@@ -18,13 +18,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.binaries import ensure_binaries
-from leaderworkerset.localcluster.controlplane import ControlPlane
-from leaderworkerset.localcluster.deploy import running_controller
-from leaderworkerset.localcluster.nodesim.nodes import default_nodes
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
+from lws_localcluster.binaries import ensure_binaries
+from lws_localcluster.controlplane import ControlPlane
+from lws_localcluster.deploy import running_controller
+from lws_localcluster.nodesim.nodes import default_nodes
+from lws_localcluster.nodesim.simulator import NodeSimulator
+
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.metrics import REGISTRY
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")

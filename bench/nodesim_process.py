@@ -15,8 +15,8 @@ import asyncio
 import signal
 import sys
 
-from leaderworkerset.localcluster.nodesim.nodes import default_nodes
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
+from lws_localcluster.nodesim.nodes import default_nodes
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
 
 async def serve(kubeconfig: str, nodes: int, workers: int) -> None:

@@ -1,5 +1,5 @@
 """The processes a scale benchmark runs beside a local control plane: the node
-simulator (the managers are :mod:`leaderworkerset.localcluster.manager_process`),
+simulator (the managers are :mod:`lws_localcluster.manager_process`),
 and what is read from a manager: CPU time and memory from /proc, counters from
 /metrics.
 

@@ -48,6 +48,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from lws_localcluster.binaries import ensure_binaries
+from lws_localcluster.controlplane import CONTROLLER_MANAGER, SCHEDULER, ControlPlane
+from lws_localcluster.manager_process import (
+    ManagerProcess,
+    UpstreamManager,
+    WebhookTLS,
+    install_upstream_needs,
+    route_webhooks,
+)
+
 from bench import plots, workload
 from bench.processes import (
     Metrics,
@@ -59,27 +69,17 @@ from bench.processes import (
     tree_cpu_seconds,
 )
 from bench.timeline import Timeline, thin
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.binaries import ensure_binaries
-from leaderworkerset.localcluster.controlplane import CONTROLLER_MANAGER, SCHEDULER, ControlPlane
-from leaderworkerset.localcluster.manager_process import (
-    ManagerProcess,
-    UpstreamManager,
-    WebhookTLS,
-    install_upstream_needs,
-    route_webhooks,
-)
-from leaderworkerset.runtime.cache import Informer
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     LEADERWORKERSETS,
     NAMESPACES,
     PODS,
     SERVICES,
     STATEFULSETS,
-    ApiClient,
-    ApiError,
     Resource,
 )
+from leaderworkerset.runtime.cache import Informer
+from leaderworkerset.runtime.client import ApiClient, ApiError
 
 REPO = Path(__file__).resolve().parents[1]
 PODS_PER_NODE = 100

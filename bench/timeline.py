@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import workload
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 
 JSON = dict[str, Any]
 CREATED, SCHEDULABLE, BOUND, READY = "created", "schedulable", "bound", "ready"

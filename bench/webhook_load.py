@@ -57,7 +57,7 @@ import aiohttp
 import orjson
 
 from bench.processes import cpu_seconds, memory_kib
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 
 JSON = dict[str, Any]
 NAMESPACE = "default"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Refresh src/leaderworkerset/disaggregatedset/gotypes/k8s-<version>.json: the JSON
+"""Refresh src/leaderworkerset/api/go/gotypes/k8s-<version>.json: the JSON
 members of the Kubernetes Go types a DisaggregatedSet role template embeds, in Go's
 declaration order, with their encoding options.
 
@@ -13,7 +13,7 @@ sources of k8s.io/api and k8s.io/apimachinery (downloaded through the Go module 
 with `go mod download`) and writes them as data; nothing else of the sources is kept.
 
 Pin the version that upstream's release builds with (its go.mod's k8s.io/api), then
-run it; `src/leaderworkerset/disaggregatedset/goencoding.py` reads the result.
+run it; `src/leaderworkerset/api/go/encoding.py` reads the result.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ SPECIAL = {
 }
 PRIMITIVES = {"string", "bool", "int", "int32", "int64", "float64", "byte"}
 IMPORTS = {"metav1": "meta/v1", "corev1": "core/v1", "v1": "core/v1"}
-OUT = Path(__file__).resolve().parents[1] / "src/leaderworkerset/disaggregatedset/gotypes"
+OUT = Path(__file__).resolve().parents[1] / "src/leaderworkerset/api/go/gotypes"
 
 _STRUCT = re.compile(r"^type (\w+) struct \{$")
 _NAMED = re.compile(r"^type (\w+) =? ?(\S.*)$")

@@ -11,6 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from lws_localcluster.binaries import ensure_binaries
+from lws_localcluster.controlplane import APISERVER, ControlPlane, Revived
+from lws_localcluster.nodesim.simulator import NodeSimulator
 from tests.chaos.harness import WebhookRelay, log_paths, start_controllers, supervising
 from tests.chaos.invariants import converged
 from tests.toolkit.manager_process import ManagerProcess, Managers
@@ -21,10 +24,8 @@ from bench.soak.churn import Churn
 from bench.soak.report import QuietWindow, write
 from bench.soak.sampler import Sampler
 from bench.soak.watch import Watch
-from leaderworkerset.localcluster.binaries import ensure_binaries
-from leaderworkerset.localcluster.controlplane import APISERVER, ControlPlane, Revived
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import LEADERWORKERSETS, NAMESPACES, ApiClient
+from leaderworkerset.api.resources import LEADERWORKERSETS, NAMESPACES
+from leaderworkerset.runtime.client import ApiClient
 
 OPERATOR_NAMESPACE = "lws-system"
 # Longer than a kube-apiserver restart takes here, so the leader keeps leading through

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lws_localcluster.controlplane import ControlPlane
+from lws_localcluster.nodesim.simulator import NodeSimulator
 from tests.chaos.harness import master_of, restart_over_compaction, roll
 from tests.chaos.invariants import is_leader, live
 from tests.toolkit.manager_process import ManagerProcess
@@ -19,10 +21,9 @@ from tests.toolkit.waiting import retrying
 
 from bench.soak import fleet
 from bench.soak import schedule as s
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.controlplane import ControlPlane
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import CONFIGMAPS, LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import CONFIGMAPS, LEADERWORKERSETS, PODS
+from leaderworkerset.runtime.client import ApiClient
 
 JSON = dict[str, Any]
 

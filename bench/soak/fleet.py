@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lws_localcluster.nodesim.nodes import NodeSpec
 from tests.chaos.harness import chaos_lws
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
+from leaderworkerset.api.leaderworkerset import constants as c
 
 NAMESPACE = "soak"
 # Exclusive placement keeps a group's pods off nodes holding another group's pods of

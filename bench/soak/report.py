@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lws_localcluster.controlplane import Revived
+
 from bench.plots import panels
 from bench.soak.churn import Done
 from bench.soak.sampler import Sample
 from bench.soak.watch import STUCK_BOUND, Watch
-from leaderworkerset.localcluster.controlplane import Revived
 
 RSS_TOLERANCE = 0.10
 # More polls than this missed (the API server away) and the checker saw too little.

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from tests.toolkit.manager_process import ManagerProcess, sample
 
 from bench.processes import WRITE_METHODS, cpu_seconds, memory_kib, sum_by
-from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.client import EVENTS, TRANSPORT_ERRORS, ApiClient, ApiError, list_pages
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import EVENTS
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError, list_pages
 
 OURS = c.EVENT_REPORTING_CONTROLLER
 

@@ -35,7 +35,7 @@ from tests.chaos.invariants import (
 
 from bench.soak import fleet
 from bench.soak.schedule import SETTLE_BOUND
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 
 STUCK_BOUND = 300.0

@@ -22,22 +22,16 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.resources import DEPLOYMENTS, STATEFULSETS, Resource
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
 from leaderworkerset.controllers.revisions import snapshot_key
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.view import view_of
-from leaderworkerset.runtime.client import (
-    DEPLOYMENTS,
-    STATEFULSETS,
-    TRANSPORT_ERRORS,
-    ApiClient,
-    ApiError,
-    Resource,
-)
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 from leaderworkerset.webhooks.leaderworkerset import Cause, TemplateCheck
 
 log = logging.getLogger("webhook.dryrun")

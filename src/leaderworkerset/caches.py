@@ -19,10 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.objects import JSON, controller_ref, meta_of
+from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
     DEPLOYMENTS,
     LEADERWORKERSETS,
@@ -31,7 +30,8 @@ from leaderworkerset.runtime.client import (
     SERVICES,
     STATEFULSETS,
 )
-from leaderworkerset.runtime.indexes import OWNER_UID_INDEX, controller_ref, label_index_name
+from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
+from leaderworkerset.runtime.indexes import OWNER_UID_INDEX, label_index_name
 
 BY_LWS = label_index_name(c.LABEL_SET_NAME)
 

@@ -1,7 +1,9 @@
 """`lws`: the command line of the project.
 
-The local-cluster commands (`lws dev`, `lws demo`) are imported only when run, so the
-controller, `validate` and `--help` never load the local cluster and its simulator.
+The local-cluster commands (`lws dev`, `lws demo`) live in another distribution,
+`leaderworkerset-localcluster` (`localcluster/` in this repository), which the
+controller never imports: they are looked up by name only when run, and a plain
+install says what to install instead of failing with an import error.
 """
 
 from __future__ import annotations
@@ -18,19 +20,23 @@ import click
 import yaml
 
 from leaderworkerset import __version__
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.crd import CRD_FILE, render_crd_yaml
-from leaderworkerset.api.defaults import default_leaderworkerset
-from leaderworkerset.api.errors import FieldError
-from leaderworkerset.api.schema_check import check_against_schema
-from leaderworkerset.api.types import LeaderWorkerSet
-from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
-from leaderworkerset.controller_command import controller
-from leaderworkerset.disaggregatedset.api import constants as ds
-from leaderworkerset.disaggregatedset.api.crd import (
+from leaderworkerset.api.disaggregatedset import constants as ds
+from leaderworkerset.api.disaggregatedset.crd import (
     render_disaggregatedset_crd_yaml,
     render_scaler_crd_yaml,
 )
+from leaderworkerset.api.errors import FieldError
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.crd import CRD_FILE, render_crd_yaml
+from leaderworkerset.api.leaderworkerset.defaults import default_leaderworkerset
+from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
+from leaderworkerset.api.leaderworkerset.validation import (
+    validate_create,
+    validate_update,
+    warnings_for,
+)
+from leaderworkerset.api.schema_check import check_against_schema
+from leaderworkerset.controller_command import controller
 
 
 @dataclass(frozen=True)
@@ -42,18 +48,31 @@ class LazyCommand:
 
     def load(self) -> click.Command:
         module, _, attribute = self.target.partition(":")
-        command = getattr(importlib.import_module(module), attribute)
+        try:
+            loaded = importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != LOCALCLUSTER_PACKAGE:
+                raise
+            raise click.UsageError(LOCALCLUSTER_MISSING) from None
+        command = getattr(loaded, attribute)
         assert isinstance(command, click.Command)
         return command
 
 
+LOCALCLUSTER_PACKAGE = "lws_localcluster"
+LOCALCLUSTER_MISSING = (
+    "the local cluster is not installed: it is the distribution "
+    "leaderworkerset-localcluster, beside the controller in its repository; from a "
+    "checkout, `pip install ./localcluster` (or `make setup`, which installs both)"
+)
+
 LAZY_COMMANDS = {
     "dev": LazyCommand(
-        "leaderworkerset.localcluster.cli:dev",
+        "lws_localcluster.cli:dev",
         "Run a local Kubernetes control plane (etcd, apiserver, kcm, scheduler).",
     ),
     "demo": LazyCommand(
-        "leaderworkerset.localcluster.demo:demo",
+        "lws_localcluster.demo:demo",
         "Local control plane + simulated nodes + the controller + a sample LeaderWorkerSet.",
     ),
 }

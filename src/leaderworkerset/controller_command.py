@@ -24,7 +24,6 @@ import click
 from lightkube.core.exceptions import ConfigError as KubeConfigError
 
 from leaderworkerset import __version__
-from leaderworkerset.api import constants as c
 from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
 from leaderworkerset.api.config.defaults import (
     DEFAULT_BURST,
@@ -37,8 +36,9 @@ from leaderworkerset.api.config.defaults import (
 )
 from leaderworkerset.api.config.types import API_VERSION, KIND, ClientConnection, Configuration
 from leaderworkerset.api.config.validation import validate
-from leaderworkerset.api.godurations import Duration, parse_duration
-from leaderworkerset.api.limits import SizeLimits
+from leaderworkerset.api.go.durations import Duration, parse_duration
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.limits import SizeLimits
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions

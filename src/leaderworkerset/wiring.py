@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leaderworkerset.admission_dryrun import dry_run_check
-from leaderworkerset.api.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.limits import SizeLimits
 from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_ds_caches
 from leaderworkerset.controllers.disaggregatedset.reconciler import DisaggregatedSetReconciler

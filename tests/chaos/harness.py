@@ -17,12 +17,13 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from lws_localcluster.controlplane import ControlPlane
+from lws_localcluster.deploy import free_port, install
+from lws_localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.controlplane import ControlPlane
-from leaderworkerset.localcluster.deploy import free_port, install
-from leaderworkerset.localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION
-from leaderworkerset.runtime.client import JSON_PATCH, LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS
+from leaderworkerset.runtime.client import JSON_PATCH, ApiClient
 from tests.toolkit.lws import lws_manifest
 from tests.toolkit.manager_process import FAST_ELECTION, ManagerProcess, Managers
 

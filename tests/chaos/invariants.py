@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
     LEADERWORKERSETS,
     PODS,
     SERVICES,
     STATEFULSETS,
-    ApiClient,
 )
+from leaderworkerset.runtime.client import ApiClient
 
 JSON = dict[str, Any]
 TRACEBACK = "Traceback (most recent call last)"

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from tests.toolkit.strategies import unknown_members
 
 JSON = dict[str, Any]

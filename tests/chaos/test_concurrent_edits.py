@@ -10,8 +10,9 @@ import random
 
 import pytest
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient, ApiError
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.toolkit.manager_process import Managers
 
 from .harness import (

@@ -18,14 +18,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from leaderworkerset.runtime.client import (
-    CORE_EVENTS,
-    LEADERWORKERSETS,
-    STATEFULSETS,
-    TRANSPORT_ERRORS,
-    ApiClient,
-    ApiError,
-)
+from leaderworkerset.api.resources import CORE_EVENTS, LEADERWORKERSETS, STATEFULSETS
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 from tests.toolkit.lws import leaderworkerset
 from tests.toolkit.manager_process import Managers
 

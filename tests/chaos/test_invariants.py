@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from tests.toolkit.lws import leaderworkerset
 
 from .invariants import (

@@ -10,7 +10,8 @@ import random
 
 import pytest
 
-from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import wait_ready
 from tests.toolkit.manager_process import ManagerProcess, Managers
 

@@ -10,15 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
+from lws_localcluster.controlplane import ControlPlane
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.localcluster.controlplane import ControlPlane
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import (
-    CONFIGMAPS,
-    LEADERWORKERSETS,
-    PODS,
-    ApiClient,
-)
+from leaderworkerset.api.resources import CONFIGMAPS, LEADERWORKERSETS, PODS
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.controlplane import ExternalCluster
 from tests.toolkit.cluster import wait_ready
 from tests.toolkit.manager_process import Managers

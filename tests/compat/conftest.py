@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from leaderworkerset.localcluster.manager_process import WebhookTLS
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
+from lws_localcluster.manager_process import WebhookTLS
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
 from .managers import Managers
 

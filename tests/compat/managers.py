@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leaderworkerset.localcluster.manager_process import (
+from lws_localcluster.manager_process import (
     ManagerProcess,
     UpstreamManager,
     WebhookTLS,
 )
+
 from tests.toolkit.manager_process import ProcessGroup
 
 

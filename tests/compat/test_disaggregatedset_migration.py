@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from lws_localcluster import manager_process
+from lws_localcluster.manager_process import ManagerProcess, install_upstream_needs
 
-from leaderworkerset.controllers.disaggregatedset.caches import DISAGGREGATEDSETS
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.localcluster import manager_process
-from leaderworkerset.localcluster.manager_process import ManagerProcess, install_upstream_needs
-from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, SERVICES, ApiClient
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.resources import DISAGGREGATEDSETS, LEADERWORKERSETS, PODS, SERVICES
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import labels, name_of
 from tests.toolkit.disaggregatedset import manifest, revision_of, role
 from tests.toolkit.waiting import eventually

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import compute_revision
+from leaderworkerset.api.disaggregatedset.names import compute_revision
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from tests.toolkit.strategies import lws_specs, unknown_members
 
 REPO = Path(__file__).resolve().parents[2]

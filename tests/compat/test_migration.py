@@ -18,19 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster import manager_process
-from leaderworkerset.localcluster.manager_process import (
+from lws_localcluster import manager_process
+from lws_localcluster.manager_process import (
     ManagerProcess,
     WebhookTLS,
     install_upstream_needs,
 )
-from leaderworkerset.runtime.client import (
-    CONTROLLER_REVISIONS,
-    LEADERWORKERSETS,
-    ApiClient,
-)
+
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import CONTROLLER_REVISIONS, LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import labels, live_pods, name_of, statefulsets, wait_ready
 from tests.toolkit.lws import PAUSE, lws_manifest
 from tests.toolkit.waiting import eventually

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lws_localcluster import manager_process
 
-from leaderworkerset.localcluster import manager_process
-from leaderworkerset.runtime.client import DEPLOYMENTS, NAMESPACES, ApiClient
+from leaderworkerset.api.resources import DEPLOYMENTS, NAMESPACES
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.ginkgo_report import SpecResult, read_report, table
 from tests.toolkit.install_tools import ensure_tools, hack_build
 from tests.toolkit.waiting import eventually

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.resources import (
     DEPLOYMENTS,
     LEADERWORKERSETS,
     MUTATING_WEBHOOKS,
     SECRETS,
     VALIDATING_WEBHOOKS,
-    ApiClient,
 )
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.realnode import NAMESPACE, RealCluster
 from tests.toolkit.cluster import wait_ready
 from tests.toolkit.installs import (

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.client import CONTROLLER_REVISIONS, LEADERWORKERSETS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import CONTROLLER_REVISIONS, LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.realnode import NAMESPACE, RELEASE, RealCluster, Tools, chart_values
 from tests.toolkit.cluster import labels, live_pods, wait_ready
 from tests.toolkit.installs import (

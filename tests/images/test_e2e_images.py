@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lws_localcluster.realnode.images import ensure_images
 
-from leaderworkerset.localcluster.realnode.images import ensure_images
 from tests.images.containerd import Containerd, private_containerd
 from tests.toolkit.upstream_module import pinned_version
 from tests.toolkit.waiting import eventually_blocking

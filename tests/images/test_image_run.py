@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lws_localcluster.realnode.images import BuiltImage, ensure_images
 
-from leaderworkerset.localcluster.realnode.images import BuiltImage, ensure_images
 from tests.images.containerd import Containerd, private_containerd
 from tests.toolkit.paths import REPO
 from tests.toolkit.waiting import eventually_blocking

@@ -2,7 +2,7 @@
 client, and acting as the manager's ServiceAccount.
 
 The webhook configurations get `url` client configs pointing at a local port, as
-for every local manager (see :mod:`leaderworkerset.localcluster.deploy`); the rest
+for every local manager (see :mod:`lws_localcluster.deploy`); the rest
 is applied as written. Kustomize's `namespace:` is a no-op here because every
 namespaced manifest already names `lws-system`.
 """
@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from lws_localcluster.deploy import webhook_configurations
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import webhook_configurations
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
     CRDS,
     MUTATING_WEBHOOKS,
@@ -24,10 +24,9 @@ from leaderworkerset.runtime.client import (
     SECRETS,
     SERVICES,
     VALIDATING_WEBHOOKS,
-    ApiClient,
-    ApiError,
     Resource,
 )
+from leaderworkerset.runtime.client import ApiClient, ApiError
 
 JSON = dict[str, Any]
 REPO = Path(__file__).resolve().parents[2]

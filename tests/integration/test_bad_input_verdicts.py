@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from lws_localcluster.deploy import RunningController
 
+from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.cli import main
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.toolkit.paths import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

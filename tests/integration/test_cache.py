@@ -21,16 +21,11 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+from lws_localcluster.controlplane import ControlPlane
 
-from leaderworkerset.localcluster.controlplane import ControlPlane
+from leaderworkerset.api.resources import CONFIGMAPS, NAMESPACES
 from leaderworkerset.runtime.cache import Backoff, DeletedFinalStateUnknown, Informer
-from leaderworkerset.runtime.client import (
-    CONFIGMAPS,
-    NAMESPACES,
-    TRANSPORT_ERRORS,
-    ApiClient,
-    ApiError,
-)
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 from leaderworkerset.runtime.indexes import (
     OWNER_UID_INDEX,
     label_index_name,

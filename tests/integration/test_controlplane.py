@@ -23,8 +23,8 @@ from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import StatefulSet
 from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod
+from lws_localcluster.controlplane import ControlPlane
 
-from leaderworkerset.localcluster.controlplane import ControlPlane
 from leaderworkerset.runtime import pki
 from tests.fixtures.controlplane import ExternalCluster, create_namespace, make_client
 from tests.toolkit.waiting import eventually_blocking
@@ -307,7 +307,7 @@ def test_children_die_with_a_killed_parent(tmp_path: Path) -> None:
     workdir = tmp_path / "orphaned"
     script = f"""
 import pathlib, time
-from leaderworkerset.localcluster.controlplane import ControlPlane
+from lws_localcluster.controlplane import ControlPlane
 ControlPlane(pathlib.Path({str(workdir)!r})).start()
 print("ready", flush=True)
 time.sleep(600)

@@ -12,11 +12,12 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.crd import build_crd
-from leaderworkerset.api.defaults import apply_schema_defaults
-from leaderworkerset.api.types import LeaderWorkerSet
-from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient, ApiError
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.crd import build_crd
+from leaderworkerset.api.leaderworkerset.defaults import apply_schema_defaults
+from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
+from leaderworkerset.api.resources import CRDS, LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.lws import paused_lws_controller
 from tests.toolkit.waiting import eventually
 

@@ -9,12 +9,12 @@ import copy
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
 
-from leaderworkerset.api import constants as lws_c
-from leaderworkerset.controllers.disaggregatedset.caches import DISAGGREGATEDSETS, ROLE_SCALERS
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.runtime.client import SERVICES, ApiClient, ApiError
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.leaderworkerset import constants as lws_c
+from leaderworkerset.api.resources import DISAGGREGATEDSETS, ROLE_SCALERS, SERVICES
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.toolkit.disaggregatedset import (
     manifest,
     revision_of,

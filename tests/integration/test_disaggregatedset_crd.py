@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from lws_localcluster.manager_process import install_upstream_needs
 
-from leaderworkerset.disaggregatedset.api.crd import build_disaggregatedset_crd, build_scaler_crd
-from leaderworkerset.disaggregatedset.api.defaults import default_disaggregatedset
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.api.validation import validate_create
-from leaderworkerset.localcluster.manager_process import install_upstream_needs
-from leaderworkerset.runtime.client import CRDS, ApiClient, ApiError, Resource
+from leaderworkerset.api.disaggregatedset.crd import build_disaggregatedset_crd, build_scaler_crd
+from leaderworkerset.api.disaggregatedset.defaults import default_disaggregatedset
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
+from leaderworkerset.api.disaggregatedset.validation import validate_create
+from leaderworkerset.api.resources import CRDS, Resource
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.lws import paused_lws_controller
 from tests.toolkit.waiting import eventually
 

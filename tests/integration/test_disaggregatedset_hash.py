@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.api import constants as lws_c
-from leaderworkerset.controllers.disaggregatedset.caches import DISAGGREGATEDSETS
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import DEPLOYMENTS, PODS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as lws_c
+from leaderworkerset.api.resources import DEPLOYMENTS, DISAGGREGATEDSETS, PODS
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import key_of, leaders, live_pods, name_of, workers_of
 from tests.toolkit.disaggregatedset import manifest, revision_of, role, set_lwss, settled

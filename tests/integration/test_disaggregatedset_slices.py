@@ -6,12 +6,12 @@ two slices in different zones (the simulated nodes are dealt over two zones)."""
 from __future__ import annotations
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.nodes import ZONE_LABEL
 
-from leaderworkerset.controllers.disaggregatedset.caches import DISAGGREGATEDSETS
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.nodes import ZONE_LABEL
-from leaderworkerset.runtime.client import NODES, PODS, ApiClient
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.resources import DISAGGREGATEDSETS, NODES, PODS
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.disaggregatedset import manifest, revision_of, role, set_lwss, set_services
 from tests.toolkit.waiting import eventually
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from leaderworkerset.api.resources import EVENTS, LEASES
 from leaderworkerset.runtime import metrics
-from leaderworkerset.runtime.client import EVENTS, LEASES, ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
 from tests.toolkit.waiting import eventually

@@ -6,12 +6,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.manager_process import stand_in_crd
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.controllers.pod.gang_scheduling import PODGROUPS
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.manager_process import stand_in_crd
-from leaderworkerset.runtime.client import CRDS, LEADERWORKERSETS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import CRDS, LEADERWORKERSETS, VOLCANO_PODGROUPS
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import labels, live_pods, name_of, wait_ready
 from tests.toolkit.lws import lws_manifest
 from tests.toolkit.waiting import eventually
@@ -20,7 +20,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 # Volcano is not installed here; a stand-in CRD that accepts any PodGroup is enough to
 # see what the controller creates.
-PODGROUP_CRD = stand_in_crd(PODGROUPS.group, PODGROUPS.version, "PodGroup", PODGROUPS.plural)
+PODGROUP_CRD = stand_in_crd(
+    VOLCANO_PODGROUPS.group, VOLCANO_PODGROUPS.version, "PodGroup", VOLCANO_PODGROUPS.plural
+)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -31,7 +33,7 @@ async def gang_enabled(
 
     async def served() -> bool:
         try:
-            await nodesim_api.list(PODGROUPS, "default")
+            await nodesim_api.list(VOLCANO_PODGROUPS, "default")
         except Exception:
             return False
         return True
@@ -64,7 +66,7 @@ async def test_each_group_gets_a_pod_group(
         assert pod["metadata"]["annotations"][c.ANNOTATION_POD_GROUP_NAME] == expected, name_of(pod)
 
     async def groups() -> list[dict] | None:
-        items = (await api.list(PODGROUPS, namespace)).get("items", [])
+        items = (await api.list(VOLCANO_PODGROUPS, namespace)).get("items", [])
         return items if len(items) == 2 else None
 
     found = {name_of(g): g for g in await eventually(groups, what="two PodGroups")}

@@ -10,11 +10,12 @@ counted for anything else does not matter.
 from __future__ import annotations
 
 import pytest
+from lws_localcluster.deploy import install
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import install
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import is_leader, key_of, leaders, lws_pods, name_of, wait_ready
 from tests.toolkit.lws import lws_manifest
 from tests.toolkit.manager_process import (

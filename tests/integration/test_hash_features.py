@@ -13,17 +13,12 @@ import copy
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
-from leaderworkerset.runtime.client import (
-    LEADERWORKERSETS,
-    PODS,
-    SERVICES,
-    STATEFULSETS,
-    ApiClient,
-)
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS, SERVICES, STATEFULSETS
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import condition_is, is_ready
 from tests.toolkit.cluster import (
     env_of,

@@ -8,19 +8,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     EVENTS,
     LEADERWORKERSETS,
     PODS,
     SERVICES,
     STATEFULSETS,
-    ApiClient,
     Resource,
 )
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import condition_is, is_ready
 from tests.toolkit.cluster import (
     gated_pod,

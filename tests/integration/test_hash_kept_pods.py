@@ -17,16 +17,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from lws_localcluster.deploy import RunningController
 
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS, STATEFULSETS
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.group.options import ReleaseThresholds
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.runtime.client import (
-    LEADERWORKERSETS,
-    PODS,
-    STATEFULSETS,
-    ApiClient,
-)
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import (
     gated_pod,
     group_pods,

@@ -9,18 +9,12 @@ import re
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import (
-    DEPLOYMENTS,
-    LEADERWORKERSETS,
-    PODS,
-    SERVICES,
-    ApiClient,
-    ApiError,
-)
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import DEPLOYMENTS, LEADERWORKERSETS, PODS, SERVICES
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.pods import condition_is, is_ready
 from tests.toolkit.cluster import (
     env_of,

@@ -13,13 +13,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.nodes import NodeSpec
 
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.lws.status import CONDITION_REPLACEMENT_HELD
 from leaderworkerset.group.options import ReleaseThresholds
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
-from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.metrics import REGISTRY
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
 from tests.toolkit.cluster import (

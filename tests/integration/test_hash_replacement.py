@@ -14,23 +14,22 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
-from leaderworkerset.localcluster.nodesim.simulator import (
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.nodes import NodeSpec
+from lws_localcluster.nodesim.simulator import (
     TERMINATION_DELAY_ANNOTATION,
     NodeSimulator,
 )
-from leaderworkerset.runtime.client import (
+
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     LEADERWORKERSETS,
     PODS,
     PRIORITY_CLASSES,
     SERVICES,
     STATEFULSETS,
-    ApiClient,
-    ApiError,
 )
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
 from tests.fixtures.pods import is_ready, pod_manifest
 from tests.toolkit.cluster import (

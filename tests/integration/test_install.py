@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
+from lws_localcluster.deploy import install
 
-from leaderworkerset.localcluster.deploy import install
-from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
+from leaderworkerset.api.resources import LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import wait_ready
 from tests.toolkit.lws import lws_manifest
 from tests.toolkit.manager_process import (

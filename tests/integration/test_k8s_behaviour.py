@@ -7,22 +7,16 @@ import asyncio
 import secrets
 
 import pytest
-
-from leaderworkerset.api.objects import format_time
-from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all
-from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
-from leaderworkerset.localcluster.nodesim.simulator import (
+from lws_localcluster.nodesim.api import JsonObj, list_all
+from lws_localcluster.nodesim.nodes import NodeSpec
+from lws_localcluster.nodesim.simulator import (
     TERMINATION_DELAY_ANNOTATION,
     NodeSimulator,
 )
-from leaderworkerset.runtime.client import (
-    DEPLOYMENTS,
-    PODS,
-    PRIORITY_CLASSES,
-    REPLICASETS,
-    STRATEGIC_MERGE_PATCH,
-    ApiClient,
-)
+
+from leaderworkerset.api.objects import format_time
+from leaderworkerset.api.resources import DEPLOYMENTS, PODS, PRIORITY_CLASSES, REPLICASETS
+from leaderworkerset.runtime.client import STRATEGIC_MERGE_PATCH, ApiClient
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec, unique_node_name
 from tests.fixtures.pods import (
     PAUSE_IMAGE,

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import (
     group_pods,
     is_leader,

@@ -19,17 +19,17 @@ import signal
 import time
 
 import pytest
+from lws_localcluster.deploy import install
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.localcluster.deploy import install
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.resources import (
     LEADERWORKERSETS,
     LEASES,
     MUTATING_WEBHOOKS,
     VALIDATING_WEBHOOKS,
-    ApiClient,
 )
+from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.pki import CA_CERT
 from tests.toolkit.cluster import assert_pods_mutated, wait_ready
 from tests.toolkit.lws import lws_manifest

@@ -8,21 +8,22 @@ import os
 import time
 
 import pytest
-
-from leaderworkerset.localcluster.nodesim.api import JsonObj, list_all
-from leaderworkerset.localcluster.nodesim.cache import PodCache, PodKey
-from leaderworkerset.localcluster.nodesim.pods import (
+from lws_localcluster.nodesim.api import JsonObj, list_all
+from lws_localcluster.nodesim.cache import PodCache, PodKey
+from lws_localcluster.nodesim.pods import (
     PodRuntime,
     desired_status,
     ensure_containers,
     status_patch,
 )
-from leaderworkerset.localcluster.nodesim.simulator import (
+from lws_localcluster.nodesim.simulator import (
     TERMINATION_DELAY_ANNOTATION,
     NodeSimulator,
     NodeSpec,
 )
-from leaderworkerset.runtime.client import NODES, PODS, ApiClient
+
+from leaderworkerset.api.resources import NODES, PODS
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.nodesim import (
     NodePool,
     SimulatorFactory,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from lws_localcluster.deploy import RunningController
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS, SERVICES
 from leaderworkerset.group.names import ordinal_group_key
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import env_of, labels, live_pods, name_of, statefulsets, wait_ready
 from tests.toolkit.lws import lws_manifest
 

@@ -12,18 +12,17 @@ import asyncio
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
     LEADERWORKERSETS,
     PODS,
     SERVICES,
     STATEFULSETS,
-    STRATEGIC_MERGE_PATCH,
-    ApiClient,
 )
+from leaderworkerset.runtime.client import STRATEGIC_MERGE_PATCH, ApiClient
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     condition,

@@ -12,11 +12,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.simulator import STARTUP_DELAY_ANNOTATION, NodeSimulator
-from leaderworkerset.runtime.client import EVENTS, LEADERWORKERSETS, PODS, STATEFULSETS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import EVENTS, LEADERWORKERSETS, PODS, STATEFULSETS
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import lws_pods, name_of, wait_ready
 from tests.toolkit.lws import lws_manifest

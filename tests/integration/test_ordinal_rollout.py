@@ -15,17 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import (
-    LEADERWORKERSETS,
-    PODS,
-    STATEFULSETS,
-    ApiClient,
-    Resource,
-)
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS, STATEFULSETS, Resource
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     JSON,

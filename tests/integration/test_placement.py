@@ -15,18 +15,13 @@ import secrets
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.nodes import ZONE_LABEL
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS, STATEFULSETS, Resource
 from leaderworkerset.group.names import ordinal_group_key, subgroup_key
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.nodes import ZONE_LABEL
-from leaderworkerset.runtime.client import (
-    LEADERWORKERSETS,
-    PODS,
-    STATEFULSETS,
-    ApiClient,
-    Resource,
-)
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.nodesim import NodePool, isolated_pod_spec
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from lws_localcluster.controlplane import STATE_FILE, pid_alive
+from lws_localcluster.node_lifecycle import PLAYGROUND
+from lws_localcluster.playground import STATE_FILE as PLAYGROUND_STATE
+from lws_localcluster.playground import lws_command
 
-from leaderworkerset.localcluster.controlplane import STATE_FILE, pid_alive
-from leaderworkerset.localcluster.node_lifecycle import PLAYGROUND
-from leaderworkerset.localcluster.playground import STATE_FILE as PLAYGROUND_STATE
-from leaderworkerset.localcluster.playground import lws_command
 from tests.toolkit.waiting import eventually_blocking
 
 pytestmark = pytest.mark.cluster

@@ -26,13 +26,12 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from lws_localcluster.deploy import free_port
+from lws_localcluster.manager_process import http_get
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import free_port
-from leaderworkerset.localcluster.manager_process import http_get
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.certs import CA_CERT
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     CONFIGMAPS,
     CRDS,
     EVENTS,
@@ -42,9 +41,9 @@ from leaderworkerset.runtime.client import (
     PODS,
     SECRETS,
     VALIDATING_WEBHOOKS,
-    ApiClient,
-    ApiError,
 )
+from leaderworkerset.runtime.certs import CA_CERT
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.lws import paused_lws_controller
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (

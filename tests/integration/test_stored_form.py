@@ -7,10 +7,11 @@ from __future__ import annotations
 import copy
 
 import pytest
+from lws_localcluster.deploy import RunningController
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.runtime.client import CONTROLLER_REVISIONS, LEADERWORKERSETS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import CONTROLLER_REVISIONS, LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.upstream_revision import (
     LEADER_WORKER_MANIFEST,
     PAUSE_MANIFEST,

@@ -14,17 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.playground import find_kubectl
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.playground import find_kubectl
-from leaderworkerset.runtime.client import (
-    DEPLOYMENTS,
-    LEADERWORKERSETS,
-    STATEFULSETS,
-    ApiClient,
-    ApiError,
-)
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import DEPLOYMENTS, LEADERWORKERSETS, STATEFULSETS
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.toolkit.lws import PAUSE, lws_manifest
 from tests.toolkit.waiting import eventually
 

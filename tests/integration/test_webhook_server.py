@@ -18,16 +18,15 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from leaderworkerset.runtime.certs import CertRotator, CertRotatorOptions
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.resources import (
     CONFIGMAPS,
     LEASES,
     MUTATING_WEBHOOKS,
     VALIDATING_WEBHOOKS,
-    ApiClient,
-    ApiError,
     Resource,
 )
+from leaderworkerset.runtime.certs import CertRotator, CertRotatorOptions
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.election import LeaderElectionConfig
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
 from leaderworkerset.runtime.webhook import AdmissionResponse, WebhookServer, deny, patched

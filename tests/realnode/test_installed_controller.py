@@ -7,19 +7,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from lws_localcluster.manager_process import http_get
+from lws_localcluster.realnode.layout import NODE_NAME
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster.manager_process import http_get
-from leaderworkerset.localcluster.realnode.layout import NODE_NAME
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     LEADERWORKERSETS,
     LEASES,
     MUTATING_WEBHOOKS,
     SERVICES,
     VALIDATING_WEBHOOKS,
-    ApiClient,
-    ApiError,
 )
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.realnode import NAMESPACE, RealCluster
 from tests.toolkit.lws import lws_json
 from tests.toolkit.rendezvous import controller_pods

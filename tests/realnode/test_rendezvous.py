@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.realnode import RealCluster
 from tests.toolkit.cluster import key_of, leaders, lws_pods, wait_ready, workers_of
 from tests.toolkit.rendezvous import groups_met, kill_container, rendezvous_lws

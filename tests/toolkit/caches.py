@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any, Protocol, TypeVar
 
 from leaderworkerset.api.objects import labels_of
+from leaderworkerset.api.resources import Resource
 from leaderworkerset.caches import LwsCaches, build_caches
-from leaderworkerset.runtime.client import Resource
 
 
 class _Informers(Protocol):

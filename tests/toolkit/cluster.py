@@ -7,19 +7,20 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.group.options import ReleaseThresholds
-from leaderworkerset.localcluster.deploy import RunningController
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import (
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import NodeSimulator
+
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
     EVENTS,
     LEADERWORKERSETS,
     NODES,
     PODS,
     STATEFULSETS,
-    ApiClient,
 )
+from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import condition as pod_condition
 from tests.toolkit.waiting import eventually
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from leaderworkerset.controllers.disaggregatedset.caches import DISAGGREGATEDSETS
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import compute_revision
-from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, ApiClient
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.names import compute_revision
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
+from leaderworkerset.api.resources import DISAGGREGATEDSETS, LEADERWORKERSETS, SERVICES
+from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.waiting import eventually
 
 WORKER = {"spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}

@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
+from leaderworkerset.api.resources import Resource
+from leaderworkerset.runtime.client import ApiClient, ApiError
 
 JSON = dict[str, Any]
 Key = tuple[str, str | None, str]  # (plural, namespace or None, name)

@@ -15,11 +15,13 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from leaderworkerset.api import constants as c
+from lws_localcluster.realnode.images import BuiltImage, ensure_images
+from lws_localcluster.realnode.images import import_images as into_containerd
+
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.localcluster.realnode.images import BuiltImage, ensure_images
-from leaderworkerset.localcluster.realnode.images import import_images as into_containerd
-from leaderworkerset.runtime.client import LEADERWORKERSETS, PODS, ApiClient, ApiError
+from leaderworkerset.api.resources import LEADERWORKERSETS, PODS
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.realnode import NAMESPACE, RealCluster, Tools
 from tests.toolkit.cluster import name_of
 from tests.toolkit.install_tools import helm_env

@@ -12,9 +12,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.defaults import default_leaderworkerset
-from leaderworkerset.api.types import LeaderWorkerSet
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.defaults import default_leaderworkerset
+from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 
 JSON = dict[str, Any]
 PAUSE = "registry.k8s.io/pause:3.10"

@@ -1,5 +1,5 @@
 """`lws controller` run as a real process against the session's control plane (the
-process itself is :mod:`leaderworkerset.localcluster.manager_process`), and the
+process itself is :mod:`lws_localcluster.manager_process`), and the
 fixtures that give a test a quiet cluster (the in-process controller paused) and an
 operator namespace of its own.
 
@@ -17,11 +17,12 @@ from typing import Any, Generic, TypeVar
 
 import pytest
 import pytest_asyncio
+from lws_localcluster import manager_process
+from lws_localcluster.nodesim.simulator import NodeSimulator
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.localcluster import manager_process
-from leaderworkerset.localcluster.nodesim.simulator import NodeSimulator
-from leaderworkerset.runtime.client import NAMESPACES, ApiClient, ApiError
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import NAMESPACES
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.lws import paused_lws_controller
 
 LEASE = c.LEADER_ELECTION_LEASE_NAME

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 
 JSON = dict[str, Any]
 NOW = "2026-01-01T00:00:00Z"

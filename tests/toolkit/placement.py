@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
+from lws_localcluster.nodesim.nodes import NodeSpec
+
 from tests.fixtures.nodesim import NodePool, isolated, isolated_pod_spec, unique_node_name
 
 JSON = dict[str, Any]

@@ -13,10 +13,12 @@ import subprocess
 import urllib.error
 import urllib.request
 
-from leaderworkerset.api import constants as c
+from lws_localcluster.realnode.images import BuiltImage, ctr
+
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.localcluster.realnode.images import BuiltImage, ctr
-from leaderworkerset.runtime.client import PODS, ApiClient
+from leaderworkerset.api.resources import PODS
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.realnode import NAMESPACE
 from tests.toolkit.cluster import key_of, labels, lws_pods
 from tests.toolkit.lws import leaderworkerset

@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=8)
 json_values = st.recursive(

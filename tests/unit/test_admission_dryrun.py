@@ -19,8 +19,9 @@ from leaderworkerset.admission_dryrun import (
     same_workloads,
     workloads,
 )
-from leaderworkerset.api import constants as c
-from leaderworkerset.runtime.client import DEPLOYMENTS, STATEFULSETS, ApiError
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import DEPLOYMENTS, STATEFULSETS
+from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.webhooks.admission import leaderworkerset_validator
 from leaderworkerset.webhooks.leaderworkerset import Cause
 from tests.toolkit.fake_client import Call, FakeApiClient

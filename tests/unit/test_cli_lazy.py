@@ -23,7 +23,7 @@ try:
 except SystemExit as exit:
     if exit.code:
         raise
-print("LOADED", sorted(m for m in sys.modules if m.startswith("leaderworkerset.localcluster")))
+print("LOADED", sorted(m for m in sys.modules if m.startswith("lws_localcluster")))
 """
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from leaderworkerset.api.disaggregatedset.constants import LABEL_SET_NAME as DS_LABEL
 from leaderworkerset.caches import LwsCaches
-from leaderworkerset.disaggregatedset.api.constants import LABEL_SET_NAME as DS_LABEL
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.webhooks.disaggregatedset import VALIDATING_PATH as DS_VALIDATING_PATH

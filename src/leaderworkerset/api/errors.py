@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from leaderworkerset.api.constants import GROUP
+from leaderworkerset.api.leaderworkerset.constants import GROUP
 
 
 class ErrorType(Enum):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 
 JSON = dict[str, Any]
 
@@ -88,3 +88,18 @@ def condition_of(obj: JSON | None, condition_type: str) -> JSON | None:
         if isinstance(condition, dict) and condition.get("type") == condition_type:
             return condition
     return None
+
+
+def controller_ref(obj: JSON) -> JSON | None:
+    """The ownerReference with ``controller: true`` (the object's own, not a copy);
+    an object has at most one."""
+    for ref in meta_of(obj).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def controller_uid(obj: JSON) -> str | None:
+    """The UID of the object's controlling owner, if it has one."""
+    ref = controller_ref(obj)
+    return str(ref["uid"]) if ref and ref.get("uid") else None

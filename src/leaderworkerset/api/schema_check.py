@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.crd import build_crd, object_meta_schema
 from leaderworkerset.api.errors import (
     FieldError,
     invalid,
@@ -27,6 +25,8 @@ from leaderworkerset.api.errors import (
     not_supported,
     type_error,
 )
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.crd import build_crd, object_meta_schema
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),

@@ -24,12 +24,11 @@ Deviations from upstream wording (each explained in docs/upstream-deviations.md)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.group.options import NODE_NOT_READY, ORPHANED
-from leaderworkerset.runtime.events import EventRecorder
 
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
@@ -209,7 +208,22 @@ def replacement_released(
     return Event(WARNING, REASON_REPLACEMENT_RELEASED, ACTION_UPDATE, note)
 
 
-def record(recorder: EventRecorder | None, regarding: JSON, event: Event) -> None:
+class Recorder(Protocol):
+    """What records an event (the runtime's `EventRecorder`); a protocol, so that the
+    decisions that return events stay free of the runtime."""
+
+    def event(
+        self,
+        regarding: JSON,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+        related: JSON | None = None,
+    ) -> None: ...
+
+
+def record(recorder: Recorder | None, regarding: JSON, event: Event) -> None:
     """Hand `event` about `regarding` to the recorder, if there is one."""
     if recorder is not None:
         recorder.event(regarding, event.type, event.reason, event.action, event.note, event.related)

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.types import group_identity_of, is_hash_mode
 from leaderworkerset.api.objects import (
     JSON,
     condition_of,
@@ -33,7 +34,6 @@ from leaderworkerset.api.objects import (
     timestamp_of,
     uid_of,
 )
-from leaderworkerset.api.types import group_identity_of, is_hash_mode
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating

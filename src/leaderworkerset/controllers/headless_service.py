@@ -5,7 +5,7 @@ Ready. Each is created when absent and never modified."""
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
 
 

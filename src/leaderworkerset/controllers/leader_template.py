@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import copy
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.types import LeaderWorkerTemplate
 from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.api.types import LeaderWorkerTemplate
 from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.group.view import LwsView, view_of
 

@@ -21,14 +21,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of, revision_key_of
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.objects import JSON, controller_ref, labels_of, meta_of, revision_key_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.semantic_json import normalized
 from leaderworkerset.group.names import revision_name
 from leaderworkerset.group.ownership import lws_reference
 from leaderworkerset.runtime.events import object_reference
-from leaderworkerset.runtime.indexes import controller_ref
 
 KEY_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 FNV32_OFFSET: Final = 2166136261

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from leaderworkerset.api.quantity import parse_quantity
+from leaderworkerset.api.go.quantity import parse_quantity
 
 _QUANTITY_MAPS: Final = frozenset({"requests", "limits", "overhead"})
 

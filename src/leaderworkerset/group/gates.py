@@ -11,7 +11,7 @@ The pod webhook adds both at admission; gates are fixed at pod creation.
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, condition_of
 
 _SCHEDULING_GATES = "schedulingGates"

@@ -13,8 +13,8 @@ import hashlib
 import re
 import secrets
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.group.go_int import go_div, go_mod
+from leaderworkerset.api.go.ints import go_div, go_mod
+from leaderworkerset.api.leaderworkerset import constants as c
 
 _ORDINAL_SUFFIX = re.compile(r"^(.*)-([0-9]+)$")
 _INT32_MAX = 2**31 - 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from leaderworkerset.api.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.limits import SizeLimits
 
 # How long a tearing-down group may hold back its replacement in the two cases where
 # the capacity it holds will not come back by waiting (see docs/hash-mode.md).

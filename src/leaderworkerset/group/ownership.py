@@ -4,7 +4,7 @@ deletion included) cleans up after a LeaderWorkerSet or a leader pod."""
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
 
 

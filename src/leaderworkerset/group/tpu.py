@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.go.quantity import parse_quantity
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.api.quantity import parse_quantity
 
 
 def _nonzero_quantity(quantity: Any) -> bool:

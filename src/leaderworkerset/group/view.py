@@ -13,16 +13,16 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.intstr import IntOrString
-from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.api.types import (
+from leaderworkerset.api.go.intstr import IntOrString
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.types import (
     LeaderWorkerSet,
     LeaderWorkerTemplate,
     RollingUpdateConfiguration,
     group_identity_of,
     is_hash_mode,
 )
+from leaderworkerset.api.objects import JSON, meta_of
 
 
 @dataclass(frozen=True)

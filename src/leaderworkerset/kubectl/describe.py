@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of, name_of, revision_key_of
 from leaderworkerset.group.readiness import (
     pod_condition_true,

@@ -11,17 +11,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from leaderworkerset.api import constants as lws_c
-from leaderworkerset.api.objects import JSON, meta_of, name_of
-from leaderworkerset.api.types import group_identity_of
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedRoleSpec, DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import (
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.names import (
     compute_revision,
     initial_replicas,
     scaler_name,
     service_name,
 )
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedRoleSpec, DisaggregatedSet
+from leaderworkerset.api.leaderworkerset import constants as lws_c
+from leaderworkerset.api.leaderworkerset.types import group_identity_of
+from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.kubectl.rows import GroupRow, rows_of
 from leaderworkerset.kubectl.set_snapshot import SetSnapshot
 from leaderworkerset.kubectl.snapshot import Snapshot

@@ -8,19 +8,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from leaderworkerset.api.disaggregatedset import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.kubectl.snapshot import Snapshot, items_of, snapshot_of
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.resources import (
+    DISAGGREGATEDSETS,
     LEADERWORKERSETS,
+    ROLE_SCALERS,
     SERVICES,
-    ApiClient,
-    ApiError,
-    Resource,
 )
-
-DISAGGREGATEDSETS = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
-ROLE_SCALERS = Resource(c.GROUP, c.VERSION, c.SCALER_PLURAL, c.SCALER_KIND)
+from leaderworkerset.kubectl.snapshot import Snapshot, items_of, snapshot_of
+from leaderworkerset.runtime.client import ApiClient, ApiError
 
 
 async def _scalers(client: ApiClient, namespace: str, selector: str) -> list[JSON]:

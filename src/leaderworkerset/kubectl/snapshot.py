@@ -6,22 +6,20 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of, revision_key_of
-from leaderworkerset.group.state import Group, groups_of
-from leaderworkerset.group.view import LwsView, view_of
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.resources import (
     CORE_EVENTS,
     DEPLOYMENTS,
     LEADERWORKERSETS,
     PODS,
     SERVICES,
     STATEFULSETS,
-    ApiClient,
-    ApiError,
     Resource,
-    list_pages,
 )
+from leaderworkerset.group.state import Group, groups_of
+from leaderworkerset.group.view import LwsView, view_of
+from leaderworkerset.runtime.client import ApiClient, ApiError, list_pages
 
 
 class LwsNotFound(Exception):

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from leaderworkerset.api.objects import JSON, meta_of, uid_of
-from leaderworkerset.runtime.client import ApiError, Lister, Resource, list_pages
+from leaderworkerset.api.resources import Resource
+from leaderworkerset.runtime.client import ApiError, Lister, list_pages
 from leaderworkerset.runtime.indexes import (
     NAMESPACE_INDEX,
     OWNER_UID_INDEX,

@@ -29,15 +29,14 @@ from typing import Any
 
 from leaderworkerset.api.config.tls import CIPHER_SUITES, TLS_VERSIONS
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.runtime.client import (
+from leaderworkerset.api.resources import (
     CRDS,
     MUTATING_WEBHOOKS,
     SECRETS,
     VALIDATING_WEBHOOKS,
-    ApiClient,
-    ApiError,
     Resource,
 )
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.pki import (
     CA_CERT,
     TLS_CERT,

@@ -16,7 +16,6 @@ import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -29,6 +28,7 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import User
 
 from leaderworkerset.api.objects import JSON
+from leaderworkerset.api.resources import Resource
 
 ResponseHook = Callable[[str, str, str], None]  # (method, status code, host)
 
@@ -54,77 +54,6 @@ _NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-
-
-@dataclass(frozen=True)
-class Resource:
-    """Where a kind lives in the API: enough to build every URL for it."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self,
-        namespace: str | None = None,
-        name: str | None = None,
-        subresource: str | None = None,
-    ) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{name}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
-
-
-PODS = Resource("", "v1", "pods", "Pod")
-SERVICES = Resource("", "v1", "services", "Service")
-NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-SECRETS = Resource("", "v1", "secrets", "Secret")
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-CORE_EVENTS = Resource("", "v1", "events", "Event")
-EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
-STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
-REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet")
-CONTROLLER_REVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
-LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
-PRIORITY_CLASSES = Resource(
-    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
-)
-MUTATING_WEBHOOKS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "mutatingwebhookconfigurations",
-    "MutatingWebhookConfiguration",
-    namespaced=False,
-)
-VALIDATING_WEBHOOKS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration",
-    namespaced=False,
-)
-CRDS = Resource(
-    "apiextensions.k8s.io",
-    "v1",
-    "customresourcedefinitions",
-    "CustomResourceDefinition",
-    namespaced=False,
-)
-LEADERWORKERSETS = Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet")
 
 
 class ApiError(Exception):

@@ -14,10 +14,10 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.objects import JSON, controller_ref, meta_of
 from leaderworkerset.runtime.cache import AddHandler, DeleteHandler, Informer, UpdateHandler
 from leaderworkerset.runtime.client import ApiError
-from leaderworkerset.runtime.indexes import controller_ref, object_key
+from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.metrics import (
     ACTIVE_WORKERS,
     MAX_CONCURRENT_RECONCILES,

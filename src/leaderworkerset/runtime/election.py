@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from leaderworkerset.api.objects import JSON, format_micro_time
+from leaderworkerset.api.resources import LEASES
 from leaderworkerset.runtime import metrics
-from leaderworkerset.runtime.client import LEASES, TRANSPORT_ERRORS, ApiClient, ApiError
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
 from leaderworkerset.runtime.logging import v
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api.objects import JSON, format_micro_time, meta_of
-from leaderworkerset.runtime.client import EVENTS, ApiClient, ApiError
+from leaderworkerset.api.resources import EVENTS
+from leaderworkerset.runtime.client import ApiClient, ApiError
 
 log = logging.getLogger("events")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from leaderworkerset.api.objects import JSON, meta_of
+from leaderworkerset.api.objects import JSON, controller_uid, meta_of
 
 IndexFunc = Callable[[JSON], Iterable[str]]
 
@@ -30,23 +30,14 @@ def resource_version(obj: JSON) -> str:
     return str(meta_of(obj).get("resourceVersion", ""))
 
 
-def controller_ref(obj: JSON) -> JSON | None:
-    """The ownerReference with ``controller: true`` (the object's own, not a copy);
-    an object has at most one."""
-    for ref in meta_of(obj).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
-
-
 def by_namespace(obj: JSON) -> Iterable[str]:
     namespace = meta_of(obj).get("namespace")
     return (namespace,) if namespace else ()
 
 
 def by_controller_uid(obj: JSON) -> Iterable[str]:
-    ref = controller_ref(obj)
-    return (str(ref["uid"]),) if ref and ref.get("uid") else ()
+    uid = controller_uid(obj)
+    return (uid,) if uid else ()
 
 
 def label_index_name(label: str) -> str:

@@ -17,15 +17,16 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.types import group_identity_of
 from leaderworkerset.api.objects import JSON, meta_of, name_of
-from leaderworkerset.api.types import group_identity_of
+from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.roles import group_key, is_leader
-from leaderworkerset.runtime.client import LEADERWORKERSETS, ApiClient
+from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.webhook import (
     AdmissionHandler,
     AdmissionResponse,

@@ -3,8 +3,8 @@ denial shows it, and Go's integer parsing with its error text as the message."""
 
 from __future__ import annotations
 
+from leaderworkerset.api.go.ints import GoIntError, go_atoi
 from leaderworkerset.api.objects import meta_of
-from leaderworkerset.group.go_int import GoIntError, go_atoi
 from leaderworkerset.webhooks.nested import Pod
 
 

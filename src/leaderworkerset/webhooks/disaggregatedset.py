@@ -10,15 +10,15 @@ with the warnings upstream gives.
 
 from __future__ import annotations
 
-from leaderworkerset.api.errors import FieldError
-from leaderworkerset.api.objects import JSON
-from leaderworkerset.disaggregatedset.api.defaults import default_disaggregatedset
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.api.validation import (
+from leaderworkerset.api.disaggregatedset.defaults import default_disaggregatedset
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
+from leaderworkerset.api.disaggregatedset.validation import (
     validate_create,
     validate_update,
     warnings_for,
 )
+from leaderworkerset.api.errors import FieldError
+from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.webhook import AdmissionResponse, allow, deny, errored
 
 VALIDATING_PATH = "/validate-disaggregatedset-x-k8s-io-v1-disaggregatedset"

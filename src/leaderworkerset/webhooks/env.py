@@ -3,7 +3,7 @@ LWS_GROUP_SIZE and LWS_WORKER_INDEX, injected first in every container."""
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group import names as naming
 from leaderworkerset.webhooks.denial import Denied, display_name

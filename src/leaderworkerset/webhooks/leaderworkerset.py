@@ -17,12 +17,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.defaults import default_leaderworkerset
 from leaderworkerset.api.errors import FieldError, InvalidObjectError
-from leaderworkerset.api.limits import SizeLimits
-from leaderworkerset.api.types import LeaderWorkerSet
-from leaderworkerset.api.validation import validate_create, validate_update, warnings_for
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.defaults import default_leaderworkerset
+from leaderworkerset.api.leaderworkerset.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
+from leaderworkerset.api.leaderworkerset.validation import (
+    validate_create,
+    validate_update,
+    warnings_for,
+)
 
 MUTATING_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 VALIDATING_PATH = "/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset"

@@ -20,9 +20,9 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.types import is_hash_mode
 from leaderworkerset.api.objects import labels_of, namespace_of
-from leaderworkerset.api.types import is_hash_mode
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.gates import add_group_ready_gate, add_scheduling_gate
 from leaderworkerset.group.roles import is_leader

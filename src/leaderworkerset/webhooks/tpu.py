@@ -12,10 +12,10 @@ pods.py gives Hash-mode workers exactly those hostnames.
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.go.ints import go_div, go_mod
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group import names as naming
-from leaderworkerset.group.go_int import go_div, go_mod
 from leaderworkerset.group.roles import is_leader
 from leaderworkerset.group.tpu import tpu_containers
 from leaderworkerset.webhooks.denial import Denied, atoi, display_name

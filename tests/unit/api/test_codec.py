@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from leaderworkerset.api.types import LeaderWorkerSet
+from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 from tests.toolkit.lws import lws_json, template
 
 

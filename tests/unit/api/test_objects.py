@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import (
     format_micro_time,
     format_time,

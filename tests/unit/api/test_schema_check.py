@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.schema_check import check_against_schema
 from leaderworkerset.cli import main
 from leaderworkerset.webhooks.admission import mutate_leaderworkerset

@@ -21,7 +21,7 @@ from bench.soak.watch import (
     unwhole_groups,
 )
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from tests.chaos.invariants import Snapshot
 
 LWS = ["a", "b", "c"]

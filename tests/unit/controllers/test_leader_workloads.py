@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.leader_template import leader_pod_template
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment

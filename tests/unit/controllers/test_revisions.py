@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.controllers import revisions as rv
 from leaderworkerset.controllers.events import NORMAL

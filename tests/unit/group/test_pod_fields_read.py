@@ -7,7 +7,7 @@ import copy
 
 import orjson
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, condition_of
 from leaderworkerset.caches import (
     pod_fields_read,

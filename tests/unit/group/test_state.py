@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, name_of
 from leaderworkerset.group.state import (
     GroupState,

@@ -3,7 +3,7 @@ that skipped defaulting is read with, and the views kept per stored version."""
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.group.view import view_of
 from tests.toolkit.lws import leaderworkerset

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.group.state import GroupState
 from leaderworkerset.kubectl.ages import human_age
 from leaderworkerset.kubectl.connection import merge_kubeconfigs, target
@@ -498,7 +498,7 @@ def test_the_plugin_imports_nothing_heavy() -> None:
     code = (
         "import sys, leaderworkerset.kubectl.cli\n"
         "heavy = ('aiohttp.web', 'prometheus_client', 'cryptography',"
-        " 'leaderworkerset.localcluster', 'leaderworkerset.wiring',"
+        " 'lws_localcluster', 'leaderworkerset.wiring',"
         " 'leaderworkerset.runtime.manager')\n"
         "print([m for m in sys.modules if m.startswith(heavy)])\n"
     )

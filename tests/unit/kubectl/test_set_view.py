@@ -13,15 +13,20 @@ from typing import Any
 
 import yaml
 
-from leaderworkerset.api import constants as lws_c
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import compute_revision
-from leaderworkerset.disaggregatedset.objects import leaderworkerset, role_scaler, service
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.names import compute_revision
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
+from leaderworkerset.api.leaderworkerset import constants as lws_c
+from leaderworkerset.api.resources import DISAGGREGATEDSETS
+from leaderworkerset.controllers.disaggregatedset.objects import (
+    leaderworkerset,
+    role_scaler,
+    service,
+)
 from leaderworkerset.group.state import GroupState
 from leaderworkerset.kubectl.set_render import set_objects, set_text
 from leaderworkerset.kubectl.set_rows import SetView, set_view
-from leaderworkerset.kubectl.set_snapshot import DISAGGREGATEDSETS, SetSnapshot, read_set
+from leaderworkerset.kubectl.set_snapshot import SetSnapshot, read_set
 from leaderworkerset.kubectl.snapshot import Snapshot
 from tests.toolkit.fake_client import FakeApiClient, not_found
 

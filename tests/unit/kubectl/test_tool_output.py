@@ -7,9 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from lws_localcluster.cli import nodes_table
+from lws_localcluster.demo import summary_line
+from lws_localcluster.groups import GroupRow, group_rows
+from lws_localcluster.groups import render as story_table
 from prometheus_client import CollectorRegistry
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.group.state import GroupState
@@ -17,10 +21,6 @@ from leaderworkerset.kubectl.describe import describe, find_group
 from leaderworkerset.kubectl.render import group_table
 from leaderworkerset.kubectl.rows import rows_of
 from leaderworkerset.kubectl.snapshot import Snapshot
-from leaderworkerset.localcluster.cli import nodes_table
-from leaderworkerset.localcluster.demo import summary_line
-from leaderworkerset.localcluster.groups import GroupRow, group_rows
-from leaderworkerset.localcluster.groups import render as story_table
 from leaderworkerset.tables import table
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -10,22 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from leaderworkerset.localcluster.controlplane import (
+from lws_localcluster.controlplane import (
     APISERVER,
     CONTROLLER_MANAGER,
     ControlPlane,
     Ports,
 )
-from leaderworkerset.localcluster.manager_process import ManagerProcess
-from leaderworkerset.localcluster.node_lifecycle import (
+from lws_localcluster.manager_process import ManagerProcess
+from lws_localcluster.node_lifecycle import (
     PLAYGROUND,
     PLAYGROUND_GROUP_REPLACEMENT,
     NodeLifecycle,
 )
-from leaderworkerset.localcluster.nodesim.fleet import NodeFleet, SimNode
-from leaderworkerset.localcluster.nodesim.nodes import NodeSpec
-from leaderworkerset.runtime.client import LEASES, NODES
+from lws_localcluster.nodesim.fleet import NodeFleet, SimNode
+from lws_localcluster.nodesim.nodes import NodeSpec
+
+from leaderworkerset.api.resources import LEASES, NODES
 from tests.toolkit.fake_client import FakeApiClient
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leaderworkerset.api.crd import CRD_FILE, render_crd_yaml
+from leaderworkerset.api.leaderworkerset.crd import CRD_FILE, render_crd_yaml
 from tests.toolkit.paths import REPO
 
 CHART_CRD = f"charts/lws/crds/{Path(CRD_FILE).name}"

@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
+from leaderworkerset.api.resources import CONFIGMAPS, Resource
 from leaderworkerset.runtime.cache import (
     Backoff,
     DeletedFinalStateUnknown,
     Informer,
     strip_managed_fields,
 )
-from leaderworkerset.runtime.client import CONFIGMAPS, ApiError, Resource
+from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.controller import (
     Controller,
     Predicate,

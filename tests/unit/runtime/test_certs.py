@@ -19,6 +19,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from leaderworkerset.api.resources import CRDS, MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
 from leaderworkerset.runtime import certs
 from leaderworkerset.runtime.certs import (
     TLS_READ_BUFFER,
@@ -29,13 +30,7 @@ from leaderworkerset.runtime.certs import (
     load_key_pair,
     server_ssl_context,
 )
-from leaderworkerset.runtime.client import (
-    CRDS,
-    MUTATING_WEBHOOKS,
-    SECRETS,
-    VALIDATING_WEBHOOKS,
-    ApiError,
-)
+from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.pki import (
     KeyPairs,
     check_key_pairs,

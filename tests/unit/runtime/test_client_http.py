@@ -17,13 +17,8 @@ import pytest
 import yaml
 from aiohttp import web
 
-from leaderworkerset.runtime.client import (
-    CONFIGMAPS,
-    PODS,
-    TRANSPORT_ERRORS,
-    ApiClient,
-    ApiError,
-)
+from leaderworkerset.api.resources import CONFIGMAPS, PODS
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 from leaderworkerset.runtime.pki import issue_cert, make_ca
 from tests.toolkit.api_server import Served, api_server, status
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.runtime.client import PODS, Resource, list_pages
+from leaderworkerset.api.resources import PODS, Resource
+from leaderworkerset.runtime.client import list_pages
 
 
 class _Pages:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from leaderworkerset.runtime.client import LEASES, ApiError
+from leaderworkerset.api.resources import LEASES
+from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
 from leaderworkerset.runtime.metrics import LEASE_WRITES
 from tests.toolkit.fake_client import FakeApiClient

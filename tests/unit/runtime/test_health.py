@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from cryptography import x509
+from lws_localcluster.manager_process import http_get
 from prometheus_client import CollectorRegistry, Counter
 
-from leaderworkerset.localcluster.manager_process import http_get
 from leaderworkerset.runtime.health import DEFAULT_METRICS_CERT_DIR, DelegatedAuth, MetricsServer
 from tests.toolkit.waiting import eventually
 from tests.toolkit.webhook_client import new_pairs, presented_certificate, write_pairs

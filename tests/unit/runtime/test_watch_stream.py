@@ -13,7 +13,8 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leaderworkerset.runtime.client import PODS, ApiClient, ApiError, LineSplitter
+from leaderworkerset.api.resources import PODS
+from leaderworkerset.runtime.client import ApiClient, ApiError, LineSplitter
 from tests.toolkit.api_server import Handler, api_server
 
 EVENTS: list[dict[str, Any]] = [

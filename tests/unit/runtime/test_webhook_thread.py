@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime import keypair_files, metrics, webhook
 from leaderworkerset.runtime.pki import KeyPairs

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.webhooks.affinity import add_exclusive_affinity, has_exclusive_terms
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"

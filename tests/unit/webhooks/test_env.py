@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.group.go_int import go_div, go_mod
+from leaderworkerset.api.go.ints import go_div, go_mod
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.webhooks.denial import Denied, atoi
 from leaderworkerset.webhooks.env import add_lws_env, lws_env, with_env_first
 

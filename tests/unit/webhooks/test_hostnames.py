@@ -9,11 +9,11 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import PODS, Resource
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.cache import Informer
-from leaderworkerset.runtime.client import PODS, Resource
 from leaderworkerset.webhooks.admission import pod_mutator
 from leaderworkerset.webhooks.hostnames import IssuedHostnames, LiveHostnames, hostnames_in_use
 from tests.toolkit.caches import seeded_caches

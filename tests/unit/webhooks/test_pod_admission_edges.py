@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.runtime.webhook import json_patch
 from leaderworkerset.webhooks.pods import (
     PodAdmissionContext,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.group.names import hash_worker_hostname
 from leaderworkerset.group.tpu import container_requests_tpus, pod_requests_tpus, tpu_containers
 from leaderworkerset.webhooks.pods import Denied, PodAdmissionContext, mutate_pod

@@ -13,7 +13,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 import yaml
 
 from leaderworkerset.api.config.types import API_VERSION, KIND, Configuration, json_name
-from leaderworkerset.api.godurations import Duration, parse_duration
+from leaderworkerset.api.go.durations import Duration, parse_duration
 
 
 class ConfigError(ValueError):

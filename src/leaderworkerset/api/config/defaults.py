@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
 from leaderworkerset.api.config.types import (
     ClientConnection,
     Configuration,
     GroupReplacement,
     InternalCertManagement,
 )
-from leaderworkerset.api.godurations import Duration
+from leaderworkerset.api.go.durations import Duration
+from leaderworkerset.api.leaderworkerset import constants as c
 
 DEFAULT_WEBHOOK_PORT = 9443
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from leaderworkerset.api.godurations import Duration, format_duration
+from leaderworkerset.api.go.durations import Duration, format_duration
 
 API_VERSION = "config.lws.x-k8s.io/v1alpha1"
 KIND = "Configuration"

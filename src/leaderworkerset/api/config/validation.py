@@ -12,7 +12,7 @@ from leaderworkerset.api.config.types import (
     LeaderWorkerSetLimits,
 )
 from leaderworkerset.api.errors import FieldError, invalid, not_supported, required
-from leaderworkerset.api.godurations import format_duration
+from leaderworkerset.api.go.durations import format_duration
 from leaderworkerset.api.metavalidation import dns1035_label_errors, dns1123_subdomain_errors
 
 SUPPORTED_RESOURCE_LOCKS = ("leases",)

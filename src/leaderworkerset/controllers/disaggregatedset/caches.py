@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from leaderworkerset.api.disaggregatedset import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.disaggregatedset.api import constants as c
+from leaderworkerset.api.resources import (
+    DISAGGREGATEDSETS,
+    LEADERWORKERSETS,
+    ROLE_SCALERS,
+    SERVICES,
+    Resource,
+)
 from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
-from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES, Resource
 from leaderworkerset.runtime.indexes import label_index_name
 
-DISAGGREGATEDSETS = Resource(c.GROUP, c.VERSION, c.PLURAL, c.KIND)
-ROLE_SCALERS = Resource(c.GROUP, c.VERSION, c.SCALER_PLURAL, c.SCALER_KIND)
 BY_SET = label_index_name(c.LABEL_SET_NAME)
 
 

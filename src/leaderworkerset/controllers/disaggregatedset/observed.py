@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.names import initial_replicas
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.names import initial_replicas
-from leaderworkerset.disaggregatedset.rollout import ObservedLWS
+from leaderworkerset.controllers.disaggregatedset.rollout import ObservedLWS
 
 
 def observed_lws(lws: JSON) -> ObservedLWS:

@@ -18,15 +18,32 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from leaderworkerset.api.objects import JSON, format_time, meta_of, name_of, uid_of
-from leaderworkerset.controllers.disaggregatedset import events as ev
-from leaderworkerset.controllers.disaggregatedset.caches import (
-    DISAGGREGATEDSETS,
-    ROLE_SCALERS,
-    DsCaches,
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.names import (
+    compute_revision,
+    legacy_lws_name,
+    scaler_name,
+    slice_label_matches,
 )
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
+from leaderworkerset.api.objects import JSON, format_time, meta_of, name_of, uid_of
+from leaderworkerset.api.resources import (
+    DISAGGREGATEDSETS,
+    LEADERWORKERSETS,
+    ROLE_SCALERS,
+    SERVICES,
+    Resource,
+)
+from leaderworkerset.controllers.disaggregatedset import events as ev
+from leaderworkerset.controllers.disaggregatedset.caches import DsCaches
 from leaderworkerset.controllers.disaggregatedset.metrics import DS_METRICS
+from leaderworkerset.controllers.disaggregatedset.objects import leaderworkerset, role_scaler
 from leaderworkerset.controllers.disaggregatedset.observed import observed_lws
+from leaderworkerset.controllers.disaggregatedset.rollout import (
+    SlicePlan,
+    plan_set,
+    target_replicas,
+)
 from leaderworkerset.controllers.disaggregatedset.scalers import (
     controlled_by,
     observed_groups,
@@ -40,23 +57,7 @@ from leaderworkerset.controllers.disaggregatedset.services import (
 )
 from leaderworkerset.controllers.disaggregatedset.status import role_counts, set_status
 from leaderworkerset.controllers.events import Event, record
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import (
-    compute_revision,
-    legacy_lws_name,
-    scaler_name,
-    slice_label_matches,
-)
-from leaderworkerset.disaggregatedset.objects import leaderworkerset, role_scaler
-from leaderworkerset.disaggregatedset.rollout import SlicePlan, plan_set, target_replicas
-from leaderworkerset.runtime.client import (
-    LEADERWORKERSETS,
-    SERVICES,
-    ApiClient,
-    ApiError,
-    Resource,
-)
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 

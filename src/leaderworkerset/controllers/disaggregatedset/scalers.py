@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.names import scaler_name, scaler_selector
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.objects import JSON, labels_of, meta_of, name_of
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import scaler_name, scaler_selector
 
 
 @dataclass

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.names import slice_label_matches, slice_of
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.objects import JSON, labels_of, name_of
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import slice_label_matches, slice_of
-from leaderworkerset.disaggregatedset.objects import service
+from leaderworkerset.controllers.disaggregatedset.objects import service
 
 
 @dataclass

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.objects import JSON, labels_of
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"

@@ -7,8 +7,8 @@ builds the reconciler and calls `setup_disaggregatedset_controller`.
 
 from __future__ import annotations
 
+from leaderworkerset.api.disaggregatedset import constants as c
 from leaderworkerset.controllers.disaggregatedset.reconciler import DisaggregatedSetReconciler
-from leaderworkerset.disaggregatedset.api import constants as c
 from leaderworkerset.runtime.controller import NOT_STATUS_ONLY, Controller, own_key
 from leaderworkerset.runtime.manager import Manager
 

@@ -10,7 +10,7 @@ putting them in the template too would be a second source of truth."""
 
 from __future__ import annotations
 
-from leaderworkerset.api.intstr import IntOrString, is_percent
+from leaderworkerset.api.go.intstr import IntOrString, is_percent
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.leader_template import (
     leader_pod_template,

@@ -4,7 +4,7 @@ replicas come from `rolling_update.rolling_update_parameters`."""
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.leader_template import (
     add_claims_and_retention,

@@ -12,8 +12,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, format_time, meta_of, revision_key_of
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.objects import JSON, controller_ref, format_time, meta_of, revision_key_of
+from leaderworkerset.api.resources import (
+    CONTROLLER_REVISIONS,
+    DEPLOYMENTS,
+    LEADERWORKERSETS,
+    SERVICES,
+    STATEFULSETS,
+    Resource,
+)
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
@@ -34,19 +42,9 @@ from leaderworkerset.controllers.lws.status import (
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.cache import Informer
-from leaderworkerset.runtime.client import (
-    CONTROLLER_REVISIONS,
-    DEPLOYMENTS,
-    LEADERWORKERSETS,
-    SERVICES,
-    STATEFULSETS,
-    ApiClient,
-    ApiError,
-    Resource,
-)
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
-from leaderworkerset.runtime.indexes import controller_ref
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.intstr import scaled_value
+from leaderworkerset.api.go.ints import go_atoi_or_none
+from leaderworkerset.api.go.intstr import scaled_value
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events
-from leaderworkerset.group.go_int import go_atoi_or_none
 from leaderworkerset.group.names import leader_pod_name
 from leaderworkerset.group.readiness import ordinal_group_ready, ordinal_group_updated
 from leaderworkerset.group.view import LwsView, view_of

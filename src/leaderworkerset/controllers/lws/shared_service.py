@@ -3,7 +3,7 @@ like the LWS and selecting all its pods."""
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group.ownership import lws_reference

@@ -18,11 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.go.ints import go_atoi_or_none
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, labels_of, revision_key_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.held import HeldReplacements
-from leaderworkerset.group.go_int import go_atoi_or_none
 from leaderworkerset.group.names import hpa_pod_selector
 from leaderworkerset.group.readiness import (
     ordinal_group_ready,

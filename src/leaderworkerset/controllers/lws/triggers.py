@@ -9,7 +9,7 @@ controller's watches.
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.group.roles import is_leader

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.go.quantity import format_quantity, sum_resources
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
-from leaderworkerset.api.quantity import format_quantity, sum_resources
+from leaderworkerset.api.resources import VOLCANO_PODGROUPS
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.view import LwsView
-from leaderworkerset.runtime.client import ApiClient, ApiError, Resource
-
-PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+from leaderworkerset.runtime.client import ApiClient, ApiError
 
 
 def pod_requests(template: JSON) -> dict[str, Any]:
@@ -49,8 +48,8 @@ def pod_group(view: LwsView, leader: JSON) -> JSON | None:
         spec["queue"] = queue
     copied = (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX, c.LABEL_TEMPLATE_REVISION_HASH)
     return {
-        "apiVersion": PODGROUPS.api_version,
-        "kind": PODGROUPS.kind,
+        "apiVersion": VOLCANO_PODGROUPS.api_version,
+        "kind": VOLCANO_PODGROUPS.kind,
         "metadata": {
             "name": str(name),
             "namespace": str(meta.get("namespace") or view.namespace),
@@ -72,10 +71,10 @@ async def ensure_pod_group(client: ApiClient, view: LwsView, leader: JSON) -> No
         return
     meta = body["metadata"]
     # PodGroups are not cached (few, and only with Volcano installed): look them up.
-    if await client.get_or_none(PODGROUPS, meta["name"], meta["namespace"]) is not None:
+    if await client.get_or_none(VOLCANO_PODGROUPS, meta["name"], meta["namespace"]) is not None:
         return
     try:
-        await client.create(PODGROUPS, body)
+        await client.create(VOLCANO_PODGROUPS, body)
     except ApiError as exc:
         if not exc.already_exists:
             raise

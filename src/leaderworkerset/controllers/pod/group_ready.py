@@ -14,11 +14,12 @@ import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, format_time, meta_of
+from leaderworkerset.api.resources import PODS
 from leaderworkerset.group.gates import group_ready_condition, has_group_ready_gate
 from leaderworkerset.group.readiness import worker_pods_ready, workers_ready_for_leader
-from leaderworkerset.runtime.client import PODS, STRATEGIC_MERGE_PATCH, ApiClient, ApiError
+from leaderworkerset.runtime.client import STRATEGIC_MERGE_PATCH, ApiClient, ApiError
 from leaderworkerset.runtime.indexes import resource_version
 
 REASON_WORKERS_READY = "WorkersReady"

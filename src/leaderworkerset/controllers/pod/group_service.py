@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of, name_of, uid_of
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.objects import JSON, controller_ref, meta_of, name_of, uid_of
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.roles import group_index, group_key
 from leaderworkerset.group.view import view_of
-from leaderworkerset.runtime.indexes import controller_ref
 
 
 def group_service_name(lws: JSON, leader_pod: JSON) -> str:

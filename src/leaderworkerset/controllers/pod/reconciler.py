@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import (
     JSON,
     labels_of,
@@ -21,6 +21,7 @@ from leaderworkerset.api.objects import (
     revision_key_of,
     uid_of,
 )
+from leaderworkerset.api.resources import NODES, SERVICES, STATEFULSETS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
@@ -50,13 +51,7 @@ from leaderworkerset.group.readiness import (
 )
 from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.group.view import LwsView, view_of
-from leaderworkerset.runtime.client import (
-    NODES,
-    SERVICES,
-    STATEFULSETS,
-    ApiClient,
-    ApiError,
-)
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
 from leaderworkerset.runtime.indexes import object_key

@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, labels_of, meta_of, revision_key_of
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.objects import JSON, controller_ref, labels_of, meta_of, revision_key_of
+from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
@@ -22,9 +23,8 @@ from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
 from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.group.view import LwsView
-from leaderworkerset.runtime.client import PODS, ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
-from leaderworkerset.runtime.indexes import controller_ref
 
 # How long a leader deletion is remembered (client-go's ExpectationsTimeout): far longer
 # than the pod cache takes to show the deletionTimestamp it caused.

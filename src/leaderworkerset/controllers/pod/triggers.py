@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.pod.reconciler import PodReconciler

@@ -15,8 +15,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, meta_of, name_of, revision_key_of, uid_of
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.objects import (
+    JSON,
+    controller_uid,
+    meta_of,
+    name_of,
+    revision_key_of,
+    uid_of,
+)
 from leaderworkerset.controllers.leader_template import (
     add_claims_and_retention,
     copied_metadata,
@@ -28,7 +35,6 @@ from leaderworkerset.controllers.pod.group_service import group_service_name
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.tpu import pod_requests_tpus
 from leaderworkerset.group.view import LwsView, view_of
-from leaderworkerset.runtime.indexes import by_controller_uid
 
 
 def build_worker_statefulset(
@@ -144,7 +150,7 @@ class WorkerSetCreates:
     def already_exists(self, leader: JSON, found: JSON | None) -> None:
         """A create answered 409 with `found` under the name: waited for if it is this
         leader's (an earlier create whose answer was lost)."""
-        if found is not None and uid_of(leader) in by_controller_uid(found):
+        if found is not None and controller_uid(found) == uid_of(leader):
             self.created(leader)
 
     def forget(self, leader: JSON) -> None:
@@ -154,5 +160,6 @@ class WorkerSetCreates:
     def statefulset_deleted(self, sts: JSON) -> None:
         """The statefulsets cache's delete handler: a worker StatefulSet created and
         deleted before its leader was reconciled again is not waited for."""
-        for owner in by_controller_uid(sts):
+        owner = controller_uid(sts)
+        if owner is not None:
             self.unseen.pop(owner, None)

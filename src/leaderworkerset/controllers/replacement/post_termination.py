@@ -28,7 +28,14 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from leaderworkerset.api.objects import JSON, condition_of, meta_of, name_of, timestamp_of
+from leaderworkerset.api.objects import (
+    JSON,
+    condition_of,
+    controller_ref,
+    meta_of,
+    name_of,
+    timestamp_of,
+)
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.options import (
     NODE_NOT_READY,
@@ -38,7 +45,6 @@ from leaderworkerset.group.options import (
 )
 from leaderworkerset.group.readiness import leader_lost, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_key, is_leader
-from leaderworkerset.runtime.indexes import controller_ref
 
 
 def gated_leaders(pods: Iterable[JSON]) -> list[JSON]:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.objects import JSON, meta_of, name_of, namespace_of
+from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
@@ -37,7 +38,7 @@ from leaderworkerset.group.options import (
 )
 from leaderworkerset.group.roles import is_leader, lws_name
 from leaderworkerset.group.view import view_of
-from leaderworkerset.runtime.client import JSON_PATCH, PODS, ApiClient, ApiError
+from leaderworkerset.runtime.client import JSON_PATCH, ApiClient, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.expectations import Expectations

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.objects import JSON, condition_of, meta_of
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.objects import JSON, condition_of, controller_ref, meta_of
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.replacement.reconciler import ReplacementReconciler
 from leaderworkerset.group.gates import scheduling_gate_index
 from leaderworkerset.group.readiness import pod_finished, pod_terminating
 from leaderworkerset.group.roles import is_leader
 from leaderworkerset.runtime.controller import NOT_STATUS_ONLY, Controller, Predicate, own_key
-from leaderworkerset.runtime.indexes import controller_ref
 from leaderworkerset.runtime.manager import Manager
 
 REPLACEMENT_CONTROLLER = "group-replacement"

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
 from leaderworkerset.api.config.defaults import set_defaults
 from leaderworkerset.api.config.validation import validate
-from leaderworkerset.api.godurations import format_duration, parse_duration
+from leaderworkerset.api.go.durations import format_duration, parse_duration
 from leaderworkerset.controller_command import (
     Settings,
     controller_command,

@@ -7,10 +7,10 @@ import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.disaggregatedset.names import compute_revision, lws_labels, lws_name
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_ds_caches
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.disaggregatedset.api.types import DisaggregatedSet
-from leaderworkerset.disaggregatedset.names import compute_revision, lws_labels, lws_name
 from tests.toolkit.caches import StaticLister, started
 
 JSON = dict[str, Any]

@@ -3,10 +3,14 @@ writes for each state, and that a pass over a settled set writes nothing."""
 
 from __future__ import annotations
 
-from leaderworkerset.controllers.disaggregatedset.caches import DISAGGREGATEDSETS, ROLE_SCALERS
+from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.resources import (
+    DISAGGREGATEDSETS,
+    LEADERWORKERSETS,
+    ROLE_SCALERS,
+    SERVICES,
+)
 from leaderworkerset.controllers.disaggregatedset.reconciler import DisaggregatedSetReconciler
-from leaderworkerset.disaggregatedset.api import constants as c
-from leaderworkerset.runtime.client import LEADERWORKERSETS, SERVICES
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.recorded_events import RecordedEvents
 from tests.unit.controllers.disaggregatedset.helpers import (

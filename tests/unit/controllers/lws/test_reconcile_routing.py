@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
-from leaderworkerset.runtime.client import LEADERWORKERSETS
 from leaderworkerset.runtime.controller import Result
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient

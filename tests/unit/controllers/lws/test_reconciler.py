@@ -13,20 +13,20 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
+    CONTROLLER_REVISIONS,
+    DEPLOYMENTS,
+    LEADERWORKERSETS,
+    STATEFULSETS,
+    Resource,
+)
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws import reconciler as reconciler_module
 from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
-from leaderworkerset.runtime.client import (
-    CONTROLLER_REVISIONS,
-    DEPLOYMENTS,
-    LEADERWORKERSETS,
-    STATEFULSETS,
-    ApiError,
-    Resource,
-)
+from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.controller import Result
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
 from leaderworkerset.controllers.lws.rolling_update import (
     ReplicaState,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws.status import (
     CONDITION_REPLACEMENT_HELD,

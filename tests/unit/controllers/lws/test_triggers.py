@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.lws.triggers import LWS_CONTROLLER, setup_lws_controller
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.cache import Informer
-from leaderworkerset.runtime.client import LEADERWORKERSETS
 from leaderworkerset.runtime.controller import Controller
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient

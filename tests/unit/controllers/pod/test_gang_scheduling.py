@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
-from leaderworkerset.api.quantity import format_quantity, parse_quantity, sum_resources
+from leaderworkerset.api.go.quantity import format_quantity, parse_quantity, sum_resources
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group, pod_group
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiError

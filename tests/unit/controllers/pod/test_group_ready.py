@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.pod.group_ready import (
     REASON_WORKERS_NOT_READY,

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import revision_key_of
+from leaderworkerset.api.resources import NODES, STATEFULSETS
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.pod.reconciler import PodReconciler, TopologyError
 from leaderworkerset.controllers.pod.worker_statefulset import CREATE_UNSEEN_FOR, WorkerSetCreates
 from leaderworkerset.group.options import ControllerOptions
-from leaderworkerset.runtime.client import NODES, STATEFULSETS, ApiError
+from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key

@@ -11,8 +11,9 @@ from typing import Any, cast
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import revision_key_of
+from leaderworkerset.api.resources import SERVICES
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
@@ -24,7 +25,7 @@ from leaderworkerset.group import names as naming
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.roles import group_size
 from leaderworkerset.group.view import view_of
-from leaderworkerset.runtime.client import SERVICES, ApiError
+from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key

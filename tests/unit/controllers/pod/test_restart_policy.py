@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.pod.restart_policy import DELETED_LEADER_MEMORY, GroupRestarter

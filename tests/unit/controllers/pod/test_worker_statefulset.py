@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
 from leaderworkerset.controllers.revisions import apply_revision, new_revision
 from leaderworkerset.webhooks.pods import mutate_pod

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
 from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
 from leaderworkerset.api.config.defaults import set_defaults
 from leaderworkerset.api.config.validation import validate
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import timestamp_of
 from leaderworkerset.caches import build_caches, node_readiness
 from leaderworkerset.controller_command import Settings, load_configuration

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.lws.status import hash_groups
 from leaderworkerset.controllers.replacement.post_termination import (
     decide,

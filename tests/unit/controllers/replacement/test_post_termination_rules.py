@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.replacement.post_termination import (
     NODE_NOT_READY,

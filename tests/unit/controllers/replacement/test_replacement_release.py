@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import build_caches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.held import HeldReplacements

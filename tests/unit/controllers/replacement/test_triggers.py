@@ -9,7 +9,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.replacement.reconciler import UNGATED, ReplacementReconciler
 from leaderworkerset.controllers.replacement.triggers import (

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from leaderworkerset.api import constants as c
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.replacement.reconciler import (
     UNGATE_IN_FLIGHT,

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from lws_localcluster.nodesim.watch import PodWatch
 
-from leaderworkerset.localcluster.nodesim.watch import PodWatch
 from tests.toolkit.waiting import eventually
 
 

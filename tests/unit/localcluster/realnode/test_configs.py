@@ -8,9 +8,8 @@ import tomllib
 from pathlib import Path
 
 import yaml
-
-from leaderworkerset.localcluster.realnode import configs
-from leaderworkerset.localcluster.realnode import layout as n
+from lws_localcluster.realnode import configs
+from lws_localcluster.realnode import layout as n
 
 PATHS = n.NodePaths(Path("/work/cluster"), Path("/cache/containerd"))
 

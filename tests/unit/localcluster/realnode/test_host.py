@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leaderworkerset.localcluster.realnode.host import mounts_under, pod_nat_rules
+from lws_localcluster.realnode.host import mounts_under, pod_nat_rules
 
 
 def _mountinfo(*points: str) -> str:

@@ -1,0 +1,446 @@
+"""NodeSimulator: a kubelet stand-in for tests against a real control plane.
+
+It registers Node objects, keeps them alive with Lease heartbeats, and drives every pod
+bound to them through the lifecycle a kubelet would report: Running with IPs, container
+statuses and conditions; graceful termination followed by the final delete; and faults
+that tests inject (failed pods, container restarts, unready containers, dead nodes).
+
+One pod watch feeds a deduplicating work queue drained by a few workers, so a burst of
+events for one pod costs one sync and thousands of pods need no per-pod loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from leaderworkerset.api.objects import format_time, meta_of
+from leaderworkerset.api.resources import PODS
+from leaderworkerset.runtime.client import (
+    STRATEGIC_MERGE_PATCH,
+    TRANSPORT_ERRORS,
+    ApiClient,
+    ApiError,
+)
+from lws_localcluster.nodesim.api import (
+    JsonObj,
+    delete_if_present,
+    list_all,
+    simulator_client,
+)
+from lws_localcluster.nodesim.cache import PodCache, PodKey
+from lws_localcluster.nodesim.faults import PodChange, PodFaults
+from lws_localcluster.nodesim.fleet import NodeFleet, SimNode
+from lws_localcluster.nodesim.nodes import (
+    AddressPool,
+    NodeSpec,
+    claim_networks,
+    release_networks,
+)
+from lws_localcluster.nodesim.pods import (
+    STARTUP_DELAY_ANNOTATION,
+    TERMINAL_PHASES,
+    TERMINATION_DELAY_ANNOTATION,
+    PodRuntime,
+    Termination,
+    adopt_containers,
+    annotation_seconds,
+    desired_status,
+    ensure_containers,
+    status_patch,
+)
+from lws_localcluster.nodesim.watch import PodWatch
+from lws_localcluster.nodesim.workqueue import WorkQueue
+
+__all__ = [
+    "DEFAULT_LEASE_INTERVAL",
+    "STARTUP_DELAY_ANNOTATION",
+    "TERMINATION_DELAY_ANNOTATION",
+    "NodeSimulator",
+    "NodeSpec",
+    "SimulatorStats",
+]
+
+log = logging.getLogger(__name__)
+
+# A kubelet's: it renews its 40 s Lease every quarter of that.
+DEFAULT_LEASE_INTERVAL = 10.0
+
+
+@dataclass
+class SimulatorStats:
+    events: int = 0
+    status_writes: int = 0
+    write_errors: int = 0
+    deletes: int = 0
+    # Pods whose status this simulator moved to Running for the first time.
+    pods_started: int = 0
+
+
+class NodeSimulator(PodFaults):
+    """Simulated nodes and their kubelets. Use as ``async with NodeSimulator(...) as sim``
+    or call :meth:`start` and :meth:`stop`.
+
+    Termination delay for a deleted pod, first match wins: :meth:`set_termination_delay`,
+    the pod annotation ``nodesim.leaderworkerset.dev/termination-delay-seconds``, the
+    node's ``NodeSpec.termination_delay``, ``termination_delay`` here. Like the kubelet
+    honouring grace, it never exceeds the pod's ``deletionGracePeriodSeconds``.
+    ``startup_delay`` (and annotation ``...startup-delay-seconds``) holds a newly bound
+    pod without status that long before its containers run. ``condition_taints``: the
+    simulator sets the not-ready and unreachable taints of its nodes itself; turn it off
+    where kube-controller-manager runs its node lifecycle controller, which then does.
+    """
+
+    def __init__(
+        self,
+        kubeconfig: Path | str | None = None,
+        nodes: Iterable[NodeSpec] = (),
+        *,
+        api: ApiClient | None = None,
+        termination_delay: float = 0.0,
+        startup_delay: float = 0.0,
+        workers: int = 20,
+        max_concurrent_writes: int = 20,
+        lease_interval: float = DEFAULT_LEASE_INTERVAL,
+        node_status_interval: float = 60.0,
+        delete_nodes_on_stop: bool = True,
+        write_terminal_status: bool = True,
+        schedulable_timeout: float = 60.0,
+        pod_network: str | None = None,
+        node_network: str | None = None,
+        condition_taints: bool = True,
+    ) -> None:
+        if api is None:
+            if kubeconfig is None:
+                raise ValueError("NodeSimulator needs a kubeconfig or an api client")
+            api = simulator_client(kubeconfig)
+            self._owns_api = True
+        else:
+            self._owns_api = False
+        self.api = api
+        self._network_slot, default_pods, default_nodes = claim_networks()
+        self._pod_ips = AddressPool(pod_network or default_pods)
+        self.fleet = NodeFleet(
+            api, node_network or default_nodes, condition_taints=condition_taints
+        )
+        self._initial_nodes = list(nodes)
+        self.termination_delay = termination_delay
+        self.startup_delay = startup_delay
+        self.write_terminal_status = write_terminal_status
+        self.delete_nodes_on_stop = delete_nodes_on_stop
+        self.lookup_timeout = 30.0
+        self._schedulable_timeout = schedulable_timeout
+        self._lease_interval = lease_interval
+        self._node_status_interval = node_status_interval
+        self._workers = workers
+        self._write_slots = asyncio.Semaphore(max_concurrent_writes)
+        self._queue: WorkQueue[PodKey] = WorkQueue()
+        self.cache = PodCache(
+            is_our_node=lambda node: node in self.fleet.nodes,
+            new_runtime=self._new_runtime,
+            changed=self._queue.add,
+            forgotten=self._forgotten,
+        )
+        self._timers: dict[PodKey, asyncio.TimerHandle] = {}
+        self._retries: dict[PodKey, int] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._watch = PodWatch(api, self._on_event, self.cache.on_relist)
+        self.stats = SimulatorStats()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> NodeSimulator:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Register the nodes and start watching; returns once the first LIST is in."""
+        try:
+            await asyncio.gather(*(self.fleet.register(spec) for spec in self._initial_nodes))
+            await self._wait_schedulable([spec.name for spec in self._initial_nodes])
+            self._tasks.append(asyncio.create_task(self._watch.run(), name="nodesim-watch"))
+            heartbeat = self.fleet.heartbeat(self._lease_interval, self._node_status_interval)
+            self._tasks.append(asyncio.create_task(heartbeat, name="nodesim-heartbeat"))
+            for i in range(self._workers):
+                worker = asyncio.create_task(self._worker(), name=f"nodesim-worker-{i}")
+                self._tasks.append(worker)
+            async with asyncio.timeout(60):
+                await self._watch.synced.wait()
+        except BaseException:
+            # No caller stops a simulator whose start failed: leave no nodes behind.
+            await self.stop()
+            raise
+
+    async def stop(self, delete_nodes: bool | None = None) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        try:
+            if self.delete_nodes_on_stop if delete_nodes is None else delete_nodes:
+                for name in list(self.fleet.nodes):
+                    await self.remove_node(name)
+        finally:
+            release_networks(self._network_slot)
+            if self._owns_api:
+                await self.api.close()
+
+    async def _wait_schedulable(self, names: list[str]) -> None:
+        try:
+            async with asyncio.timeout(self._schedulable_timeout):
+                await self.fleet.wait_schedulable(names)
+        except TimeoutError as err:
+            raise TimeoutError(
+                f"nodes {names} still carry the node.kubernetes.io/not-ready taint after "
+                f"{self._schedulable_timeout}s"
+            ) from err
+
+    # -- nodes -------------------------------------------------------------------------
+
+    @property
+    def node_names(self) -> list[str]:
+        return list(self.fleet.nodes)
+
+    def node(self, name: str) -> SimNode:
+        return self.fleet.nodes[name]
+
+    async def add_node(self, spec: NodeSpec, *, wait_schedulable: bool = True) -> SimNode:
+        node = await self.fleet.register(spec)
+        if wait_schedulable:
+            await self._wait_schedulable([spec.name])
+        if self._watch.synced.is_set():
+            # Pods bound to the name before it was ours produced no event we kept.
+            pods, _ = await list_all(self.api, PODS, field_selector=f"spec.nodeName={spec.name}")
+            for pod in pods:
+                self.cache.remember(pod)
+        return node
+
+    async def remove_node(self, name: str) -> None:
+        """Delete the node, its lease and (forcibly) the pods bound to it."""
+        for key in self.cache.keys_on_node(name):
+            self.cache.forget(key, meta_of(self.cache.pods[key]).get("uid"))
+        await self.fleet.unregister(name)
+
+    async def set_node_ready(self, name: str, ready: bool, *, status: str | None = "False") -> None:
+        """NotReady stops the node's heartbeats and freezes its pods, like a dead kubelet;
+        Ready again resumes and resyncs them. ``status`` is the Ready status the kubelet
+        reports as it goes, "False" or "Unknown"; None reports nothing, which leaves it to
+        the node lifecycle controller to notice the silence."""
+        if status not in ("False", "Unknown", None):
+            raise ValueError(f"a NotReady node's Ready status is False or Unknown, not {status}")
+        await self.fleet.set_ready(name, ready, status)
+        if ready:
+            for key in self.cache.keys_on_node(name):
+                self._queue.add(key)
+
+    async def _change_pod(self, namespace: str, name: str, change: PodChange) -> None:
+        key = (namespace, name)
+        try:
+            async with asyncio.timeout(self.lookup_timeout):
+                await self.cache.wait_for(key)
+        except TimeoutError:
+            raise LookupError(
+                f"pod {namespace}/{name} is not bound to a node of this simulator"
+            ) from None
+        rt = self.cache.runtime(key)
+        if rt is None:
+            raise LookupError(f"pod {namespace}/{name} vanished")
+        async with rt.lock:
+            change(rt, self.cache.pods[key])
+            await self._sync_locked(key, rt)
+
+    def _on_event(self, kind: str, pod: JsonObj) -> None:
+        self.stats.events += 1
+        self.cache.on_event(kind, pod)
+
+    # -- syncing -----------------------------------------------------------------------
+
+    def _new_runtime(self, pod: JsonObj) -> PodRuntime:
+        meta, spec, status = meta_of(pod), pod.get("spec") or {}, pod.get("status") or {}
+        node = self.fleet.nodes[spec["nodeName"]]
+        if spec.get("hostNetwork"):
+            ip = node.internal_ip
+        else:
+            # A pod keeps the IP it already reports (the simulator restarted), even one
+            # from outside this simulator's pool: pod IPs never change while it lives.
+            ip = status.get("podIP") or ""
+            if not ip:
+                ip = self._pod_ips.allocate()
+            else:
+                self._pod_ips.reserve(ip)
+        rt = PodRuntime(
+            uid=meta["uid"],
+            namespace=meta["namespace"],
+            name=meta["name"],
+            node=node.name,
+            pod_ip=ip,
+            start_time=status.get("startTime") or format_time(),
+            first_seen=asyncio.get_running_loop().time(),
+        )
+        adopt_containers(rt, pod)
+        return rt
+
+    def _forgotten(self, key: PodKey, rt: PodRuntime | None) -> None:
+        if key not in self.cache.pods:
+            timer = self._timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+            self._retries.pop(key, None)
+        if rt is not None:
+            self._pod_ips.release(rt.pod_ip)
+
+    async def _worker(self) -> None:
+        while (key := await self._queue.get()) is not None:
+            try:
+                await self._sync(key)
+                self._retries.pop(key, None)
+            except (ApiError, *TRANSPORT_ERRORS) as err:
+                self._retry(key, err)
+            except Exception:
+                # One bad pod must not take a worker down with it.
+                log.exception("syncing pod %s/%s failed", *key)
+            finally:
+                self._queue.done(key)
+
+    def _retry(self, key: PodKey, err: Exception) -> None:
+        self.stats.write_errors += 1
+        attempts = self._retries.get(key, 0) + 1
+        self._retries[key] = attempts
+        delay = min(0.05 * 2**attempts, 10.0)
+        log.info("pod %s/%s: %s; retrying in %.2fs", *key, err, delay)
+        asyncio.get_running_loop().call_later(delay, self._queue.add, key)
+
+    async def _sync(self, key: PodKey) -> None:
+        rt = self.cache.runtime(key)
+        if rt is not None:
+            async with rt.lock:
+                await self._sync_locked(key, rt)
+
+    async def _sync_locked(self, key: PodKey, rt: PodRuntime) -> None:
+        pod = self.cache.pods.get(key)
+        if pod is None or meta_of(pod).get("uid") != rt.uid:
+            return
+        node = self.fleet.nodes.get(rt.node)
+        if node is None or not node.ready:
+            # A NotReady node's kubelet is silent: nothing reported, nothing deleted.
+            return
+        now = asyncio.get_running_loop().time()
+        if meta_of(pod).get("deletionTimestamp"):
+            await self._sync_terminating(key, pod, rt, node, now)
+            return
+        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES and rt.terminal is None:
+            return  # ended by someone else; a kubelet never revives a terminal pod
+        if rt.terminal is None:
+            delay = annotation_seconds(pod, STARTUP_DELAY_ANNOTATION)
+            if delay is None:
+                delay = node.spec.startup_delay
+            if delay is None:
+                delay = self.startup_delay
+            if now < rt.first_seen + delay:
+                self._wake_at(key, rt.first_seen + delay)
+                return
+        await self._write_status(key, pod, rt, node)
+
+    async def _sync_terminating(
+        self, key: PodKey, pod: JsonObj, rt: PodRuntime, node: SimNode, now: float
+    ) -> None:
+        if rt.delete_sent:
+            return
+        if rt.deletion_seen is None:
+            rt.deletion_seen = now
+        if rt.stalled:
+            return
+        phase = (pod.get("status") or {}).get("phase")
+        if rt.terminal is None and phase not in TERMINAL_PHASES:
+            deadline = rt.deletion_seen + self._termination_delay(pod, rt, node)
+            if now < deadline:
+                self._wake_at(key, deadline)
+                await self._write_status(key, pod, rt, node)
+                return
+            rt.terminal = Termination(0, "Completed", format_time())
+            if self.write_terminal_status:
+                await self._write_status(key, pod, rt, node)
+        meta = meta_of(pod)
+        async with self._write_slots:
+            await delete_if_present(
+                self.api, PODS, rt.name, rt.namespace, uid=meta["uid"], grace_period_seconds=0
+            )
+        rt.delete_sent = True
+        self.stats.deletes += 1
+
+    def _termination_delay(self, pod: JsonObj, rt: PodRuntime, node: SimNode) -> float:
+        delay = rt.termination_delay
+        if delay is None:
+            delay = annotation_seconds(pod, TERMINATION_DELAY_ANNOTATION)
+        if delay is None:
+            delay = node.spec.termination_delay
+        if delay is None:
+            delay = self.termination_delay
+        grace = meta_of(pod).get("deletionGracePeriodSeconds")
+        return delay if grace is None else min(delay, float(grace))
+
+    async def _write_status(self, key: PodKey, pod: JsonObj, rt: PodRuntime, node: SimNode) -> None:
+        ensure_containers(rt, pod, format_time())
+        desired = desired_status(pod, rt, node.internal_ip)
+        patch = status_patch(pod, desired)
+        if patch is None:
+            return
+        try:
+            async with self._write_slots:
+                updated = await self.api.patch(
+                    PODS,
+                    rt.name,
+                    patch,
+                    namespace=rt.namespace,
+                    subresource="status",
+                    content_type=STRATEGIC_MERGE_PATCH,
+                )
+        except ApiError as err:
+            if err.not_found:
+                return  # deleted meanwhile; the watch delivers the DELETED event
+            if err.status in (409, 422) and "uid" in err.message.lower():
+                return  # the name now belongs to a newer pod
+            raise
+        self.stats.status_writes += 1
+        if desired["phase"] == "Running" and (pod.get("status") or {}).get("phase") != "Running":
+            self.stats.pods_started += 1
+        self.cache.remember_written(updated)
+
+    def _wake_at(self, key: PodKey, deadline: float) -> None:
+        """Sync the pod again at ``deadline`` (loop time); keeps an earlier timer."""
+        current = self._timers.get(key)
+        if current is not None:
+            if current.when() <= deadline:
+                return
+            current.cancel()
+
+        def fire() -> None:
+            self._timers.pop(key, None)
+            self._queue.add(key)
+
+        self._timers[key] = asyncio.get_running_loop().call_at(deadline, fire)
+
+    # -- introspection for tests -------------------------------------------------------
+
+    def cached_pod(self, namespace: str, name: str) -> JsonObj | None:
+        """The simulator's latest copy of a pod bound to one of its nodes."""
+        return self.cache.pods.get((namespace, name))
+
+    async def settle(self) -> None:
+        """Return once no pod sync is queued or running (callers bound the wait)."""
+        await self._queue.wait_idle()

@@ -1,2 +1,0 @@
-"""The DisaggregatedSet and DisaggregatedSetRoleScaler API: model, CRDs, defaulting
-and validation."""
