@@ -77,8 +77,11 @@ def setup_controllers(
     lws_controller = setup_lws_controller(manager, lws, workers=lws_workers)
 
     pods = PodReconciler(client, caches, recorder, options=options)
-    GROUP_METRICS.watch(caches, pods.restarter.deleted_leaders.__contains__)
     pod_controller = setup_pod_controller(manager, pods, workers=pod_workers)
+    # The LWS reconciler refreshes the group counts; the pod reconciler deletes leaders
+    # and so tells the losses it caused from the others'.
+    GROUP_METRICS.track_changes(lws_controller, caches)
+    GROUP_METRICS.count_losses(pod_controller, caches, pods.restarter.deleted_leaders.__contains__)
 
     replacement = ReplacementReconciler(client, caches, recorder, options=options, held=held)
     replacement_controller = setup_replacement_controller(manager, replacement)

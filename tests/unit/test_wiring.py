@@ -25,6 +25,7 @@ from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.webhooks.disaggregatedset import VALIDATING_PATH as DS_VALIDATING_PATH
 from leaderworkerset.wiring import LwsControllers, setup_controllers
 from tests.toolkit.manager import new_manager
+from tests.toolkit.paths import REPO
 from tests.toolkit.waiting import eventually
 
 CONTROLLERS = ("leaderworkerset", "pod", "group-replacement")
@@ -129,3 +130,28 @@ def test_the_disaggregatedset_switch(enabled: bool, tmp_path: Path) -> None:
         assert wiring.disaggregatedsets is None and wiring.ds_caches is None
         assert not watched and not any(DS_LABEL in name for name in caches)
         assert not served
+
+
+def test_a_standby_hangs_only_the_webhooks_handlers_on_the_caches(tmp_path: Path) -> None:
+    """Every handler that serves a controller joins the caches when that controller
+    starts (on the elected replica); only the pod webhook's hostnames, which every
+    replica serves, follow the pod cache before."""
+    manager = new_manager(tmp_path)
+    wiring = setup_controllers(manager)
+    hanging = {informer.name: len(informer._handlers) for informer in wiring.caches.all()}
+    assert {name: count for name, count in hanging.items() if count} == {wiring.caches.pods.name: 1}
+    for ctrl in (wiring.leaderworkersets, wiring.pods, wiring.replacement):
+        ctrl.connect()
+    assert len(wiring.caches.pods._handlers) > 1 and wiring.caches.statefulsets._handlers
+
+
+def test_only_the_controller_registration_calls_add_handler() -> None:
+    """One owner: a handler hangs on a cache through a Controller (leader only) or,
+    for what every replica serves, through add_replica_handler, never directly."""
+    src = REPO / "src"
+    callers = sorted(
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if ".add_handler(" in path.read_text()
+    )
+    assert callers == ["leaderworkerset/runtime/controller.py"]

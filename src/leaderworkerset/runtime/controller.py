@@ -117,6 +117,26 @@ def _beyond_status(obj: JSON) -> tuple[object, dict[str, object]]:
 NOT_STATUS_ONLY = Predicate(update=lambda old, new: _beyond_status(old) != _beyond_status(new))
 
 
+# -- handlers outside any controller ---------------------------------------------------
+
+
+def add_replica_handler(
+    informer: Informer,
+    *,
+    on_add: AddHandler | None = None,
+    on_update: UpdateHandler | None = None,
+    on_delete: DeleteHandler | None = None,
+) -> None:
+    """Hang handlers on `informer` at once, on every replica, leader or standby.
+
+    Only for what serves on every replica: the admission webhooks answer wherever
+    the API server sends a review, so what they read from a cache's events must be
+    current on a standby too. Anything that serves a controller goes through
+    :meth:`Controller.add_side_handler`, so that a standby keeps none of it; this
+    function and the controller are the only places that call ``add_handler``."""
+    informer.add_handler(on_add, on_update, on_delete)
+
+
 # -- the controller --------------------------------------------------------------------
 
 
@@ -202,12 +222,25 @@ class Controller:
 
         self._add_source(informer, (on_add, on_update, on_delete))
 
+    def add_side_handler(
+        self,
+        informer: Informer,
+        *,
+        on_add: AddHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: DeleteHandler | None = None,
+    ) -> None:
+        """Also run these handlers for `informer`'s events, from when this controller
+        connects, ahead of the sources watched after it. This is how anything that
+        serves a controller (a reconciler's memory of deletions, the gate removals it
+        expects, the metrics it keeps) hangs on a cache: it is then kept only by the
+        replica that reconciles, never piled up on a standby that queues nothing.
+        What must run on every replica uses :func:`add_replica_handler` instead."""
+        self._add_source(informer, (on_add, on_update, on_delete))
+
     def on_delete(self, informer: Informer, handler: DeleteHandler) -> None:
-        """Also run `handler` for each object `informer` deletes, from when this
-        controller connects, ahead of the sources watched after it: what a reconciler
-        keeps of deleted objects is then kept only by the replica that reconciles them,
-        never piled up on a standby that queues nothing."""
-        self._add_source(informer, (None, None, handler))
+        """:meth:`add_side_handler` for deletions only."""
+        self.add_side_handler(informer, on_delete=handler)
 
     def _add_source(self, informer: Informer, handlers: _Handlers) -> None:
         self._sources.append((informer, handlers))
