@@ -27,7 +27,6 @@ from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GROUP_METRICS
 from leaderworkerset.controllers.held import HeldBoard, HeldReplacements
-from leaderworkerset.controllers.replacement.post_termination import Decision, decide
 from leaderworkerset.group.gates import remove_scheduling_gate_patch, scheduling_gate_index
 from leaderworkerset.group.options import (
     NODE_NOT_READY,
@@ -36,6 +35,7 @@ from leaderworkerset.group.options import (
     ControllerOptions,
     ReleaseThresholds,
 )
+from leaderworkerset.group.post_termination import Decision, decide
 from leaderworkerset.group.roles import is_leader, lws_name
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import JSON_PATCH, ApiClient, ApiError
