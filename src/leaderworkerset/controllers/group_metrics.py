@@ -41,7 +41,6 @@ from leaderworkerset.group.roles import group_index, is_leader, lws_name
 from leaderworkerset.group.state import Group, GroupState, group_state, groups_of
 from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.controller import Controller
-from leaderworkerset.runtime.metrics import REGISTRY
 
 LABELS = ("namespace", "leaderworkerset", "group_identity")
 
@@ -147,11 +146,14 @@ class _LwsRecord:
 
 
 class GroupMetrics:
-    """The group metric families and what they need to remember, in one registry."""
+    """The group metric families and what they need to remember, in one registry: the
+    process's (wiring builds one on the Manager's) or, without, one of their own."""
 
     def __init__(
-        self, registry: CollectorRegistry = REGISTRY, clock: Callable[[], float] = time.time
+        self, registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time
     ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        registry = self.registry
         self.clock = clock
         self.ready_seconds = Histogram(
             "lws_group_ready_seconds",
@@ -454,7 +456,3 @@ def _state_label(state: GroupState) -> str:
         GroupState.TEARING_DOWN: "tearing_down",
         GroupState.UPDATING: "updating",
     }[state]
-
-
-# The process's one set of group metrics, served on /metrics with the rest.
-GROUP_METRICS = GroupMetrics()

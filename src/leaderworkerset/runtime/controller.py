@@ -18,13 +18,7 @@ from leaderworkerset.api.objects import JSON, controller_ref, meta_of
 from leaderworkerset.runtime.cache import AddHandler, DeleteHandler, Informer, UpdateHandler
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.indexes import object_key
-from leaderworkerset.runtime.metrics import (
-    ACTIVE_WORKERS,
-    MAX_CONCURRENT_RECONCILES,
-    RECONCILE_ERRORS,
-    RECONCILE_TIME,
-    RECONCILE_TOTAL,
-)
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.queue import Clock, RateLimiter, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -161,24 +155,29 @@ class Controller:
         rate_limiter: RateLimiter | None = None,
         clock: Clock | None = None,
         sync_timeout: float = 120.0,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
+        """`metrics`: the process's (the Manager's); without, ones of its own."""
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         self.name = name
         self.workers = workers
         self.sync_timeout = sync_timeout
-        self.queue = WorkQueue(name, controller=name, rate_limiter=rate_limiter, clock=clock)
+        self.metrics = metrics or RuntimeMetrics()
+        self.queue = WorkQueue(
+            name, controller=name, rate_limiter=rate_limiter, clock=clock, metrics=self.metrics
+        )
         self._reconcile = reconcile
         self._informers: list[Informer] = []
         self._sources: list[tuple[Informer, _Handlers]] = []
         self._connected = False
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
-        self._active = ACTIVE_WORKERS.labels(controller=name)
-        self._time = RECONCILE_TIME.labels(controller=name)
-        self._errors = RECONCILE_ERRORS.labels(controller=name)
+        self._active = self.metrics.active_workers.labels(controller=name)
+        self._time = self.metrics.reconcile_time.labels(controller=name)
+        self._errors = self.metrics.reconcile_errors.labels(controller=name)
         self._totals = {
-            result: RECONCILE_TOTAL.labels(controller=name, result=result)
+            result: self.metrics.reconcile_total.labels(controller=name, result=result)
             for result in ("success", "error", "requeue", "requeue_after")
         }
 
@@ -294,7 +293,7 @@ class Controller:
                     f"{self.sync_timeout}s (was it started?)"
                 )
         self.connect()
-        MAX_CONCURRENT_RECONCILES.labels(controller=self.name).set(self.workers)
+        self.metrics.max_concurrent_reconciles.labels(controller=self.name).set(self.workers)
         self._tasks = [
             asyncio.create_task(self._worker(), name=f"{self.name} worker {i}")
             for i in range(self.workers)

@@ -40,7 +40,6 @@ from leaderworkerset.runtime.indexes import (
     label_index_value,
     object_key,
 )
-from leaderworkerset.runtime.metrics import WATCHES_OPEN
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
@@ -685,10 +684,10 @@ def test_not_status_only_skips_a_status_write_and_nothing_else() -> None:
 
 
 async def test_an_open_watch_is_counted_while_it_lasts() -> None:
-    gauge = WATCHES_OPEN.labels(CONFIGMAPS.plural)
-    before = gauge._value.get()
     server = FakeServer()
     informer = make(server)
+    gauge = informer.metrics.watches_open.labels(CONFIGMAPS.plural)
+    before = gauge._value.get()
     informer.start()
     await informer.wait_synced(5)
     await eventually(lambda: server.open_streams == 1, "the watch")

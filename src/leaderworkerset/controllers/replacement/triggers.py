@@ -82,7 +82,9 @@ def setup_replacement_controller(
 ) -> Controller:
     """The group-replacement controller, watching its sources, added to `manager`."""
     caches = reconciler.caches
-    controller = Controller(REPLACEMENT_CONTROLLER, reconciler, workers=workers)
+    controller = Controller(
+        REPLACEMENT_CONTROLLER, reconciler, workers=workers, metrics=manager.metrics
+    )
     # Not a source: ticks off the gate removals this process expects to see.
     controller.add_side_handler(
         caches.pods, on_update=reconciler.observe, on_delete=reconciler.observe_deleted
