@@ -91,7 +91,7 @@ realnode: setup controlplane tools node
 # The real node end to end (opt-in): the fast suite's tests/realnode, then the kustomize
 # install, upstream's release migrated to ours and back, and upstream's e2e suite
 # (hack/build-upstream-e2e.sh compiles it) against the installed controller; each step's
-# time is printed (docs/real-node.md, about 7 minutes).
+# time is printed (how long in all: docs/real-node.md).
 e2e-real: setup controlplane tools node
 	$(BIN)/pytest -q -s --durations=0 tests/realnode tests/e2e_real
 
@@ -105,7 +105,7 @@ compat: setup controlplane tools
 
 # Faults on the real control plane (controller SIGKILLs, API server restarts and expired
 # watches, a webhook outage, concurrent edits, fuzzed admission), each ending with the
-# invariant checks; prints every scenario's figures. Opt-in: ~15 minutes (docs/chaos.md).
+# invariant checks; prints every scenario's figures. Opt-in; how long: docs/chaos.md.
 chaos: setup controlplane
 	$(BIN)/pytest -q tests/chaos
 

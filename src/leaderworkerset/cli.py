@@ -22,20 +22,19 @@ import yaml
 
 from leaderworkerset import __version__
 from leaderworkerset.api.disaggregatedset import constants as ds
+from leaderworkerset.api.disaggregatedset import validation as ds_validation
 from leaderworkerset.api.disaggregatedset.crd import (
     render_disaggregatedset_crd_yaml,
     render_scaler_crd_yaml,
 )
+from leaderworkerset.api.disaggregatedset.defaults import default_disaggregatedset
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset import validation as lws_validation
 from leaderworkerset.api.leaderworkerset.crd import CRD_FILE, render_crd_yaml
 from leaderworkerset.api.leaderworkerset.defaults import default_leaderworkerset
 from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
-from leaderworkerset.api.leaderworkerset.validation import (
-    validate_create,
-    validate_update,
-    warnings_for,
-)
 from leaderworkerset.api.schema_check import check_against_schema
 from leaderworkerset.controller_command import controller
 
@@ -126,23 +125,26 @@ main.add_command(controller)
     "API server's fieldValidation (kubectl's --validate=strict|warn|ignore).",
 )
 def validate(manifest: Any, old_manifest: Any, output: str, field_validation: str) -> None:
-    """Default and validate the LeaderWorkerSets in MANIFEST ('-' for stdin).
+    """Default and validate the LeaderWorkerSets and DisaggregatedSets in MANIFEST ('-'
+    for stdin), as the API server and this project's webhooks would admit them.
 
     Prints each defaulted object, or every error with its field path; exits 1
     when any object is invalid. Documents of other kinds are skipped.
     """
-    old_by_name: dict[str, LeaderWorkerSet] = {}
+    stored: dict[tuple[str, str], Any] = {}
     if old_manifest is not None:
-        for doc in _leaderworkersets(old_manifest):
-            stored, _ = LeaderWorkerSet.from_json(doc)
-            old_by_name[stored.name] = default_leaderworkerset(stored)
+        for judged, doc in _judged_documents(old_manifest):
+            previous, _ = judged.decode(doc)
+            stored[judged.kind, previous.name] = judged.default(previous)
     failed = False
     found = 0
-    for doc in _leaderworkersets(manifest):
+    for judged, doc in _judged_documents(manifest):
         found += 1
-        failed |= not _check_and_print(doc, output, old_by_name, field_validation.lower())
+        failed |= not _check_and_print(judged, doc, output, stored, field_validation.lower())
     if found == 0:
-        raise click.ClickException(f"no {c.KIND} ({c.API_VERSION}) found in the manifest")
+        raise click.ClickException(
+            f"no {c.KIND} ({c.API_VERSION}) or {ds.KIND} ({ds.API_VERSION}) found in the manifest"
+        )
     if failed:
         sys.exit(1)
 
@@ -160,7 +162,8 @@ def check_samples(samples: Path) -> None:
     for path in sorted(samples.glob("*.yaml")):
         click.echo(f"# {path}")
         with path.open() as stream:
-            if not all([_check_and_print(doc, "yaml", {}) for doc in _leaderworkersets(stream)]):
+            checked = [_check_and_print(j, doc, "yaml", {}) for j, doc in _judged_documents(stream)]
+            if not all(checked):
                 failed.append(path.name)
     if failed:
         raise click.ClickException(f"invalid samples: {', '.join(failed)}")
@@ -212,10 +215,48 @@ def crd_generate(plural: str, output: Path | None, check: bool) -> None:
     click.echo(f"wrote {output}")
 
 
+@dataclass(frozen=True)
+class Judged:
+    """How `lws validate` judges one kind: the steps of its admission, each the
+    function the API server's defaulting or this project's webhook runs."""
+
+    kind: str
+    group: str
+    decode: Callable[[dict[str, Any]], tuple[Any, list[FieldError]]]
+    default: Callable[[Any], Any]
+    validate_create: Callable[[Any], list[FieldError]]
+    validate_update: Callable[[Any, Any], list[FieldError]]
+    warnings: Callable[[Any], list[str]]
+
+
+JUDGED_KINDS = (
+    Judged(
+        c.KIND,
+        c.GROUP,
+        LeaderWorkerSet.from_json,
+        default_leaderworkerset,
+        lws_validation.validate_create,
+        lws_validation.validate_update,
+        lws_validation.warnings_for,
+    ),
+    # What webhooks/disaggregatedset.py runs: the CRD schema's defaults, then its rules.
+    Judged(
+        ds.KIND,
+        ds.GROUP,
+        DisaggregatedSet.from_json,
+        default_disaggregatedset,
+        ds_validation.validate_create,
+        ds_validation.validate_update,
+        ds_validation.warnings_for,
+    ),
+)
+
+
 def _check_and_print(
+    judged: Judged,
     doc: dict[str, Any],
     output: str,
-    stored: dict[str, LeaderWorkerSet],
+    stored: dict[tuple[str, str], Any],
     field_validation: str = "strict",
 ) -> bool:
     """Default and validate one object (as an update when it is in `stored`); print
@@ -228,34 +269,40 @@ def _check_and_print(
     if field_validation == "warn":
         for warning in findings.warnings():
             click.echo(f"Warning: {warning}", err=True)
-    lws, decoded = LeaderWorkerSet.from_json(doc)
-    defaulted = default_leaderworkerset(lws)
-    previous = stored.get(lws.name)
-    rules = validate_create(defaulted) if previous is None else validate_update(defaulted, previous)
+    obj, decoded = judged.decode(doc)
+    defaulted = judged.default(obj)
+    previous = stored.get((judged.kind, obj.name))
+    rules = (
+        judged.validate_create(defaulted)
+        if previous is None
+        else judged.validate_update(defaulted, previous)
+    )
     # The API server's order: the mutating webhook refuses what it cannot decode, the
     # schema refuses next, and only then do the validating webhook's rules run. The
     # first that refuses is what `kubectl apply` shows; the rest are printed after it,
     # so that one run lists everything to fix.
     stages = [errs for errs in (decoded, findings.errors, rules) if errs]
-    for warning in warnings_for(defaulted):
+    for warning in judged.warnings(defaulted):
         click.echo(f"Warning: {warning}", err=True)
     if stages:
-        _print_errors(lws.name, stages[0], _not_in(stages[0], stages[1:]))
+        _print_errors(judged, obj.name, stages[0], _not_in(stages[0], stages[1:]))
         return False
     click.echo(_render(defaulted.to_json(), output), nl=False)
     return True
 
 
-def _leaderworkersets(stream: Any) -> list[dict[str, Any]]:
+def _judged_documents(stream: Any) -> list[tuple[Judged, dict[str, Any]]]:
+    """The documents of the manifest that `lws validate` judges, each with its kind."""
     try:
         docs = [d for d in yaml.safe_load_all(stream) if d is not None]
     except yaml.YAMLError as exc:
         raise click.ClickException(f"cannot parse the manifest: {exc}") from exc
-    return [
-        d
+    by_kind = {(j.group, j.kind): j for j in JUDGED_KINDS}
+    judged = [
+        by_kind.get((_group_of(d), str(d.get("kind")))) if isinstance(d, dict) else None
         for d in docs
-        if isinstance(d, dict) and d.get("kind") == c.KIND and _group_of(d) == c.GROUP
     ]
+    return [(j, d) for j, d in zip(judged, docs, strict=True) if j is not None]
 
 
 def _group_of(doc: dict[str, Any]) -> str:
@@ -267,8 +314,10 @@ def _not_in(shown: list[FieldError], stages: list[list[FieldError]]) -> list[Fie
     return [error for stage in stages for error in stage if error.field not in fields]
 
 
-def _print_errors(name: str, errors: list[FieldError], then: list[FieldError]) -> None:
-    click.echo(f"{c.KIND}.{c.GROUP} {json.dumps(name)} is invalid:", err=True)
+def _print_errors(
+    judged: Judged, name: str, errors: list[FieldError], then: list[FieldError]
+) -> None:
+    click.echo(f"{judged.kind}.{judged.group} {json.dumps(name)} is invalid:", err=True)
     for error in errors:
         click.echo(f"  * {error}", err=True)
     if then:

@@ -1,5 +1,5 @@
-"""Wiring: the caches, the three controllers and the admission webhooks of the
-LeaderWorkerSet controller, on a runtime Manager.
+"""Wiring: the caches, the four controllers (LeaderWorkerSet, pod, group replacement,
+DisaggregatedSet) and the admission webhooks, on a runtime Manager.
 
 Composition only. What wakes each reconciler is declared in its own package
 (`controllers/<name>/triggers.py`, as controller-runtime's builder sits beside a

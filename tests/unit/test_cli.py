@@ -65,7 +65,109 @@ def test_validate_update_against_stored_object(tmp_path: Path) -> None:
 def test_validate_without_any_leaderworkerset() -> None:
     result = CliRunner().invoke(main, ["validate", "-"], input="kind: ConfigMap\n")
     assert result.exit_code != 0
-    assert "no LeaderWorkerSet" in result.output
+    assert "no LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) or DisaggregatedSet" in result.output
+
+
+# --- DisaggregatedSets, judged as LeaderWorkerSets are -------------------------------------------
+INVALID_DS = """
+apiVersion: disaggregatedset.x-k8s.io/v1
+kind: DisaggregatedSet
+metadata:
+  name: bad
+spec:
+  roles:
+    - name: prefill
+      spec:
+        replicas: 1
+        rolloutStrategy: {rollingUpdateConfiguration: {partition: 2}}
+        leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: c, image: i}]}}}
+    - name: Decode
+      spec:
+        replicas: 1
+        leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: c, image: i}]}}}
+"""
+
+
+def test_validate_prints_the_defaulted_disaggregatedset() -> None:
+    result = CliRunner().invoke(main, ["validate", str(SAMPLES / "disaggregatedset.yaml")])
+    assert result.exit_code == 0, result.output
+    obj = yaml.safe_load(result.stdout)
+    assert obj["kind"] == "DisaggregatedSet"
+    prefill, decode = obj["spec"]["roles"]
+    rollout = prefill["spec"]["rolloutStrategy"]
+    assert rollout["type"] == "RollingUpdate"
+    assert rollout["rollingUpdateConfiguration"] == {
+        "partition": 0,
+        "maxUnavailable": 1,
+        "maxSurge": 1,
+    }
+    assert decode["spec"]["leaderWorkerTemplate"]["size"] == 1
+    # The CRD schema gives a role no Group Identity: the LeaderWorkerSet webhook does.
+    assert "groupIdentity" not in decode["spec"] and "rolloutStrategy" not in decode["spec"]
+
+
+def test_validate_refuses_a_disaggregatedset_with_field_paths() -> None:
+    result = CliRunner().invoke(main, ["validate", "-"], input=INVALID_DS)
+    assert result.exit_code == 1
+    assert 'DisaggregatedSet.disaggregatedset.x-k8s.io "bad" is invalid' in result.stderr
+    assert 'spec.roles[1].name: Invalid value: "Decode"' in result.stderr
+    partition = "spec.roles[0].spec.rolloutStrategy.rollingUpdateConfiguration.partition"
+    assert f"{partition}: Forbidden" in result.stderr
+
+
+def test_validate_a_disaggregatedset_under_each_field_validation() -> None:
+    unknown = (
+        (SAMPLES / "disaggregatedset.yaml").read_text().replace("spec:\n", "spec:\n  bogus: 1\n", 1)
+    )
+    strict = CliRunner().invoke(main, ["validate", "-"], input=unknown)
+    assert strict.exit_code == 1
+    assert (
+        'DisaggregatedSet in version "v1" cannot be handled as a DisaggregatedSet: '
+        'strict decoding error: unknown field "spec.bogus"'
+    ) in strict.stderr
+    warn = CliRunner().invoke(main, ["validate", "--field-validation=Warn", "-"], input=unknown)
+    assert warn.exit_code == 0, warn.output
+    assert 'Warning: unknown field "spec.bogus"' in warn.stderr
+
+
+def test_validate_a_disaggregatedset_update(tmp_path: Path) -> None:
+    """Created under upstream, a set whose name leaves no room for its Services' names is
+    refused on create but may still be edited: an update keeps the errors it had."""
+    long_name = "set-" + "x" * 50
+    created = (
+        (SAMPLES / "disaggregatedset.yaml").read_text().replace("name: llm", f"name: {long_name}")
+    )
+    stored = tmp_path / "old.yaml"
+    stored.write_text(created)
+    refused = CliRunner().invoke(main, ["validate", "-"], input=created)
+    assert refused.exit_code == 1
+    assert 'spec.roles[0].name: Invalid value: "prefill": makes Service names' in refused.stderr
+    edited = created.replace("replicas: 3", "replicas: 6")
+    admitted = CliRunner().invoke(main, ["validate", "--old", str(stored), "-"], input=edited)
+    assert admitted.exit_code == 0, admitted.output
+    both_zero = edited.replace("maxSurge: 1", "maxSurge: 0\n            maxUnavailable: 0")
+    still = CliRunner().invoke(main, ["validate", "--old", str(stored), "-"], input=both_zero)
+    assert still.exit_code == 1
+    assert "spec.roles[0].spec.rolloutStrategy.rollingUpdateConfiguration" in still.stderr
+
+
+def test_validate_a_mixed_manifest() -> None:
+    manifest = "\n---\n".join(
+        [
+            (SAMPLES / "worker-template-only.yaml").read_text(),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: skipped}\n",
+            (SAMPLES / "disaggregatedset.yaml").read_text(),
+            INVALID_DS,
+        ]
+    )
+    result = CliRunner().invoke(main, ["validate", "-"], input=manifest)
+    assert result.exit_code == 1
+    printed = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    assert [(d["kind"], d["metadata"]["name"]) for d in printed] == [
+        ("LeaderWorkerSet", "workers-only"),
+        ("DisaggregatedSet", "llm"),
+    ]
+    assert 'DisaggregatedSet.disaggregatedset.x-k8s.io "bad" is invalid' in result.stderr
 
 
 def test_crd_generate_check(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
-"""What the API server finds in a LeaderWorkerSet on its own, with the CRD's structural
-schema: members the schema does not declare (refused under `fieldValidation=Strict`,
-kubectl's default, or warned about under `Warn`), and values of the wrong JSON type,
-below a `minimum`, above a `maximum` or outside an `enum`, anywhere in the object, pod
-templates included.
+"""What the API server finds on its own in a LeaderWorkerSet, DisaggregatedSet or
+DisaggregatedSetRoleScaler, with the structural schema of the kind's CRD: members the
+schema does not declare (refused under `fieldValidation=Strict`, kubectl's default, or
+warned about under `Warn`), and values of the wrong JSON type, below a `minimum`, above
+a `maximum` or outside an `enum`, anywhere in the object, pod templates included.
 
 `lws validate` runs this so that a manifest it accepts is one the API server accepts,
 refused with the server's words; the webhooks never need it (the API server has
@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
+from leaderworkerset.api.disaggregatedset import constants as ds
+from leaderworkerset.api.disaggregatedset.crd import build_disaggregatedset_crd, build_scaler_crd
 from leaderworkerset.api.errors import (
     FieldError,
     invalid,
@@ -38,17 +41,28 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# The CRD of each kind checked, by (group, kind); anything else is read as a
+# LeaderWorkerSet, the kind `lws validate` was first written for.
+_CRDS: Final[dict[tuple[str, str], Callable[[], dict[str, Any]]]] = {
+    (c.GROUP, c.KIND): build_crd,
+    (ds.GROUP, ds.KIND): build_disaggregatedset_crd,
+    (ds.GROUP, ds.SCALER_KIND): build_scaler_crd,
+}
+
+
 @dataclass
 class SchemaFindings:
     unknown: list[str] = field(default_factory=list)
     errors: list[FieldError] = field(default_factory=list)
+    kind: str = c.KIND
+    version: str = c.VERSION
 
     def strict_error(self) -> str:
         """The API server's answer to a create with unknown members under Strict."""
         listed = ", ".join(f"unknown field {json.dumps(path)}" for path in sorted(self.unknown))
         return (
-            f"{c.KIND} in version {json.dumps(c.VERSION)} cannot be handled as a {c.KIND}: "
-            f"strict decoding error: {listed}"
+            f"{self.kind} in version {json.dumps(self.version)} cannot be handled as a "
+            f"{self.kind}: strict decoding error: {listed}"
         )
 
     def warnings(self) -> list[str]:
@@ -57,19 +71,26 @@ class SchemaFindings:
 
 
 @cache
-def _lws_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = copy.deepcopy(
-        build_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    )
+def _schema(group: str, kind: str) -> tuple[str, dict[str, Any]]:
+    """The version and the structural schema of a kind's CRD."""
+    version = _CRDS[group, kind]()["spec"]["versions"][0]
+    schema: dict[str, Any] = copy.deepcopy(version["schema"]["openAPIV3Schema"])
     # The CRD leaves the object's own metadata to the API server, which decodes it as
     # ObjectMeta (and so finds unknown members in it too).
     schema["properties"]["metadata"] = object_meta_schema()
-    return schema
+    return version["name"], schema
 
 
 def check_against_schema(obj: dict[str, Any]) -> SchemaFindings:
-    findings = SchemaFindings()
-    _walk(obj, _lws_schema(), "", findings)
+    """The findings for `obj` against the schema of its kind (by apiVersion's group and
+    kind; a LeaderWorkerSet's when it is of none of the three)."""
+    group = str(obj.get("apiVersion", "")).partition("/")[0]
+    kind = str(obj.get("kind", ""))
+    if (group, kind) not in _CRDS:
+        group, kind = c.GROUP, c.KIND
+    version, schema = _schema(group, kind)
+    findings = SchemaFindings(kind=kind, version=version)
+    _walk(obj, schema, "", findings)
     return findings
 
 

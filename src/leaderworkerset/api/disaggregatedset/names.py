@@ -6,7 +6,7 @@ as upstream's v0.10.0 spells them so that either controller finds the other's ob
 - headless Service of a LeaderWorkerSet: `<lws>-prv`.
 - DisaggregatedSetRoleScaler of an External role: `<set>-<role>`.
 - revision: the first 8 hex digits of the SHA-256 of the role names and
-  leaderWorkerTemplates, as Go encodes them (`goencoding`), and, only for a role that
+  leaderWorkerTemplates, as Go encodes them (`api.go.encoding`), and, only for a role that
   departs from the LeaderWorkerSet defaults, its Group Identity members.
 """
 

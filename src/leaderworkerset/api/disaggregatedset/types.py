@@ -5,7 +5,7 @@ The same conventions as the LeaderWorkerSet model (`leaderworkerset.api.leaderwo
 and each role embeds a LeaderWorkerSet template (`metadata` and `spec`) whose spec
 is the LeaderWorkerSet spec model itself. Upstream's embedded spec has no
 `groupIdentity` or `groupReplacementPolicy` (our Group Identity members); ours has
-them, without schema defaults (see `api/crd.py`).
+them, without schema defaults (see `crd.py` beside this module).
 """
 
 from __future__ import annotations

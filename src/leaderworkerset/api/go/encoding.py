@@ -24,7 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-from leaderworkerset.api.go.quantity_text import go_quantity_text
+from leaderworkerset.api.go.quantity import go_quantity_text
 
 K8S_GO_VERSION: Final = "v0.36.3"
 LEADER_WORKER_TEMPLATE: Final = "lws/v1.LeaderWorkerTemplate"

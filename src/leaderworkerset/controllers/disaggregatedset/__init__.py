@@ -1,7 +1,10 @@
-"""The DisaggregatedSet reconciler: one LeaderWorkerSet per slice, revision and role,
-rolled out by `disaggregatedset.rollout`'s decisions; a headless Service per revision
-ready in every role; a RoleScaler per External role; events, metrics and status.
+"""The DisaggregatedSet controller: one LeaderWorkerSet per slice, revision and role,
+rolled out across roles; a headless Service per revision ready in every role; a
+RoleScaler per External role; events, metrics and status.
 
-It imports no other reconciler's package: what the decisions are lives in
-`leaderworkerset.disaggregatedset` (pure), this package only observes and acts.
+The decisions sit beside the reconciler and are pure (no runtime, caches or webhooks:
+an import-linter contract): `objects` (what a set owns, built as upstream builds it),
+`placement` (a placement policy's pod affinity), `planner` (the next step of a rollout
+of N roles) and `rollout` (what one pass does to a slice). `reconciler` observes (its
+`caches`, `observed`) and acts on them. It imports no other controller's package.
 """

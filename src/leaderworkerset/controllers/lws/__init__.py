@@ -2,6 +2,8 @@
 StatefulSet with its rolling update; Hash: a Deployment), the shared Service and the
 status.
 
-It does not import the other reconcilers' packages (controllers.pod,
-controllers.replacement): what they share lives in controllers/ or group/.
+It imports no other controller's package (an import-linter contract): what they
+share lives in controllers/ or group/. Its decisions beside the reconciler
+(`rolling_update`, `leader_statefulset`, `leader_deployment`) are pure: no runtime,
+caches or webhooks.
 """

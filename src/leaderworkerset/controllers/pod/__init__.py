@@ -2,6 +2,7 @@
 per-group Service, the gang-scheduling PodGroup, Hash mode's group-ready gate) and,
 for every group pod, the group restart policy.
 
-It does not import the other reconcilers' packages (controllers.lws,
-controllers.replacement): what they share lives in controllers/ or group/.
+It imports no other controller's package (an import-linter contract): what they
+share lives in controllers/ or group/. Its decisions beside the reconciler
+(`worker_statefulset`) are pure: no runtime, caches or webhooks.
 """

@@ -1,13 +1,11 @@
-"""Volcano PodGroups for gang scheduling, and the quantity arithmetic behind them."""
+"""Volcano PodGroups for gang scheduling."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from leaderworkerset.api.go.quantity import format_quantity, parse_quantity, sum_resources
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group, pod_group
 from leaderworkerset.group.view import view_of
@@ -87,30 +85,6 @@ def test_leader_ready_gangs_the_leader_alone_and_worker_template_serves_leaders(
 def test_no_pod_group_without_the_annotation() -> None:
     leader = {"metadata": {**LEADER["metadata"], "annotations": {}}}
     assert pod_group(view_of(lws(2)), leader) is None
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("500m", Decimal("0.5")),
-        ("1Gi", Decimal(2**30)),
-        ("2", Decimal(2)),
-        (3, Decimal(3)),
-        ("1e3", Decimal(1000)),
-        ("1.5k", Decimal(1500)),
-        ("abc", None),
-        (True, None),
-    ],
-)
-def test_parse_quantity(text: Any, value: Decimal | None) -> None:
-    assert parse_quantity(text) == value
-
-
-def test_format_and_sum() -> None:
-    assert format_quantity(Decimal("2.5")) == "2500m"
-    assert format_quantity(Decimal("0.0001")) == "1m"
-    assert format_quantity(Decimal(4)) == "4"
-    assert sum_resources({"cpu": "1"}, {"cpu": "500m", "x": "bad"}) == {"cpu": Decimal("1.5")}
 
 
 # --- creating it ----------------------------------------------------------------------------------
