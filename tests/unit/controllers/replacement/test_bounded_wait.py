@@ -50,6 +50,7 @@ from leaderworkerset.group.options import (
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.recorded_events import RecordedEvents
 
 JSON = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
@@ -594,14 +595,6 @@ def test_nothing_is_held_under_immediate_or_once_released() -> None:
 # --- the reconciler: Events once per hold, a wake-up at the release moment ----------------------
 
 
-class Events:
-    def __init__(self) -> None:
-        self.notes: list[tuple[str, str]] = []
-
-    def event(self, regarding: JSON, type_: str, reason: str, *args: Any) -> None:
-        self.notes.append((reason, args[1]))
-
-
 def feed(informer: Any, *objects: JSON, kind: str = "ADDED") -> None:
     for i, obj in enumerate(objects):
         obj = {**obj, "metadata": {**obj["metadata"], "uid": obj["metadata"]["name"]}}
@@ -614,12 +607,12 @@ class Rig:
         # Records gate removals; the caches are fed by hand, so they can lag.
         self.client = FakeApiClient()
         self.caches = build_caches(self.client)
-        self.events = Events()
+        self.events = RecordedEvents()
         self.now = EPOCH
         self.reconciler = ReplacementReconciler(
             self.client,
             self.caches,
-            self.events,  # type: ignore[arg-type]
+            self.events,
             options=ControllerOptions(replacement_release=BOUNDS),
             clock=lambda: self.now,
         )
@@ -648,16 +641,16 @@ async def test_reconciler_holds_tells_once_and_wakes_at_the_release() -> None:
     result = await rig.reconcile(20)
     assert rig.patched == []
     assert result.requeue_after == pytest.approx(10 + NODE_BOUND - 20 + RELEASE_SLACK)
-    assert [reason for reason, _ in rig.events.notes] == [ev.REASON_REPLACEMENT_HELD]
-    assert "new" in rig.events.notes[0][1] and "aaaaaaaa" in rig.events.notes[0][1]
+    assert rig.events.reasons == [ev.REASON_REPLACEMENT_HELD]
+    assert "new" in rig.events.notes[0] and "aaaaaaaa" in rig.events.notes[0]
     await rig.reconcile(25)
     assert len(rig.events.notes) == 1, "one Event per hold, not per reconcile"
 
     result = await rig.reconcile(10 + NODE_BOUND + RELEASE_SLACK)
     assert rig.patched == ["new"] and result is None
-    (reason, note) = rig.events.notes[-1]
-    assert reason == ev.REASON_REPLACEMENT_RELEASED
-    assert "aaaaaaaa" in note and "n1" in note and "not Ready" in note
+    told = rig.events.told[-1]
+    assert told.reason == ev.REASON_REPLACEMENT_RELEASED
+    assert "aaaaaaaa" in told.note and "n1" in told.note and "not Ready" in told.note
     # The cache still shows the leader gated: it is not admitted (or told) again.
     await rig.reconcile(10 + NODE_BOUND + 1)
     assert rig.patched == ["new"] and len(rig.events.notes) == 2
@@ -813,7 +806,7 @@ async def test_the_reconciler_reads_the_worker_statefulsets_from_its_cache() -> 
     feed(rig.caches.statefulsets, worker_set("old-aaaa", owned=False))
     await rig.reconcile(2)
     assert rig.patched == ["new"]
-    assert rig.events.notes[-1][0] == ev.REASON_REPLACEMENT_RELEASED
+    assert rig.events.reasons[-1] == ev.REASON_REPLACEMENT_RELEASED
 
 
 def test_a_finished_leader_kept_by_a_foreground_deletion_does_not_stretch_the_wait() -> None:
