@@ -21,6 +21,7 @@ from leaderworkerset.api.disaggregatedset.names import compute_revision
 from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.resources import DISAGGREGATEDSETS, LEADERWORKERSETS, SERVICES
 from leaderworkerset.runtime.client import ApiClient
+from tests.toolkit.lws import DS_UID
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
@@ -90,7 +91,7 @@ def disaggregatedset(
 
 # --- presets -------------------------------------------------------------------------------
 
-UID = "set-uid"
+UID = DS_UID
 
 
 def manifest(name: str, namespace: str, *roles: JSON, **spec: Any) -> JSON:
@@ -102,6 +103,27 @@ def rolling_role(name: str, replicas: int, *, size: int = 1, **kwargs: Any) -> J
     """A role of ``replicas`` groups of ``size`` pause pods that rolls one extra group at a
     time: what integration tests run."""
     return role(name, replicas, size=size, rollout=SURGE_ONE, **kwargs)
+
+
+def cached_role(name: str, replicas: int, image: str = "pause:1", **kwargs: Any) -> JSON:
+    """A role of ``replicas`` groups of one pod, upstream's maxSurge 1: what the reconciler's
+    and the webhook's unit tests seed."""
+    return role(name, replicas, size=1, image=image, rollout=MAX_SURGE_ONE, **kwargs)
+
+
+def upstream_role(name: str, replicas: int | None, image: str = "nginx", **kwargs: Any) -> JSON:
+    """A role as upstream's Go tests write it: a container "c" of nginx, nothing else."""
+    return role(name, replicas, image=image, container="c", **kwargs)
+
+
+def upstream_set(
+    *roles: JSON, name: str = "test", defaulted: bool = True, **spec: Any
+) -> DisaggregatedSet:
+    """The typed set upstream's Go tests build (uid "uid", no apiVersion or kind, as a Go
+    struct without TypeMeta), defaulted as the API server stores it unless told not to."""
+    doc = disaggregatedset(*roles, name=name, metadata={"uid": "uid"}, **spec)
+    del doc["apiVersion"], doc["kind"]
+    return decoded(doc, defaulted=defaulted)
 
 
 def ds_object(*roles: JSON, name: str = "llm", **spec: Any) -> JSON:
