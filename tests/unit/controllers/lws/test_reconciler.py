@@ -31,8 +31,9 @@ from leaderworkerset.runtime.controller import Result
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import leader_pod, worker_sts
+from tests.toolkit.pods import leader_pod
 from tests.toolkit.recorded_events import RecordedEvents
+from tests.toolkit.statefulsets import worker_sts
 
 JSON = dict[str, Any]
 KEY = "default/lws"

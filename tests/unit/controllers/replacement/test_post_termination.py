@@ -19,7 +19,7 @@ from leaderworkerset.controllers.replacement.triggers import replacement_events
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.group.readiness import leader_lost, pod_finished
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import NOW
+from tests.toolkit.pods import NOW
 
 JSON = dict[str, Any]
 NAME = "lws"
