@@ -50,7 +50,10 @@ from leaderworkerset.group.options import (
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.pods import container, lws_labels
+from tests.toolkit.pods import pod as a_pod
 from tests.toolkit.recorded_events import RecordedEvents
+from tests.toolkit.statefulsets import controller_ref, statefulset
 
 JSON = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
@@ -90,26 +93,18 @@ def pod(
     deleted_at: float | None = None,
     created: float = 0.0,
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "default",
-        "creationTimestamp": at(created),
-        "labels": {
-            c.LABEL_SET_NAME: "lws",
-            c.LABEL_WORKER_INDEX: "0" if leader else "1",
-            c.LABEL_GROUP_KEY: key,
-            c.LABEL_GROUP_INDEX: key,
-        },
-    }
-    if deleted_at is not None:
-        meta["deletionTimestamp"] = at(deleted_at)
-        meta["deletionGracePeriodSeconds"] = 30
-    spec: JSON = {"containers": [{"name": "c", "image": "pause"}]}
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-    else:
-        spec["nodeName"] = node_name
-    return {"metadata": meta, "spec": spec, "status": {"phase": "Running"}}
+    return a_pod(
+        name,
+        "default",
+        created=at(created),
+        deleted=None if deleted_at is None else at(deleted_at),
+        grace=None if deleted_at is None else 30,
+        labels=lws_labels("lws", worker="0" if leader else "1", group_key=key, group_index=key),
+        containers=[container("c", "pause")],
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        node=None if gated else node_name,
+        phase="Running",
+    )
 
 
 def old_group(key: str = "a" * 40, node_name: str = "n1", deleted_at: float = 0.0) -> list[JSON]:
@@ -744,15 +739,17 @@ async def test_a_refused_gate_removal_backs_off_instead_of_a_flat_retry() -> Non
 
 
 def worker_set(name: str, *, owned: bool = True, deleting_since: float | None = None) -> JSON:
-    meta: JSON = {"name": name, "namespace": "default", "labels": {c.LABEL_SET_NAME: "lws"}}
-    if owned:
-        meta["ownerReferences"] = [
-            {"apiVersion": "v1", "kind": "Pod", "name": "old-aaaa", "uid": "u1", "controller": True}
-        ]
-    if deleting_since is not None:
-        meta["deletionTimestamp"] = at(deleting_since)
-        meta["finalizers"] = ["example.com/keep"]
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta}
+    deleting = deleting_since is not None
+    return statefulset(
+        name,
+        "default",
+        api_version="apps/v1",
+        kind="StatefulSet",
+        deleted=at(deleting_since) if deleting_since is not None else None,
+        finalizers=["example.com/keep"] if deleting else None,
+        labels={c.LABEL_SET_NAME: "lws"},
+        owners=[{"apiVersion": "v1", **controller_ref("Pod", "old-aaaa", "u1")}] if owned else None,
+    )
 
 
 def kept_worker(key: str = "a" * 40) -> JSON:

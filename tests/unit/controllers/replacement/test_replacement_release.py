@@ -30,6 +30,7 @@ from leaderworkerset.runtime.metrics import REGISTRY
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.pods import container, lws_labels, pod
 from tests.toolkit.recorded_events import RecordedEvents
 
 JSON = dict[str, Any]
@@ -49,29 +50,20 @@ def hash_lws(policy: str = c.GROUP_REPLACEMENT_POST_TERMINATION) -> JSON:
 def a_pod(
     name: str, group: str, *, leader: bool = True, gated: bool = False, deleted: bool = False
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "default",
-        "uid": f"uid-{name}",
-        "creationTimestamp": T0,
-        "labels": {
-            c.LABEL_SET_NAME: "lws",
-            c.LABEL_WORKER_INDEX: "0" if leader else "1",
-            c.LABEL_GROUP_KEY: group,
-            c.LABEL_GROUP_INDEX: group,
-        },
-    }
-    if deleted:
-        meta["deletionTimestamp"] = T0
-    spec: JSON = {"containers": [{"name": "c", "image": "pause"}]}
-    if gated:
-        spec["schedulingGates"] = [
-            {"name": "someone-else"},
-            {"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT},
-        ]
-    else:
-        spec["nodeName"] = "n1"
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {}}
+    return pod(
+        name,
+        "default",
+        api_version="v1",
+        kind="Pod",
+        uid=f"uid-{name}",
+        created=T0,
+        deleted=T0 if deleted else None,
+        labels=lws_labels("lws", worker="0" if leader else "1", group_key=group, group_index=group),
+        containers=[container("c", "pause")],
+        gates=["someone-else", c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        node=None if gated else "n1",
+        status={},
+    )
 
 
 def a_node(name: str, status: str = "True", since: str = T0) -> JSON:
