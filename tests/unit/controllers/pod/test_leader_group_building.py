@@ -22,6 +22,7 @@ from leaderworkerset.runtime.indexes import object_key
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.pods import container, lws_labels, pod
 from tests.toolkit.recorded_events import RecordedEvents
 
 JSON = dict[str, Any]
@@ -65,39 +66,30 @@ def a_leader(
     hash_mode = lws["spec"].get("groupIdentity") == c.GROUP_IDENTITY_HASH
     size = lws["spec"]["leaderWorkerTemplate"]["size"]
     name = "lws-5d8f9c7b4-x7k2p" if hash_mode else "lws-0"
-    meta: JSON = {
-        "name": name,
-        "namespace": NS,
-        "uid": f"uid-{name}",
-        "labels": {
-            c.LABEL_SET_NAME: "lws",
-            c.LABEL_WORKER_INDEX: "0",
-            c.LABEL_GROUP_INDEX: GROUP_KEY if hash_mode else "0",
-            c.LABEL_GROUP_KEY: GROUP_KEY,
-            c.LABEL_TEMPLATE_REVISION_HASH: revision_key_of(rev.new_revision(lws, 1)),
-        },
-        "annotations": {c.ANNOTATION_SIZE: str(size), **annotations},
-    }
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    spec: JSON = {"containers": [{"name": "c", "image": "pause:1"}]}
-    if hash_mode and size > 1:
-        spec["readinessGates"] = [{"conditionType": c.CONDITION_GROUP_READY}]
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-    if node is not None:
-        spec["nodeName"] = node
     state = conditions or {"Ready": "True", "ContainersReady": "True"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": spec,
-        "status": {
-            "phase": phase,
-            "conditions": [{"type": k, "status": v} for k, v in state.items()],
-        },
-    }
+    gates = [{"conditionType": c.CONDITION_GROUP_READY}] if hash_mode and size > 1 else None
+    return pod(
+        name,
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid=f"uid-{name}",
+        deleted="2026-01-01T00:00:00Z" if deleting else None,
+        labels=lws_labels(
+            "lws",
+            worker="0",
+            group_index=GROUP_KEY if hash_mode else "0",
+            group_key=GROUP_KEY,
+            revision=revision_key_of(rev.new_revision(lws, 1)),
+        ),
+        annotations={c.ANNOTATION_SIZE: str(size), **annotations},
+        containers=[container("c", "pause:1")],
+        spec={"readinessGates": gates} if gates else None,
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        node=node,
+        phase=phase,
+        status={"conditions": [{"type": k, "status": v} for k, v in state.items()]},
+    )
 
 
 def worker_statefulset_of(leader: JSON) -> JSON:

@@ -40,9 +40,9 @@ from leaderworkerset.webhooks.pods import (
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
-from tests.toolkit.pods import leader_pod
+from tests.toolkit.pods import container, leader_pod, lws_labels, pod
 from tests.toolkit.recorded_events import RecordedEvents
-from tests.toolkit.statefulsets import worker_sts
+from tests.toolkit.statefulsets import controller_ref, statefulset, worker_sts
 
 JSON = dict[str, Any]
 NS = "default"
@@ -78,41 +78,34 @@ def hash_leader(revision_key: str, group_ready: str | None = "True", **annotatio
     conditions = [{"type": "ContainersReady", "status": "True"}]
     if group_ready is not None:
         conditions.append({"type": c.CONDITION_GROUP_READY, "status": group_ready})
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "uid": "uid-leader",
-            "labels": {
-                c.LABEL_SET_NAME: "lws",
-                c.LABEL_WORKER_INDEX: "0",
-                c.LABEL_GROUP_INDEX: KEY,
-                c.LABEL_GROUP_KEY: KEY,
-                c.LABEL_TEMPLATE_REVISION_HASH: revision_key,
-            },
-            "annotations": {c.ANNOTATION_SIZE: "2", **annotations},
-        },
-        "spec": {
-            "containers": [{"name": "c", "image": "pause:1"}],
-            "readinessGates": [{"conditionType": c.CONDITION_GROUP_READY}],
-        },
-        "status": {"phase": "Running", "conditions": conditions},
-    }
+    return pod(
+        name,
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid="uid-leader",
+        labels=lws_labels("lws", worker="0", group_index=KEY, group_key=KEY, revision=revision_key),
+        annotations={c.ANNOTATION_SIZE: "2", **annotations},
+        containers=[container("c", "pause:1")],
+        spec={"readinessGates": [{"conditionType": c.CONDITION_GROUP_READY}]},
+        phase="Running",
+        status={"conditions": conditions},
+    )
 
 
 def worker_set(leader: JSON, ready: bool) -> JSON:
     meta = leader["metadata"]
     labels = {k: meta["labels"][k] for k in (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX)}
     labels[c.LABEL_TEMPLATE_REVISION_HASH] = meta["labels"][c.LABEL_TEMPLATE_REVISION_HASH]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": meta["name"], "namespace": NS, "labels": labels},
-        "spec": {"replicas": 1},
-        "status": {"replicas": 1, "availableReplicas": 1 if ready else 0},
-    }
+    return statefulset(
+        meta["name"],
+        NS,
+        api_version="apps/v1",
+        kind="StatefulSet",
+        labels=labels,
+        replicas=1,
+        status={"replicas": 1, "availableReplicas": 1 if ready else 0},
+    )
 
 
 def service(name: str, owner_uid: str | None, owner_name: str = "someone-else") -> JSON:
@@ -295,25 +288,17 @@ def test_retry_backoff_waits_as_long_as_the_condition_lasted() -> None:
 
 # --- RecreateGroupAfterStart counts a group against its own size ------------------------------
 def group_pod(name: str, index: str, size: int, worker: str, restarts: int = 0) -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "uid": f"uid-{name}",
-            "labels": {
-                c.LABEL_SET_NAME: "lws",
-                c.LABEL_GROUP_INDEX: index,
-                c.LABEL_WORKER_INDEX: worker,
-            },
-            "annotations": {c.ANNOTATION_SIZE: str(size)},
-        },
-        "status": {
-            "phase": "Running",
-            "containerStatuses": [{"name": "c", "restartCount": restarts}],
-        },
-    }
+    return pod(
+        name,
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid=f"uid-{name}",
+        labels=lws_labels("lws", group_index=index, worker=worker),
+        annotations={c.ANNOTATION_SIZE: str(size)},
+        phase="Running",
+        container_statuses=[{"name": "c", "restartCount": restarts}],
+    )
 
 
 async def test_after_start_uses_the_groups_own_size_during_a_resize() -> None:
@@ -367,15 +352,13 @@ def key_source(*keys: str) -> tuple[Any, list[str]]:
 
 
 def new_hash_leader() -> JSON:
-    return {
-        "metadata": {
-            "generateName": "lws-5d8f9c7b4-",
-            "namespace": NS,
-            "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
-            "annotations": {c.ANNOTATION_SIZE: "2"},
-        },
-        "spec": {"containers": [{"name": "c", "image": "pause:1"}]},
-    }
+    return pod(
+        generate_name="lws-5d8f9c7b4-",
+        namespace=NS,
+        labels=lws_labels("lws", worker="0"),
+        annotations={c.ANNOTATION_SIZE: "2"},
+        containers=[container("c", "pause:1")],
+    )
 
 
 def hash_context(draw: Any, in_use: set[str]) -> PodAdmissionContext:
@@ -739,26 +722,18 @@ async def test_a_service_created_after_a_wait_ends_the_wait() -> None:
 def ready_worker(leader: JSON, sts: JSON) -> JSON:
     """Worker 1 of `leader`'s group, Ready, made by `sts`."""
     labels = leader["metadata"]["labels"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{leader['metadata']['name']}-1",
-            "namespace": NS,
-            "uid": "uid-worker-1",
-            "labels": {**labels, c.LABEL_WORKER_INDEX: "1"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "StatefulSet",
-                    "name": sts["metadata"]["name"],
-                    "uid": sts["metadata"]["uid"],
-                    "controller": True,
-                }
-            ],
-        },
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    owner = controller_ref("StatefulSet", sts["metadata"]["name"], sts["metadata"]["uid"])
+    return pod(
+        f"{leader['metadata']['name']}-1",
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid="uid-worker-1",
+        labels={**labels, c.LABEL_WORKER_INDEX: "1"},
+        owners=[{"apiVersion": "apps/v1", **owner}],
+        phase="Running",
+        ready=True,
+    )
 
 
 def group_ready_written(client: FakeApiClient) -> list[str]:

@@ -24,6 +24,7 @@ from leaderworkerset.runtime.metrics import REGISTRY
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_json, lws_object
+from tests.toolkit.pods import lws_labels, pod
 
 JSON = dict[str, Any]
 
@@ -47,19 +48,14 @@ def deletes(client: FakeApiClient) -> list[tuple[str, JSON | None]]:
 
 def restarted_leader(uid: str = "uid-1") -> JSON:
     """A leader pod whose container restarted, as the (stale) cache shows it: alive."""
-    return {
-        "metadata": {
-            "name": "test-sample-0",
-            "namespace": "default",
-            "uid": uid,
-            "labels": {
-                c.LABEL_SET_NAME: "test-sample",
-                c.LABEL_WORKER_INDEX: "0",
-                c.LABEL_GROUP_INDEX: "0",
-            },
-        },
-        "status": {"phase": "Running", "containerStatuses": [{"name": "c", "restartCount": 1}]},
-    }
+    return pod(
+        "test-sample-0",
+        "default",
+        uid=uid,
+        labels=lws_labels("test-sample", worker="0", group_index="0"),
+        phase="Running",
+        container_statuses=[{"name": "c", "restartCount": 1}],
+    )
 
 
 def restarter(client: FakeApiClient, now: list[float]) -> GroupRestarter:
