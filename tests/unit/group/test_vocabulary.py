@@ -21,6 +21,7 @@ from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.events import object_reference
 from leaderworkerset.webhooks.denial import Denied, atoi, display_name
 from tests.toolkit.lws import leaderworkerset
+from tests.toolkit.pods import pod as a_pod
 from tests.toolkit.recorded_events import RecordedEvents, Told
 
 JSON = dict[str, Any]
@@ -28,7 +29,7 @@ KEY = "0123456789abcdef0123456789abcdef01234567"
 
 
 def pod(labels: dict[str, str] | None = None, **spec: Any) -> JSON:
-    return {"metadata": {"name": "p", "labels": dict(labels or {})}, "spec": dict(spec)}
+    return a_pod("p", labels=labels or {}, spec=dict(spec))
 
 
 # --- roles -------------------------------------------------------------------------------
