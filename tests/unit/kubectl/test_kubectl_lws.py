@@ -25,6 +25,9 @@ from leaderworkerset.kubectl.render import group_objects, group_table
 from leaderworkerset.kubectl.rows import ADMITTING, rows_of
 from leaderworkerset.kubectl.snapshot import Snapshot
 from tests.toolkit.lws import leaderworkerset
+from tests.toolkit.pods import container, lws_labels
+from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.statefulsets import controller_ref, statefulset
 
 JSON = dict[str, Any]
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -51,42 +54,33 @@ def pod(
     revision: str = "r1",
     size: int = 2,
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "ns",
-        "uid": f"uid-{name}",
-        "creationTimestamp": stamp(created),
-        "labels": {
-            c.LABEL_SET_NAME: "web",
-            c.LABEL_GROUP_INDEX: key or name,
-            c.LABEL_GROUP_KEY: key or name,
-            c.LABEL_WORKER_INDEX: str(worker),
-            c.LABEL_TEMPLATE_REVISION_HASH: revision,
-        },
-        "annotations": {c.ANNOTATION_SIZE: str(size)},
-    }
+    annotations = {c.ANNOTATION_SIZE: str(size)}
     if cost is not None:
-        meta["annotations"]["controller.kubernetes.io/pod-deletion-cost"] = cost
-    if deleting is not None:
-        meta["deletionTimestamp"] = stamp(deleting)
-    spec: JSON = {"containers": [{"name": "main"}]}
-    if node and not gated:
-        spec["nodeName"] = node
+        annotations["controller.kubernetes.io/pod-deletion-cost"] = cost
     if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
         phase, ready = "Pending", False
-    condition: JSON = {"type": "Ready", "status": "True" if ready else "False"}
-    if ready:
-        condition["lastTransitionTime"] = stamp(created if ready_for is None else ready_for)
-    return {
-        "metadata": meta,
-        "spec": spec,
-        "status": {
-            "phase": phase,
-            "conditions": [condition],
-            "containerStatuses": [{"name": "main", "ready": ready, "restartCount": restarts}],
-        },
-    }
+    return a_pod(
+        name,
+        "ns",
+        uid=f"uid-{name}",
+        created=stamp(created),
+        deleted=stamp(deleting) if deleting is not None else None,
+        labels=lws_labels(
+            "web",
+            group_index=key or name,
+            group_key=key or name,
+            worker=str(worker),
+            revision=revision,
+        ),
+        annotations=annotations,
+        containers=[container("main")],
+        node=node if node and not gated else None,
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        phase=phase,
+        ready=ready,
+        ready_since=stamp(created if ready_for is None else ready_for) if ready else None,
+        container_statuses=[{"name": "main", "ready": ready, "restartCount": restarts}],
+    )
 
 
 def names(pods: list[JSON]) -> list[str]:
@@ -248,23 +242,19 @@ def deployment(revision: str) -> JSON:
 
 def worker_sts(leader: JSON, *, revision: str = "r1", ready: bool = True) -> JSON:
     name = leader["metadata"]["name"]
-    return {
-        "metadata": {
-            "name": name,
-            "labels": {c.LABEL_TEMPLATE_REVISION_HASH: revision},
-            "ownerReferences": [
-                {"kind": "Pod", "name": name, "uid": f"uid-{name}", "controller": True}
-            ],
-        },
-        "spec": {"replicas": 1},
-        "status": {
+    return statefulset(
+        name,
+        labels={c.LABEL_TEMPLATE_REVISION_HASH: revision},
+        owners=[controller_ref("Pod", name, f"uid-{name}")],
+        replicas=1,
+        status={
             "replicas": 1,
             "readyReplicas": int(ready),
             "availableReplicas": int(ready),
             "currentRevision": "s1",
             "updateRevision": "s1",
         },
-    }
+    )
 
 
 KEY_READY = "aaaaaaaa" + "1" * 32

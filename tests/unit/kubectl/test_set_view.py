@@ -29,6 +29,7 @@ from leaderworkerset.kubectl.set_rows import SetView, set_view
 from leaderworkerset.kubectl.set_snapshot import SetSnapshot, read_set
 from leaderworkerset.kubectl.snapshot import Snapshot
 from tests.toolkit.fake_client import FakeApiClient, not_found
+from tests.toolkit.pods import container, lws_labels, pod
 
 JSON = dict[str, Any]
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -73,26 +74,18 @@ def lws_of(ds: DisaggregatedSet, role: int, revision: str, replicas: int, ready:
 
 
 def leader(name: str, index: str, revision: str, *, ready: bool = True, size: int = 1) -> JSON:
-    return {
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "creationTimestamp": stamp(60),
-            "labels": {
-                lws_c.LABEL_GROUP_INDEX: index,
-                lws_c.LABEL_GROUP_KEY: index,
-                lws_c.LABEL_WORKER_INDEX: "0",
-                lws_c.LABEL_TEMPLATE_REVISION_HASH: revision,
-            },
-            "annotations": {lws_c.ANNOTATION_SIZE: str(size)},
-        },
-        "spec": {"containers": [{"name": "main"}], "nodeName": "n1"},
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            "containerStatuses": [{"name": "main", "ready": ready, "restartCount": 0}],
-        },
-    }
+    return pod(
+        name,
+        uid=f"uid-{name}",
+        created=stamp(60),
+        labels=lws_labels(group_index=index, group_key=index, worker="0", revision=revision),
+        annotations={lws_c.ANNOTATION_SIZE: str(size)},
+        containers=[container("main")],
+        node="n1",
+        phase="Running",
+        ready=ready,
+        container_statuses=[{"name": "main", "ready": ready, "restartCount": 0}],
+    )
 
 
 def mid_rollout(conditions: list[JSON] | None = None) -> SetSnapshot:
