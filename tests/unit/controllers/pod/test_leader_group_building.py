@@ -24,6 +24,7 @@ from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
 from tests.toolkit.pods import container, lws_labels, pod
 from tests.toolkit.recorded_events import RecordedEvents
+from tests.toolkit.statefulsets import statefulset
 
 JSON = dict[str, Any]
 NS = "default"
@@ -98,13 +99,15 @@ def worker_statefulset_of(leader: JSON) -> JSON:
         k: meta["labels"][k]
         for k in (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX, c.LABEL_TEMPLATE_REVISION_HASH)
     }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": meta["name"], "namespace": NS, "labels": labels},
-        "spec": {"replicas": 2},
-        "status": {"replicas": 2, "availableReplicas": 2},
-    }
+    return statefulset(
+        meta["name"],
+        NS,
+        api_version="apps/v1",
+        kind="StatefulSet",
+        labels=labels,
+        replicas=2,
+        status={"replicas": 2, "availableReplicas": 2},
+    )
 
 
 async def reconcile(

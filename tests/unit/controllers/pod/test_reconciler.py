@@ -395,22 +395,15 @@ def test_a_key_the_pod_brings_is_kept() -> None:
 
 
 def live_member(key: str, phase: str = "Running", worker: str = "1") -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"member-{key[:8]}-{worker}",
-            "namespace": NS,
-            "uid": f"uid-{key}-{worker}",
-            "labels": {
-                c.LABEL_SET_NAME: "lws",
-                c.LABEL_GROUP_KEY: key,
-                c.LABEL_GROUP_INDEX: key,
-                c.LABEL_WORKER_INDEX: worker,
-            },
-        },
-        "status": {"phase": phase},
-    }
+    return pod(
+        f"member-{key[:8]}-{worker}",
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid=f"uid-{key}-{worker}",
+        labels=lws_labels("lws", group_key=key, group_index=key, worker=worker),
+        phase=phase,
+    )
 
 
 def test_finished_pods_hold_no_hostname() -> None:
