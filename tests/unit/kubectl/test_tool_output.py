@@ -22,6 +22,7 @@ from leaderworkerset.kubectl.render import group_table
 from leaderworkerset.kubectl.rows import rows_of
 from leaderworkerset.kubectl.snapshot import Snapshot
 from leaderworkerset.tables import table
+from tests.toolkit.lws import leaderworkerset
 from tests.toolkit.pods import container, lws_labels
 from tests.toolkit.pods import pod as a_pod
 from tests.toolkit.statefulsets import controller_ref, statefulset
@@ -129,16 +130,14 @@ def worker_sts() -> JSON:
 
 
 def hash_lws() -> JSON:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": "web", "namespace": "ns", "uid": "uid-web"},
-        "spec": {
-            "replicas": 1,
-            "groupIdentity": c.GROUP_IDENTITY_HASH,
-            "leaderWorkerTemplate": {"size": 2},
-        },
-    }
+    return leaderworkerset(
+        "web",
+        "ns",
+        metadata={"uid": "uid-web"},
+        replicas=1,
+        groupIdentity=c.GROUP_IDENTITY_HASH,
+        leaderWorkerTemplate={"size": 2},
+    )
 
 
 def snapshot(pods: list[JSON]) -> Snapshot:
