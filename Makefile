@@ -70,10 +70,14 @@ install-check:
 	(cd "$$tmp" && venv/bin/pip install -q -c constraints.txt .); \
 	"$$tmp/venv/bin/lws" --help >/dev/null; \
 	"$$tmp/venv/bin/lws" controller --help >/dev/null; \
+	if "$$tmp/venv/bin/python" -c 'import lws_localcluster' 2>/dev/null; then \
+		echo "install-check: the plain install carries the local cluster"; exit 1; fi; \
+	"$$tmp/venv/bin/lws" dev up 2>&1 | grep -q 'pip install ./localcluster' \
+		|| { echo "install-check: lws dev does not say what to install"; exit 1; }; \
 	for sample in config/samples/*.yaml; do \
 		"$$tmp/venv/bin/lws" validate "$$sample" >/dev/null; \
 	done; \
-	echo "install-check: the plain install starts and validates every sample"
+	echo "install-check: the plain install is the controller alone, starts and validates every sample"
 
 unit: setup
 	$(BIN)/pytest -q tests/unit

@@ -23,18 +23,18 @@ from lws_localcluster.controlplane import ControlPlane
 from lws_localcluster.deploy import running_controller
 from lws_localcluster.nodesim.nodes import default_nodes
 from lws_localcluster.nodesim.simulator import NodeSimulator
+from prometheus_client import CollectorRegistry
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.runtime.client import ApiClient
-from leaderworkerset.runtime.metrics import REGISTRY
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 
-def controller_writes() -> dict[str, int]:
+def controller_writes(registry: CollectorRegistry) -> dict[str, int]:
     counts = dict.fromkeys(WRITE_METHODS, 0)
-    for metric in REGISTRY.collect():
+    for metric in registry.collect():
         if metric.name != "rest_client_requests":
             continue
         for sample in metric.samples:
@@ -73,10 +73,12 @@ def manifest(replicas: int, size: int, identity: str) -> dict[str, Any]:
 async def run(cp: ControlPlane, replicas: int, size: int, idle: float, identity: str) -> None:
     async with (
         NodeSimulator(cp.kubeconfig, default_nodes(4)),
-        running_controller(cp.kubeconfig),
+        running_controller(cp.kubeconfig) as running,
     ):
+        assert running.manager is not None
+        registry = running.manager.metrics.registry
         api = ApiClient.from_kubeconfig(cp.kubeconfig)
-        before = controller_writes()
+        before = controller_writes(registry)
         started = time.monotonic()
         await api.create(LEADERWORKERSETS, manifest(replicas, size, identity))
         while True:
@@ -91,9 +93,9 @@ async def run(cp: ControlPlane, replicas: int, size: int, idle: float, identity:
         elapsed = time.monotonic() - started
         # The last status write may trail the observation by a moment.
         await asyncio.sleep(2)
-        created = controller_writes()
+        created = controller_writes(registry)
         await asyncio.sleep(idle)
-        after_idle = controller_writes()
+        after_idle = controller_writes(registry)
         await api.close()
 
     def delta(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

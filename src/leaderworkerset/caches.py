@@ -32,6 +32,7 @@ from leaderworkerset.api.resources import (
 )
 from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
 from leaderworkerset.runtime.indexes import OWNER_UID_INDEX, label_index_name
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 
 BY_LWS = label_index_name(c.LABEL_SET_NAME)
 
@@ -334,9 +335,13 @@ class LwsCaches:
         return self.pods.by_index(BY_GROUP, group_index_value(namespace, lws_name, group))
 
 
-def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCaches:
-    """Caches for all namespaces, or for one (a controller scoped to a namespace)."""
+def build_caches(
+    client: ListerWatcher, namespace: str | None = None, *, metrics: RuntimeMetrics | None = None
+) -> LwsCaches:
+    """Caches for all namespaces, or for one (a controller scoped to a namespace);
+    `metrics`: where they count their open watches (the Manager's)."""
     selector = c.LABEL_SET_NAME
+    metrics = metrics or RuntimeMetrics()
 
     def labelled(
         resource: Any,
@@ -352,12 +357,17 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
             label_indexes=[c.LABEL_SET_NAME],
             # managedFields are never read, and about a third of a cached object's memory.
             transform=transform,
+            metrics=metrics,
             **extra,
         )
 
     return LwsCaches(
         leaderworkersets=Informer(
-            client, LEADERWORKERSETS, namespace=namespace, transform=strip_managed_fields
+            client,
+            LEADERWORKERSETS,
+            namespace=namespace,
+            transform=strip_managed_fields,
+            metrics=metrics,
         ),
         statefulsets=labelled(STATEFULSETS, statefulset_fields_read),
         deployments=labelled(DEPLOYMENTS),
@@ -368,5 +378,5 @@ def build_caches(client: ListerWatcher, namespace: str | None = None) -> LwsCach
         ),
         services=labelled(SERVICES),
         revisions=labelled(CONTROLLER_REVISIONS, label_selector=REVISIONS_SELECTOR),
-        nodes=Informer(client, NODES, transform=node_readiness),
+        nodes=Informer(client, NODES, transform=node_readiness, metrics=metrics),
     )

@@ -9,6 +9,7 @@ install says what to install instead of failing with an import error.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import sys
 from collections.abc import Callable
@@ -48,13 +49,10 @@ class LazyCommand:
 
     def load(self) -> click.Command:
         module, _, attribute = self.target.partition(":")
-        try:
-            loaded = importlib.import_module(module)
-        except ModuleNotFoundError as err:
-            if err.name != LOCALCLUSTER_PACKAGE:
-                raise
-            raise click.UsageError(LOCALCLUSTER_MISSING) from None
-        command = getattr(loaded, attribute)
+        package = module.partition(".")[0]
+        if package == LOCALCLUSTER_PACKAGE and importlib.util.find_spec(package) is None:
+            raise click.UsageError(LOCALCLUSTER_MISSING)
+        command = getattr(importlib.import_module(module), attribute)
         assert isinstance(command, click.Command)
         return command
 

@@ -46,7 +46,7 @@ from leaderworkerset.runtime.election import LeaderElectionConfig, default_ident
 from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
 from leaderworkerset.runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
-from leaderworkerset.runtime.metrics import EVENT_LOOP_TASKS, observe_gc_pauses
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.stalls import start_stall_probe
 from leaderworkerset.wiring import setup_controllers
 
@@ -494,16 +494,19 @@ GIL_SWITCH_INTERVAL = 0.001
 def run_controller(settings: Settings) -> None:
     """The manager with the LeaderWorkerSet controllers and webhooks."""
     gc.set_threshold(*GC_THRESHOLDS)
-    observe_gc_pauses()
+    # The process's one set of families: the manager serves it, and hands it on to
+    # what it builds and what the wiring builds on it.
+    metrics = RuntimeMetrics()
+    metrics.observe_gc_pauses()
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
-    stall_probe = start_stall_probe()
+    stall_probe = start_stall_probe(metrics)
 
     async def serve() -> None:
         running = asyncio.get_running_loop()
         loop = type(running).__module__.partition(".")[0]
         logging.getLogger("setup").info("event loop", extra={"eventLoop": loop})
-        EVENT_LOOP_TASKS.set_function(lambda: len(asyncio.all_tasks(running)))
-        manager = Manager(settings.manager_options())
+        metrics.event_loop_tasks.set_function(lambda: len(asyncio.all_tasks(running)))
+        manager = Manager(settings.manager_options(), metrics=metrics)
         setup_controllers(
             manager,
             enable_webhooks=settings.enable_webhooks,
@@ -525,6 +528,7 @@ def run_controller(settings: Settings) -> None:
         sys.exit(f"unable to get the cluster's configuration: {exc}")
     finally:
         stall_probe.stop()
+        metrics.stop_observing_gc_pauses()
 
 
 controller = controller_command(run_controller, version=__version__)

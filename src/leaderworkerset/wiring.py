@@ -16,11 +16,12 @@ from leaderworkerset.admission_dryrun import dry_run_check
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
 from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_ds_caches
+from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSetMetrics
 from leaderworkerset.controllers.disaggregatedset.reconciler import DisaggregatedSetReconciler
 from leaderworkerset.controllers.disaggregatedset.triggers import (
     setup_disaggregatedset_controller,
 )
-from leaderworkerset.controllers.group_metrics import GROUP_METRICS
+from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.lws.triggers import LWS_WORKERS, setup_lws_controller
@@ -66,21 +67,30 @@ def setup_controllers(
         replacement_release=replacement_release or ReleaseThresholds(),
         limits=limits or SizeLimits(),
     )
-    caches = build_caches(client, namespace)
+    caches = build_caches(client, namespace, metrics=manager.metrics)
     for informer in caches.all():
         manager.add_cache(informer, name=informer.name)
 
     # The replacement reconciler publishes what PostTermination holds back; the LWS
     # reconciler reports it in its status.
     held = HeldBoard()
-    lws = LeaderWorkerSetReconciler(client, caches, recorder, options=options, held=held)
+    # On the registry /metrics serves; the three reconcilers report to the one set.
+    group_metrics = GroupMetrics(manager.metrics.registry)
+    lws = LeaderWorkerSetReconciler(
+        client, caches, recorder, options=options, held=held, group_metrics=group_metrics
+    )
     lws_controller = setup_lws_controller(manager, lws, workers=lws_workers)
 
-    pods = PodReconciler(client, caches, recorder, options=options)
-    GROUP_METRICS.watch(caches, pods.restarter.deleted_leaders.__contains__)
+    pods = PodReconciler(client, caches, recorder, options=options, group_metrics=group_metrics)
     pod_controller = setup_pod_controller(manager, pods, workers=pod_workers)
+    # The LWS reconciler refreshes the group counts; the pod reconciler deletes leaders
+    # and so tells the losses it caused from the others'.
+    group_metrics.track_changes(lws_controller, caches)
+    group_metrics.count_losses(pod_controller, caches, pods.restarter.deleted_leaders.__contains__)
 
-    replacement = ReplacementReconciler(client, caches, recorder, options=options, held=held)
+    replacement = ReplacementReconciler(
+        client, caches, recorder, options=options, held=held, group_metrics=group_metrics
+    )
     replacement_controller = setup_replacement_controller(manager, replacement)
 
     if enable_webhooks:
@@ -100,10 +110,15 @@ def _setup_disaggregatedsets(
 ) -> None:
     """The DisaggregatedSet controller, its caches and (with webhooks) its validator.
     Switched off, none of it exists: no watch of its kinds, no webhook path."""
-    ds_caches = build_ds_caches(manager.client, namespace)
+    ds_caches = build_ds_caches(manager.client, namespace, metrics=manager.metrics)
     for informer in ds_caches.all():
         manager.add_cache(informer, name=informer.name)
-    reconciler = DisaggregatedSetReconciler(manager.client, ds_caches, manager.recorder)
+    reconciler = DisaggregatedSetReconciler(
+        manager.client,
+        ds_caches,
+        manager.recorder,
+        metrics=DisaggregatedSetMetrics(manager.metrics.registry),
+    )
     built.disaggregatedsets = setup_disaggregatedset_controller(manager, reconciler)
     built.ds_caches = ds_caches
     if enable_webhooks:

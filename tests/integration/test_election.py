@@ -13,7 +13,6 @@ import pytest
 import pytest_asyncio
 
 from leaderworkerset.api.resources import EVENTS, LEASES
-from leaderworkerset.runtime import metrics
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
@@ -155,7 +154,7 @@ async def test_leader_that_cannot_renew_steps_down(api: ApiClient, namespace: st
     # (as it must) is told apart from stepping down when the lease would run out.
     _, renew, retry = timings = (20.0, 4.0, RETRY)
     a = elector(api, namespace, "a", name="steal-me", timings=timings)
-    gauge = metrics.LEADER_ELECTION_MASTER.labels(name="steal-me")
+    gauge = a.metrics.leader_election_master.labels(name="steal-me")
     task = asyncio.create_task(a.run())
     try:
         await eventually(a.is_leader, "a to lead", within=10)

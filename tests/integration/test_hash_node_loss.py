@@ -21,7 +21,6 @@ from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.lws.status import CONDITION_REPLACEMENT_HELD
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime.client import ApiClient
-from leaderworkerset.runtime.metrics import REGISTRY
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
 from tests.toolkit.cluster import (
     condition,
@@ -74,7 +73,7 @@ async def test_node_loss_releases_the_replacement_after_the_bound(
     namespace: str,
 ) -> None:
     api = nodesim_api
-    early_before = early_releases(namespace, "loss")
+    early_before = early_releases(lws_controller, namespace, "loss")
     # Three one-cpu nodes of our own, one-cpu pods: leader and worker never share a
     # node, and the replacement group fits on the two that stay healthy.
     group = f"loss-{secrets.token_hex(3)}"
@@ -152,12 +151,13 @@ async def test_node_loss_releases_the_replacement_after_the_bound(
     )
     assert any(old_key[:8] in n and dead in n and "not Ready" in n for n in released), released
     assert len(await lws_event_notes(api, namespace, "loss", ev.REASON_REPLACEMENT_HELD)) == 1
-    assert early_releases(namespace, "loss") == early_before + 1
+    assert early_releases(lws_controller, namespace, "loss") == early_before + 1
 
 
-def early_releases(namespace: str, name: str) -> float:
+def early_releases(running: RunningController, namespace: str, name: str) -> float:
     """The in-process controller's early-release counter for this LeaderWorkerSet."""
-    value = REGISTRY.get_sample_value(
+    assert running.manager is not None
+    value = running.manager.metrics.registry.get_sample_value(
         "lws_scheduling_gate_early_releases_total",
         {
             "namespace": namespace,

@@ -50,3 +50,17 @@ def test_a_lazy_command_shows_its_own_help(name: str) -> None:
     result = CliRunner().invoke(main, [name, "--help"])
     assert result.exit_code == 0, result.output
     assert f"main {name} [OPTIONS]" in result.output
+
+
+@pytest.mark.parametrize("name", sorted(LAZY_COMMANDS))
+def test_without_the_local_cluster_a_lazy_command_says_what_to_install(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # None in sys.modules makes the import fail as an absent distribution would.
+    for module in [m for m in sys.modules if m.startswith("lws_localcluster")]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "lws_localcluster", None)
+    result = CliRunner().invoke(main, [name, "--help"])
+    assert result.exit_code == 2
+    assert "pip install ./localcluster" in result.output
+    assert "leaderworkerset-localcluster" in result.output

@@ -12,19 +12,28 @@ duplicate revision under that key that truncation never removes.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import pkgutil
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics import MetricWrapperBase
 
 from leaderworkerset.api.disaggregatedset.constants import LABEL_SET_NAME as DS_LABEL
 from leaderworkerset.caches import LwsCaches
+from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSetMetrics
+from leaderworkerset.controllers.group_metrics import GroupMetrics
+from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.controller import Controller
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.webhooks.disaggregatedset import VALIDATING_PATH as DS_VALIDATING_PATH
 from leaderworkerset.wiring import LwsControllers, setup_controllers
 from tests.toolkit.manager import new_manager
+from tests.toolkit.paths import REPO
 from tests.toolkit.waiting import eventually
 
 CONTROLLERS = ("leaderworkerset", "pod", "group-replacement")
@@ -129,3 +138,82 @@ def test_the_disaggregatedset_switch(enabled: bool, tmp_path: Path) -> None:
         assert wiring.disaggregatedsets is None and wiring.ds_caches is None
         assert not watched and not any(DS_LABEL in name for name in caches)
         assert not served
+
+
+def test_a_standby_hangs_only_the_webhooks_handlers_on_the_caches(tmp_path: Path) -> None:
+    """Every handler that serves a controller joins the caches when that controller
+    starts (on the elected replica); only the pod webhook's hostnames, which every
+    replica serves, follow the pod cache before."""
+    manager = new_manager(tmp_path)
+    wiring = setup_controllers(manager)
+    hanging = {informer.name: len(informer._handlers) for informer in wiring.caches.all()}
+    assert {name: count for name, count in hanging.items() if count} == {wiring.caches.pods.name: 1}
+    for ctrl in (wiring.leaderworkersets, wiring.pods, wiring.replacement):
+        ctrl.connect()
+    assert len(wiring.caches.pods._handlers) > 1 and wiring.caches.statefulsets._handlers
+
+
+def test_only_the_controller_registration_calls_add_handler() -> None:
+    """One owner: a handler hangs on a cache through a Controller (leader only) or,
+    for what every replica serves, through add_replica_handler, never directly."""
+    src = REPO / "src"
+    callers = sorted(
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if ".add_handler(" in path.read_text()
+    )
+    assert callers == ["leaderworkerset/runtime/controller.py"]
+
+
+def test_every_metric_family_is_on_the_registry_the_manager_serves(tmp_path: Path) -> None:
+    """Built once (the manager's RuntimeMetrics) and handed to every cache, controller,
+    queue and reconciler the wiring makes; /metrics serves that registry."""
+    manager = new_manager(tmp_path)
+    wiring = setup_controllers(manager)
+    served = manager.metrics
+    assert wiring.ds_caches is not None and wiring.disaggregatedsets is not None
+    assert manager.metrics_server.registry is served.registry
+    assert manager.webhook_server.metrics is served
+    for informer in [*wiring.caches.all(), *wiring.ds_caches.all()]:
+        assert informer.metrics is served, informer.name
+    controllers = [
+        wiring.leaderworkersets,
+        wiring.pods,
+        wiring.replacement,
+        wiring.disaggregatedsets,
+    ]
+    for ctrl in controllers:
+        assert ctrl.metrics is served and ctrl.queue.metrics is served, ctrl.name
+    reconcilers = [ctrl._reconcile for ctrl in controllers]
+    group_metrics = [getattr(r, "group_metrics", None) for r in reconcilers[:3]]
+    assert all(m is group_metrics[0] and m.registry is served.registry for m in group_metrics)
+    pods = reconcilers[1]
+    assert isinstance(pods, PodReconciler) and pods.restarter.metrics is group_metrics[0]
+    ds_metrics = getattr(reconcilers[3], "metrics", None)
+    assert ds_metrics is not None and ds_metrics.registry is served.registry
+
+
+METRIC_HOLDERS = (
+    MetricWrapperBase,
+    CollectorRegistry,
+    RuntimeMetrics,
+    GroupMetrics,
+    DisaggregatedSetMetrics,
+)
+
+
+def test_no_module_holds_a_metric_family() -> None:
+    """What updates a metric is handed its family; none is a module global that any
+    test (or two managers in one process) would share."""
+    package = importlib.import_module("leaderworkerset")
+    held = []
+    for module_info in pkgutil.walk_packages(package.__path__, "leaderworkerset."):
+        if module_info.name.endswith(".__main__"):
+            continue  # runs a command when imported
+        module = importlib.import_module(module_info.name)
+        held += [
+            f"{module_info.name}.{name}"
+            for name, value in vars(module).items()
+            if isinstance(value, METRIC_HOLDERS)
+        ]
+    assert held == []

@@ -9,7 +9,7 @@ every recreation and would make the number of series grow without bound.
 The reconcilers report what they do themselves (a group restarted by its restart
 policy, a gate removed); what other actors do to groups (a StatefulSet or
 ReplicaSet deleting a leader for a rollout or a scale-down, a user deleting one,
-a node going away) is read from the pod cache's events by :meth:`watch`.
+a node going away) is read from the pod cache's events by :meth:`count_losses`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from leaderworkerset.group.readiness import container_restarted, pod_finished, p
 from leaderworkerset.group.roles import group_index, is_leader, lws_name
 from leaderworkerset.group.state import Group, GroupState, group_state, groups_of
 from leaderworkerset.group.view import LwsView
-from leaderworkerset.runtime.metrics import REGISTRY
+from leaderworkerset.runtime.controller import Controller
 
 LABELS = ("namespace", "leaderworkerset", "group_identity")
 
@@ -146,11 +146,14 @@ class _LwsRecord:
 
 
 class GroupMetrics:
-    """The group metric families and what they need to remember, in one registry."""
+    """The group metric families and what they need to remember, in one registry: the
+    process's (wiring builds one on the Manager's) or, without, one of their own."""
 
     def __init__(
-        self, registry: CollectorRegistry = REGISTRY, clock: Callable[[], float] = time.time
+        self, registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time
     ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        registry = self.registry
         self.clock = clock
         self.ready_seconds = Histogram(
             "lws_group_ready_seconds",
@@ -192,7 +195,7 @@ class GroupMetrics:
             registry=registry,
         )
         self._lws: dict[tuple[str, str], _LwsRecord] = {}
-        # Whether watch() reports which groups change (else every refresh recounts).
+        # Whether track_changes() reports which groups change (else every refresh recounts).
         self._tracking = False
         # UIDs of leaders whose loss is counted, with when.
         self._lost: dict[str, float] = {}
@@ -203,7 +206,7 @@ class GroupMetrics:
         """Recount the groups of a LeaderWorkerSet whose current revision is `revision`,
         and observe the ready time of each group Ready for the first time.
 
-        Once :meth:`watch` tracks which groups the cache events touch, only those are
+        Once :meth:`track_changes` tracks which groups the cache events touch, only those are
         looked at again: a reconcile during a scale-up of a thousand groups no longer
         walks every pod."""
         namespace, name = view.namespace, view.name
@@ -348,10 +351,13 @@ class GroupMetrics:
         self._lost[uid] = now
         return True
 
-    def watch(self, caches: LwsCaches, deleted_by_us: Callable[[str], bool]) -> None:
-        """Count the leaders other actors take down, from the pod cache's events.
-        `deleted_by_us(uid)` tells the leaders the controller deleted itself, which
-        it counts where it deletes them."""
+    def count_losses(
+        self, controller: Controller, caches: LwsCaches, deleted_by_us: Callable[[str], bool]
+    ) -> None:
+        """Count the leaders other actors take down, from the pod cache's events, once
+        `controller` (the one that deletes leaders itself) connects: a standby counts
+        nothing and remembers no lost leader. `deleted_by_us(uid)` tells the leaders the
+        controller deleted itself, which it counts where it deletes them."""
 
         def on_update(old: JSON, new: JSON) -> None:
             if is_leader(new) and pod_terminating(new) and not pod_terminating(old):
@@ -366,7 +372,12 @@ class GroupMetrics:
             # Nothing more will be heard of this pod.
             self._lost.pop(uid_of(pod), None)
 
-        caches.pods.add_handler(on_update=on_update, on_delete=on_delete)
+        controller.add_side_handler(caches.pods, on_update=on_update, on_delete=on_delete)
+
+    def track_changes(self, controller: Controller, caches: LwsCaches) -> None:
+        """Note which groups the pod and StatefulSet caches' events touch, once
+        `controller` (the one that calls :meth:`refresh`) connects, so that a refresh
+        looks only at those again."""
         changed = self._group_changed
 
         def changed_update(old: JSON, new: JSON) -> None:
@@ -374,7 +385,9 @@ class GroupMetrics:
             changed(new)
 
         for informer in (caches.pods, caches.statefulsets):
-            informer.add_handler(changed, changed_update, changed)
+            controller.add_side_handler(
+                informer, on_add=changed, on_update=changed_update, on_delete=changed
+            )
         self._tracking = True
 
     def _leader_lost(
@@ -443,7 +456,3 @@ def _state_label(state: GroupState) -> str:
         GroupState.TEARING_DOWN: "tearing_down",
         GroupState.UPDATING: "updating",
     }[state]
-
-
-# The process's one set of group metrics, served on /metrics with the rest.
-GROUP_METRICS = GroupMetrics()

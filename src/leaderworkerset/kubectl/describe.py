@@ -226,7 +226,7 @@ def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
 
 
 def _summary(snapshot: Snapshot, group: Group, now: datetime) -> list[str]:
-    pairing = pairing_of(snapshot) if snapshot.hash_mode else Pairing()
+    pairing = pairing_of(snapshot, now) if snapshot.hash_mode else Pairing()
     row = next(r for r in rows_of(snapshot, now) if r.index == group.index)
     revision = group.revision
     current = snapshot.current_revision

@@ -1,12 +1,13 @@
-"""Which tearing-down group each gated replacement leader waits for.
+"""Which tearing-down group each gated replacement leader waits for, as the
+controller decides it.
 
-The controller's PostTermination rule only counts: with T groups tearing down and G
-gated leaders it releases the oldest G - T. It never ties a gated leader to one old
-group. To give the reader a name to look at, the pairing here lines the gated
-leaders up oldest first and the tearing-down groups by when their leader's grace
-period ends (first due, first) and, past the G - T about to be admitted, pairs them
-off in that order. It explains the count; it does not promise which old group's
-departure releases which leader.
+The PostTermination rule releases the oldest G - T gated leaders (T: the groups
+tearing down that still count) and pairs each held leader with the group expected to
+go first. `kubectl lws` asks the very decision the group-replacement reconciler acts
+on (`group.post_termination.decide`), so what it shows is what the controller does.
+It knows less than the controller: it reads no Nodes (so a wait bounded by a lost
+node is not seen to end) and assumes the default release thresholds, which a
+controller configured otherwise does not use.
 """
 
 from __future__ import annotations
@@ -14,58 +15,44 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from leaderworkerset.api.objects import JSON, meta_of, name_of
-from leaderworkerset.controllers.replacement.post_termination import (
-    gated_leaders,
-    tearing_down_groups,
-)
-from leaderworkerset.group.roles import group_key, is_leader
+from leaderworkerset.api.objects import JSON, name_of
+from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.group.post_termination import decide
 
 
 @dataclass
 class Pairing:
     gated: int = 0  # G
-    tearing_down: int = 0  # T
+    tearing_down: int = 0  # T: the tearing-down groups that still count
     # Leader pod name -> the group key it waits for.
     waits_for: dict[str, str] = field(default_factory=dict)
     # Gated leaders the rule releases now (the oldest G - T).
     admitting: set[str] = field(default_factory=set)
-    # Tearing-down group keys, the first due to go first.
-    tearing_order: list[str] = field(default_factory=list)
 
 
-def _teardown_due(members: list[JSON]) -> str:
-    """When the group is due to go: the end of its leader's grace period (the
-    deletionTimestamp, which the API server sets to the deletion's time plus the
-    grace period), else its first pod's; a group with no deletion yet (a failed
-    leader not deleted so far) sorts last."""
-    leaders = [p for p in members if is_leader(p)]
-    for pods in (leaders, members):
-        stamps = sorted(
-            str(meta_of(p).get("deletionTimestamp"))
-            for p in pods
-            if meta_of(p).get("deletionTimestamp")
-        )
-        if stamps:
-            return stamps[0]
-    return "~"  # after any timestamp
-
-
-def pair(pods: Iterable[JSON], *, immediate: bool = False) -> Pairing:
-    """`pods`: every pod of one Hash-mode LeaderWorkerSet, terminating ones included.
-    `immediate`: the policy is Immediate, under which every gated leader is released."""
-    pods = list(pods)
-    waiting = gated_leaders(pods)
-    tearing = tearing_down_groups(pods)
-    by_key: dict[str, list[JSON]] = {}
-    for pod in pods:
-        key = group_key(pod)
-        if key in tearing:
-            by_key.setdefault(key, []).append(pod)
-    order = sorted(tearing, key=lambda k: (_teardown_due(by_key[k]), k))
-    result = Pairing(gated=len(waiting), tearing_down=len(tearing), tearing_order=order)
-    released = len(waiting) if immediate else max(0, len(waiting) - len(tearing))
-    result.admitting = {name_of(p) for p in waiting[:released]}
-    for leader, key in zip(waiting[released:], order, strict=False):
-        result.waits_for[name_of(leader)] = key
-    return result
+def pair(
+    pods: Iterable[JSON],
+    *,
+    now: float,
+    immediate: bool = False,
+    statefulsets: Iterable[JSON] = (),
+    thresholds: ReleaseThresholds | None = None,
+) -> Pairing:
+    """`pods`: every pod of one Hash-mode LeaderWorkerSet, terminating ones included;
+    `statefulsets` its StatefulSets (an orphaned worker set's pods stop counting);
+    `now`: epoch seconds. `immediate`: the policy is Immediate, under which every gated
+    leader is released."""
+    decision = decide(
+        list(pods),
+        None,  # not read: no node releases anything
+        now,
+        thresholds or ReleaseThresholds(),
+        immediate=immediate,
+        worker_sets={name_of(s): s for s in statefulsets},
+    )
+    return Pairing(
+        gated=len(decision.admit) + len(decision.held),
+        tearing_down=len(decision.holding),
+        waits_for=dict(decision.waits_for),
+        admitting={name_of(p) for p in decision.admit},
+    )

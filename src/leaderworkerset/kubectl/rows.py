@@ -89,14 +89,19 @@ def scale_down_ranks(snapshot: Snapshot, now: datetime | None) -> dict[str, int]
     return {name_of(p): i for i, p in enumerate(order, start=1)}
 
 
-def pairing_of(snapshot: Snapshot) -> Pairing:
-    return pair(snapshot.pods, immediate=view_of(snapshot.lws).replaces_immediately)
+def pairing_of(snapshot: Snapshot, now: datetime) -> Pairing:
+    return pair(
+        snapshot.pods,
+        now=now.timestamp(),
+        immediate=view_of(snapshot.lws).replaces_immediately,
+        statefulsets=snapshot.statefulsets,
+    )
 
 
 def rows_of(snapshot: Snapshot, now: datetime) -> list[GroupRow]:
     current = snapshot.current_revision
     ranks = scale_down_ranks(snapshot, now) if snapshot.hash_mode else {}
-    pairing = pairing_of(snapshot) if snapshot.hash_mode else Pairing()
+    pairing = pairing_of(snapshot, now) if snapshot.hash_mode else Pairing()
     rows = []
     for group in snapshot.groups():
         state = group_state(group, current)

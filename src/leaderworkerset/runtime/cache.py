@@ -34,7 +34,7 @@ from leaderworkerset.runtime.indexes import (
     object_key,
     resource_version,
 )
-from leaderworkerset.runtime.metrics import WATCHES_OPEN
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 
 log = logging.getLogger(__name__)
 
@@ -146,8 +146,10 @@ class Informer:
         min_watch_timeout: int = 300,
         backoff: Backoff | None = None,
         sleep: Sleep = asyncio.sleep,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
         self.client = client
+        self.metrics = metrics or RuntimeMetrics()
         self.resource = resource
         self.namespace = namespace if resource.namespaced else None
         self.label_selector = label_selector
@@ -376,7 +378,7 @@ class Informer:
             timeout_seconds=random.randint(self.min_watch_timeout, 2 * self.min_watch_timeout),
             bookmarks=True,
         )
-        open_watches = WATCHES_OPEN.labels(self.resource.plural)
+        open_watches = self.metrics.watches_open.labels(self.resource.plural)
         open_watches.inc()
         try:
             async for event in stream:

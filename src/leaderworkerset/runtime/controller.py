@@ -18,13 +18,7 @@ from leaderworkerset.api.objects import JSON, controller_ref, meta_of
 from leaderworkerset.runtime.cache import AddHandler, DeleteHandler, Informer, UpdateHandler
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.indexes import object_key
-from leaderworkerset.runtime.metrics import (
-    ACTIVE_WORKERS,
-    MAX_CONCURRENT_RECONCILES,
-    RECONCILE_ERRORS,
-    RECONCILE_TIME,
-    RECONCILE_TOTAL,
-)
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.queue import Clock, RateLimiter, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -117,6 +111,26 @@ def _beyond_status(obj: JSON) -> tuple[object, dict[str, object]]:
 NOT_STATUS_ONLY = Predicate(update=lambda old, new: _beyond_status(old) != _beyond_status(new))
 
 
+# -- handlers outside any controller ---------------------------------------------------
+
+
+def add_replica_handler(
+    informer: Informer,
+    *,
+    on_add: AddHandler | None = None,
+    on_update: UpdateHandler | None = None,
+    on_delete: DeleteHandler | None = None,
+) -> None:
+    """Hang handlers on `informer` at once, on every replica, leader or standby.
+
+    Only for what serves on every replica: the admission webhooks answer wherever
+    the API server sends a review, so what they read from a cache's events must be
+    current on a standby too. Anything that serves a controller goes through
+    :meth:`Controller.add_side_handler`, so that a standby keeps none of it; this
+    function and the controller are the only places that call ``add_handler``."""
+    informer.add_handler(on_add, on_update, on_delete)
+
+
 # -- the controller --------------------------------------------------------------------
 
 
@@ -141,24 +155,29 @@ class Controller:
         rate_limiter: RateLimiter | None = None,
         clock: Clock | None = None,
         sync_timeout: float = 120.0,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
+        """`metrics`: the process's (the Manager's); without, ones of its own."""
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         self.name = name
         self.workers = workers
         self.sync_timeout = sync_timeout
-        self.queue = WorkQueue(name, controller=name, rate_limiter=rate_limiter, clock=clock)
+        self.metrics = metrics or RuntimeMetrics()
+        self.queue = WorkQueue(
+            name, controller=name, rate_limiter=rate_limiter, clock=clock, metrics=self.metrics
+        )
         self._reconcile = reconcile
         self._informers: list[Informer] = []
         self._sources: list[tuple[Informer, _Handlers]] = []
         self._connected = False
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
-        self._active = ACTIVE_WORKERS.labels(controller=name)
-        self._time = RECONCILE_TIME.labels(controller=name)
-        self._errors = RECONCILE_ERRORS.labels(controller=name)
+        self._active = self.metrics.active_workers.labels(controller=name)
+        self._time = self.metrics.reconcile_time.labels(controller=name)
+        self._errors = self.metrics.reconcile_errors.labels(controller=name)
         self._totals = {
-            result: RECONCILE_TOTAL.labels(controller=name, result=result)
+            result: self.metrics.reconcile_total.labels(controller=name, result=result)
             for result in ("success", "error", "requeue", "requeue_after")
         }
 
@@ -202,12 +221,25 @@ class Controller:
 
         self._add_source(informer, (on_add, on_update, on_delete))
 
+    def add_side_handler(
+        self,
+        informer: Informer,
+        *,
+        on_add: AddHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: DeleteHandler | None = None,
+    ) -> None:
+        """Also run these handlers for `informer`'s events, from when this controller
+        connects, ahead of the sources watched after it. This is how anything that
+        serves a controller (a reconciler's memory of deletions, the gate removals it
+        expects, the metrics it keeps) hangs on a cache: it is then kept only by the
+        replica that reconciles, never piled up on a standby that queues nothing.
+        What must run on every replica uses :func:`add_replica_handler` instead."""
+        self._add_source(informer, (on_add, on_update, on_delete))
+
     def on_delete(self, informer: Informer, handler: DeleteHandler) -> None:
-        """Also run `handler` for each object `informer` deletes, from when this
-        controller connects, ahead of the sources watched after it: what a reconciler
-        keeps of deleted objects is then kept only by the replica that reconciles them,
-        never piled up on a standby that queues nothing."""
-        self._add_source(informer, (None, None, handler))
+        """:meth:`add_side_handler` for deletions only."""
+        self.add_side_handler(informer, on_delete=handler)
 
     def _add_source(self, informer: Informer, handlers: _Handlers) -> None:
         self._sources.append((informer, handlers))
@@ -261,7 +293,7 @@ class Controller:
                     f"{self.sync_timeout}s (was it started?)"
                 )
         self.connect()
-        MAX_CONCURRENT_RECONCILES.labels(controller=self.name).set(self.workers)
+        self.metrics.max_concurrent_reconciles.labels(controller=self.name).set(self.workers)
         self._tasks = [
             asyncio.create_task(self._worker(), name=f"{self.name} worker {i}")
             for i in range(self.workers)

@@ -23,10 +23,10 @@ from typing import Any
 
 from leaderworkerset.api.objects import JSON, format_micro_time
 from leaderworkerset.api.resources import LEASES
-from leaderworkerset.runtime import metrics
 from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
 from leaderworkerset.runtime.logging import v
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 
 log = logging.getLogger("leader-election")
 
@@ -85,12 +85,14 @@ class LeaderElector:
         on_stopped_leading: Callable[[], object] | None = None,
         on_new_leader: Callable[[str], object] | None = None,
         recorder: EventRecorder | None = None,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
         errs = config.errors()
         if errs:
             raise ValueError("invalid leader election config: " + "; ".join(errs))
         self.client = client
         self.config = config
+        self.metrics = metrics or RuntimeMetrics()
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
         self.on_new_leader = on_new_leader
@@ -115,7 +117,7 @@ class LeaderElector:
         return str(spec.get("holderIdentity") or "")
 
     async def run(self) -> None:
-        metrics.LEADER_ELECTION_MASTER.labels(name=self.config.name).set(0)
+        self.metrics.leader_election_master.labels(name=self.config.name).set(0)
         try:
             await self._acquire()
             self._start_leading()
@@ -229,7 +231,7 @@ class LeaderElector:
     def _start_leading(self) -> None:
         self._leading = True
         self.elected.set()
-        metrics.LEADER_ELECTION_MASTER.labels(name=self.config.name).set(1)
+        self.metrics.leader_election_master.labels(name=self.config.name).set(1)
         self._record_event("became leader")
         if self.on_started_leading is not None:
             self.on_started_leading()
@@ -238,7 +240,7 @@ class LeaderElector:
         was_leading = self._leading
         self._leading = False
         self.elected.clear()
-        metrics.LEADER_ELECTION_MASTER.labels(name=self.config.name).set(0)
+        self.metrics.leader_election_master.labels(name=self.config.name).set(0)
         if was_leading:
             self._record_event("stopped leading")
             if self.config.release_on_cancel:
@@ -282,9 +284,9 @@ class LeaderElector:
         try:
             answer = await write
         except ApiError:
-            metrics.LEASE_WRITES.labels(name=self.config.name).inc()
+            self.metrics.lease_writes.labels(name=self.config.name).inc()
             raise
-        metrics.LEASE_WRITES.labels(name=self.config.name).inc()
+        self.metrics.lease_writes.labels(name=self.config.name).inc()
         return answer
 
     def _holds(self, lease: JSON | None) -> bool:

@@ -34,7 +34,6 @@ from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair, server_ssl_context
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.keypair_files import KeyPairFiles
-from leaderworkerset.runtime.metrics import REGISTRY
 from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY, self_signed_cert
 
 log = logging.getLogger("health")
@@ -358,7 +357,7 @@ class MetricsServer:
         secure: bool = True,
         auth: DelegatedAuth | None = None,
         tls: TLSOptions | None = None,
-        registry: CollectorRegistry = REGISTRY,
+        registry: CollectorRegistry | None = None,
         cert_dir: Path = DEFAULT_METRICS_CERT_DIR,
         reload_interval: float = 1.0,
     ) -> None:
@@ -369,7 +368,8 @@ class MetricsServer:
         # Authentication without TLS would send bearer tokens in the clear.
         self.auth = auth if self.secure else None
         self.tls = tls
-        self.registry = registry
+        # What to serve: the process's (the Manager's RuntimeMetrics'); without, nothing.
+        self.registry = registry if registry is not None else CollectorRegistry()
         self.cert_files = KeyPairFiles(Path(cert_dir, TLS_CERT), Path(cert_dir, TLS_KEY), log)
         self.reload_interval = reload_interval
         self._watcher: asyncio.Task[None] | None = None

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from leaderworkerset.runtime import metrics
 from leaderworkerset.runtime.certs import (
     CertRotator,
     CertRotatorOptions,
@@ -39,6 +38,7 @@ from leaderworkerset.runtime.health import (
     HealthServer,
     MetricsServer,
 )
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.webhook import WebhookServer
 
 log = logging.getLogger("manager")
@@ -112,15 +112,26 @@ class _Entry:
 
 
 class Manager:
-    def __init__(self, options: ManagerOptions, client: ApiClient | None = None) -> None:
+    # One piece: the process's components, each built on the same client and metrics,
+    # in the order later ones need earlier ones (the rotator the webhook server's reload).
+    def __init__(
+        self,
+        options: ManagerOptions,
+        client: ApiClient | None = None,
+        *,
+        metrics: RuntimeMetrics | None = None,
+    ) -> None:
+        """`metrics`: the process's families, which /metrics serves and whatever this
+        manager builds (and the controllers added to it) updates; without, its own."""
         self.options = options
+        self.metrics = metrics or RuntimeMetrics()
         self._own_client = client is None
         self.client = client or ApiClient.from_kubeconfig(
             options.kubeconfig,
             qps=options.qps,
             burst=options.burst,
             user_agent=options.user_agent,
-            on_response=metrics.observe_client_response,
+            on_response=self.metrics.observe_client_response,
         )
         self.health = HealthServer(
             options.health_probe_bind_address,
@@ -133,12 +144,14 @@ class Manager:
             auth=DelegatedAuth(self.client) if options.metrics_secure else None,
             tls=options.tls,
             cert_dir=options.metrics_cert_dir,
+            registry=self.metrics.registry,
         )
         self.webhook_server = WebhookServer(
             cert_dir=options.cert_dir,
             host=options.webhook_host,
             port=options.webhook_port,
             tls=options.tls,
+            metrics=self.metrics,
         )
         self.cert_rotator: CertRotator | None = None
         if options.cert_rotator is not None:
@@ -153,7 +166,7 @@ class Manager:
         self.elector: LeaderElector | None = None
         if options.leader_election is not None:
             self.elector = LeaderElector(
-                self.client, options.leader_election, recorder=self.recorder
+                self.client, options.leader_election, recorder=self.recorder, metrics=self.metrics
             )
         self._entries: list[_Entry] = []
         self._caches: list[tuple[str, Cache]] = []

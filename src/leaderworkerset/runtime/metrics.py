@@ -2,17 +2,22 @@
 
 Dashboards and alerts written for Go controllers (the upstream LWS manager among
 them) read these names, so a drop-in controller exposes the same families with
-the same labels. Everything registers in one registry that /metrics serves.
+the same labels.
+
+The families are no module globals: a :class:`RuntimeMetrics` owns them on its own
+registry, built once per process (`controller_command`, or the Manager when given
+none) and handed to what updates them; the controllers' families (group and
+DisaggregatedSet metrics) register on the same registry, the one /metrics serves.
+Tests build their own and see nothing another test counted.
 """
 
 from __future__ import annotations
 
 import gc
 import time
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-
-REGISTRY = CollectorRegistry(auto_describe=True)
 
 # Buckets of controller-runtime's reconcile and webhook histograms.
 _RECONCILE_BUCKETS = (
@@ -22,187 +27,199 @@ _RECONCILE_BUCKETS = (
 )  # fmt: skip
 _QUEUE_BUCKETS = tuple(10.0**exp for exp in range(-8, 2))
 
-RECONCILE_TOTAL = Counter(
-    "controller_runtime_reconcile_total",
-    "Total number of reconciliations per controller",
-    ["controller", "result"],
-    registry=REGISTRY,
-)
-RECONCILE_ERRORS = Counter(
-    "controller_runtime_reconcile_errors_total",
-    "Total number of reconciliation errors per controller",
-    ["controller"],
-    registry=REGISTRY,
-)
-RECONCILE_TIME = Histogram(
-    "controller_runtime_reconcile_time_seconds",
-    "Length of time per reconciliation per controller",
-    ["controller"],
-    buckets=_RECONCILE_BUCKETS,
-    registry=REGISTRY,
-)
-MAX_CONCURRENT_RECONCILES = Gauge(
-    "controller_runtime_max_concurrent_reconciles",
-    "Maximum number of concurrent reconciles per controller",
-    ["controller"],
-    registry=REGISTRY,
-)
-ACTIVE_WORKERS = Gauge(
-    "controller_runtime_active_workers",
-    "Number of currently used workers per controller",
-    ["controller"],
-    registry=REGISTRY,
-)
 
-WORKQUEUE_DEPTH = Gauge(
-    "workqueue_depth", "Current depth of workqueue", ["name", "controller"], registry=REGISTRY
-)
-WORKQUEUE_ADDS = Counter(
-    "workqueue_adds_total",
-    "Total number of adds handled by workqueue",
-    ["name", "controller"],
-    registry=REGISTRY,
-)
-WORKQUEUE_LATENCY = Histogram(
-    "workqueue_queue_duration_seconds",
-    "How long in seconds an item stays in workqueue before being requested",
-    ["name", "controller"],
-    buckets=_QUEUE_BUCKETS,
-    registry=REGISTRY,
-)
-WORKQUEUE_WORK_DURATION = Histogram(
-    "workqueue_work_duration_seconds",
-    "How long in seconds processing an item from workqueue takes",
-    ["name", "controller"],
-    buckets=_QUEUE_BUCKETS,
-    registry=REGISTRY,
-)
-WORKQUEUE_RETRIES = Counter(
-    "workqueue_retries_total",
-    "Total number of retries handled by workqueue",
-    ["name", "controller"],
-    registry=REGISTRY,
-)
-WORKQUEUE_UNFINISHED_WORK = Gauge(
-    "workqueue_unfinished_work_seconds",
-    "How many seconds of work has been done that is in progress and hasn't been observed "
-    "by work_duration",
-    ["name", "controller"],
-    registry=REGISTRY,
-)
-WORKQUEUE_LONGEST_RUNNING = Gauge(
-    "workqueue_longest_running_processor_seconds",
-    "How many seconds has the longest running processor for workqueue been running",
-    ["name", "controller"],
-    registry=REGISTRY,
-)
+class RuntimeMetrics:
+    """The process's families under controller-runtime's names (and ours beside them),
+    on one registry: what /metrics serves."""
 
-WEBHOOK_REQUESTS = Counter(
-    "controller_runtime_webhook_requests_total",
-    "Total number of admission requests by HTTP status code",
-    ["webhook", "code"],
-    registry=REGISTRY,
-)
-WEBHOOK_LATENCY = Histogram(
-    "controller_runtime_webhook_latency_seconds",
-    "Histogram of the latency of processing admission requests",
-    ["webhook"],
-    registry=REGISTRY,
-)
-WEBHOOK_IN_FLIGHT = Gauge(
-    "controller_runtime_webhook_requests_in_flight",
-    "Current number of admission requests being served",
-    ["webhook"],
-    registry=REGISTRY,
-)
-# Ours: a review that opens its connection also pays for a TLS handshake, several
-# times the review's own cost; reviews per connection shows how well the API server's
-# pool of kept-alive connections holds up under the admission rate.
-WEBHOOK_CONNECTIONS = Counter(
-    "lws_webhook_connections_total",
-    "Connections to the webhook server, counted when accepted (after the TLS handshake)",
-    registry=REGISTRY,
-)
-
-REST_CLIENT_REQUESTS = Counter(
-    "rest_client_requests_total",
-    "Number of HTTP requests, partitioned by status code, method, and host",
-    ["code", "method", "host"],
-    registry=REGISTRY,
-)
-
-LEADER_ELECTION_MASTER = Gauge(
-    "leader_election_master_status",
-    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
-    "1 indicates master. 'name' is the string used to identify the lease",
-    ["name"],
-    registry=REGISTRY,
-)
-
-
-# Ours: a long-running controller is judged by what it holds and does when nothing
-# changes. Lease renewals are writes too (counted in rest_client_requests_total), so
-# the writes the reconcilers make are those minus these; open watches and the loop's
-# tasks should stay flat however long the process runs (docs/soak.md).
-LEASE_WRITES = Counter(
-    "lws_leader_election_lease_writes_total",
-    "Lease creates and updates sent by leader election (also in rest_client_requests_total)",
-    ["name"],
-    registry=REGISTRY,
-)
-WATCHES_OPEN = Gauge(
-    "lws_watches_open",
-    "Watch streams open to the API server, by resource",
-    ["resource"],
-    registry=REGISTRY,
-)
-EVENT_LOOP_TASKS = Gauge(
-    "lws_event_loop_tasks",
-    "Tasks on the manager's event loop",
-    registry=REGISTRY,
-)
-
-
-def observe_client_response(method: str, code: str, host: str) -> None:
-    """The ApiClient response hook that feeds rest_client_requests_total."""
-    REST_CLIENT_REQUESTS.labels(code=code, method=method, host=host).inc()
-
-
-# A collection stops every thread, the webhook server's too; a pause here is a
-# pause in every admission in flight, so the webhook's tail is read beside it.
-GC_PAUSE = Histogram(
-    "python_gc_pause_seconds",
-    "Time the garbage collector stopped the process, by generation collected",
-    ["generation"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
-    registry=REGISTRY,
-)
-_gc_started: list[float] = []
-
-
-def _on_gc(phase: str, info: dict[str, int]) -> None:
-    if phase == "start":
-        _gc_started.append(time.perf_counter())
-    elif _gc_started:
-        GC_PAUSE.labels(str(info.get("generation", ""))).observe(
-            time.perf_counter() - _gc_started.pop()
+    # One piece: every family declared in one list, so names, labels and help (which
+    # dashboards written for controller-runtime depend on) read side by side.
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        if registry is None:
+            registry = CollectorRegistry(auto_describe=True)
+        self.registry = registry
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "result"],
+            registry=registry,
+        )
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            ["controller"],
+            registry=registry,
+        )
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ["controller"],
+            buckets=_RECONCILE_BUCKETS,
+            registry=registry,
+        )
+        self.max_concurrent_reconciles = Gauge(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            ["controller"],
+            registry=registry,
+        )
+        self.active_workers = Gauge(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            ["controller"],
+            registry=registry,
         )
 
+        self.workqueue_depth = Gauge(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            ["name", "controller"],
+            registry=registry,
+        )
+        self.workqueue_adds = Counter(
+            "workqueue_adds_total",
+            "Total number of adds handled by workqueue",
+            ["name", "controller"],
+            registry=registry,
+        )
+        self.workqueue_latency = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            ["name", "controller"],
+            buckets=_QUEUE_BUCKETS,
+            registry=registry,
+        )
+        self.workqueue_work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            ["name", "controller"],
+            buckets=_QUEUE_BUCKETS,
+            registry=registry,
+        )
+        self.workqueue_retries = Counter(
+            "workqueue_retries_total",
+            "Total number of retries handled by workqueue",
+            ["name", "controller"],
+            registry=registry,
+        )
+        self.workqueue_unfinished_work = Gauge(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed "
+            "by work_duration",
+            ["name", "controller"],
+            registry=registry,
+        )
+        self.workqueue_longest_running = Gauge(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running",
+            ["name", "controller"],
+            registry=registry,
+        )
 
-def observe_gc_pauses() -> None:
-    """Time every collection from now on (once per process)."""
-    if _on_gc not in gc.callbacks:
-        gc.callbacks.append(_on_gc)
+        self.webhook_requests = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code",
+            ["webhook", "code"],
+            registry=registry,
+        )
+        self.webhook_latency = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ["webhook"],
+            registry=registry,
+        )
+        self.webhook_in_flight = Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served",
+            ["webhook"],
+            registry=registry,
+        )
+        # Ours: a review that opens its connection also pays for a TLS handshake, several
+        # times the review's own cost; reviews per connection shows how well the API server's
+        # pool of kept-alive connections holds up under the admission rate.
+        self.webhook_connections = Counter(
+            "lws_webhook_connections_total",
+            "Connections to the webhook server, counted when accepted (after the TLS handshake)",
+            registry=registry,
+        )
 
+        self.rest_client_requests = Counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host",
+            ["code", "method", "host"],
+            registry=registry,
+        )
 
-# Fed by runtime.stalls: how late a thread that only sleeps woke up, split by whether
-# the process ran meanwhile, so a slow admission can be put down to the node or the
-# CPU limit ("starved") or to the interpreter itself ("busy").
-PROCESS_STALL = Histogram(
-    "lws_process_stall_seconds",
-    "Time the process could not run Python code, by cause: starved (it was not "
-    "scheduled) or busy (it ran, but one thread held the interpreter)",
-    ["cause"],
-    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-    registry=REGISTRY,
-)
+        self.leader_election_master = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+            "1 indicates master. 'name' is the string used to identify the lease",
+            ["name"],
+            registry=registry,
+        )
+
+        # Ours: a long-running controller is judged by what it holds and does when nothing
+        # changes. Lease renewals are writes too (counted in rest_client_requests_total), so
+        # the writes the reconcilers make are those minus these; open watches and the loop's
+        # tasks should stay flat however long the process runs (docs/soak.md).
+        self.lease_writes = Counter(
+            "lws_leader_election_lease_writes_total",
+            "Lease creates and updates sent by leader election "
+            "(also in rest_client_requests_total)",
+            ["name"],
+            registry=registry,
+        )
+        self.watches_open = Gauge(
+            "lws_watches_open",
+            "Watch streams open to the API server, by resource",
+            ["resource"],
+            registry=registry,
+        )
+        self.event_loop_tasks = Gauge(
+            "lws_event_loop_tasks",
+            "Tasks on the manager's event loop",
+            registry=registry,
+        )
+
+        # A collection stops every thread, the webhook server's too; a pause here is a
+        # pause in every admission in flight, so the webhook's tail is read beside it.
+        self.gc_pause = Histogram(
+            "python_gc_pause_seconds",
+            "Time the garbage collector stopped the process, by generation collected",
+            ["generation"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+            registry=registry,
+        )
+        # Fed by runtime.stalls: how late a thread that only sleeps woke up, split by whether
+        # the process ran meanwhile, so a slow admission can be put down to the node or the
+        # CPU limit ("starved") or to the interpreter itself ("busy").
+        self.process_stall = Histogram(
+            "lws_process_stall_seconds",
+            "Time the process could not run Python code, by cause: starved (it was not "
+            "scheduled) or busy (it ran, but one thread held the interpreter)",
+            ["cause"],
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=registry,
+        )
+        self._gc_started: list[float] = []
+
+    def observe_client_response(self, method: str, code: str, host: str) -> None:
+        """The ApiClient response hook that feeds rest_client_requests_total."""
+        self.rest_client_requests.labels(code=code, method=method, host=host).inc()
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started.append(time.perf_counter())
+        elif self._gc_started:
+            self.gc_pause.labels(str(info.get("generation", ""))).observe(
+                time.perf_counter() - self._gc_started.pop()
+            )
+
+    def observe_gc_pauses(self) -> None:
+        """Time every collection from now on (once however often it is called)."""
+        if self._on_gc not in gc.callbacks:
+            gc.callbacks.append(self._on_gc)
+
+    def stop_observing_gc_pauses(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)

@@ -20,15 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from leaderworkerset.runtime.metrics import (
-    WORKQUEUE_ADDS,
-    WORKQUEUE_DEPTH,
-    WORKQUEUE_LATENCY,
-    WORKQUEUE_LONGEST_RUNNING,
-    WORKQUEUE_RETRIES,
-    WORKQUEUE_UNFINISHED_WORK,
-    WORKQUEUE_WORK_DURATION,
-)
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 
 # -- time ------------------------------------------------------------------------
 
@@ -157,6 +149,7 @@ class WorkQueue:
         controller: str | None = None,
         rate_limiter: RateLimiter | None = None,
         clock: Clock | None = None,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
         self.name = name
         self._clock: Clock = clock or RealClock()
@@ -177,18 +170,19 @@ class WorkQueue:
         self._longest_pace = 0.0
 
         labels = {"name": name, "controller": controller or name}
-        self._depth = WORKQUEUE_DEPTH.labels(**labels)
-        self._adds = WORKQUEUE_ADDS.labels(**labels)
-        self._latency = WORKQUEUE_LATENCY.labels(**labels)
-        self._work_duration = WORKQUEUE_WORK_DURATION.labels(**labels)
-        self._retries = WORKQUEUE_RETRIES.labels(**labels)
+        self.metrics = metrics = metrics or RuntimeMetrics()
+        self._depth = metrics.workqueue_depth.labels(**labels)
+        self._adds = metrics.workqueue_adds.labels(**labels)
+        self._latency = metrics.workqueue_latency.labels(**labels)
+        self._work_duration = metrics.workqueue_work_duration.labels(**labels)
+        self._retries = metrics.workqueue_retries.labels(**labels)
         # Computed when scraped, like client-go's periodic update, without a task;
         # a weak reference so the registry does not keep dead queues alive.
         ref = weakref.ref(self)
-        WORKQUEUE_UNFINISHED_WORK.labels(**labels).set_function(
+        metrics.workqueue_unfinished_work.labels(**labels).set_function(
             lambda: q.unfinished_work() if (q := ref()) is not None else 0.0
         )
-        WORKQUEUE_LONGEST_RUNNING.labels(**labels).set_function(
+        metrics.workqueue_longest_running.labels(**labels).set_function(
             lambda: q.longest_running() if (q := ref()) is not None else 0.0
         )
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 
-from leaderworkerset.runtime.metrics import PROCESS_STALL
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 
 PERIOD = 0.02
 THRESHOLD = 0.01
@@ -49,7 +49,8 @@ def classify(lateness: float, cpu: float) -> str | None:
 class StallProbe:
     """The running probe; stop() ends its thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, metrics: RuntimeMetrics) -> None:
+        self._stall = metrics.process_stall
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stall-probe", daemon=True)
 
@@ -65,7 +66,7 @@ class StallProbe:
             lateness = time.perf_counter() - started - PERIOD
             cause = classify(lateness, time.process_time() - cpu_started)
             if cause is not None:
-                PROCESS_STALL.labels(cause).observe(lateness)
+                self._stall.labels(cause).observe(lateness)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -73,8 +74,9 @@ class StallProbe:
             self._thread.join()
 
 
-def start_stall_probe() -> StallProbe:
-    """Observe stalls into lws_process_stall_seconds until the handle is stopped."""
-    probe = StallProbe()
+def start_stall_probe(metrics: RuntimeMetrics) -> StallProbe:
+    """Observe stalls into `metrics`' lws_process_stall_seconds until the handle is
+    stopped."""
+    probe = StallProbe(metrics)
     probe.thread.start()
     return probe

@@ -37,12 +37,13 @@ from typing import Any, ParamSpec, TypeVar
 import orjson
 
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.runtime import http_server, metrics
+from leaderworkerset.runtime import http_server
 from leaderworkerset.runtime.certs import TLSOptions
 from leaderworkerset.runtime.certs import server_ssl_context as _server_ssl_context
 from leaderworkerset.runtime.eventloop import LoopFactory, same_kind
 from leaderworkerset.runtime.health import listen_socket
 from leaderworkerset.runtime.keypair_files import KeyPairFiles
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY
 
 log = logging.getLogger("webhook")
@@ -215,7 +216,9 @@ class WebhookServer:
         key_name: str = TLS_KEY,
         tls: TLSOptions | None = None,
         reload_interval: float = 1.0,
+        metrics: RuntimeMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or RuntimeMetrics()
         self.cert_files = KeyPairFiles(Path(cert_dir, cert_name), Path(cert_dir, key_name), log)
         self.host = host
         self.port = port
@@ -410,7 +413,7 @@ class WebhookServer:
         for path in self._conversion_paths:
             endpoints[path] = self._conversion_endpoint(path)
         http = http_server.Server(
-            endpoints, max_body=MAX_REQUEST_SIZE, on_connection=metrics.WEBHOOK_CONNECTIONS.inc
+            endpoints, max_body=MAX_REQUEST_SIZE, on_connection=self.metrics.webhook_connections.inc
         )
         loop = asyncio.get_running_loop()
         self._listener = await loop.create_server(
@@ -469,7 +472,7 @@ class WebhookServer:
         handler, runs_on = self._handlers[path]
         if runs_on is RunsOn.MANAGER_LOOP:
             handler = self.on_manager_loop(handler)
-        instrumented = _Instrumented(path)
+        instrumented = _Instrumented(path, self.metrics)
 
         async def endpoint(request: http_server.Request) -> http_server.Response:
             with instrumented() as record:
@@ -491,7 +494,7 @@ class WebhookServer:
         return endpoint
 
     def _conversion_endpoint(self, path: str) -> http_server.Endpoint:
-        instrumented = _Instrumented(path)
+        instrumented = _Instrumented(path, self.metrics)
 
         async def endpoint(request: http_server.Request) -> http_server.Response:
             with instrumented() as record:
@@ -541,10 +544,11 @@ class _Instrumented:
     a lock and hashes the label values.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, metrics: RuntimeMetrics) -> None:
         self.path = path
-        self.in_flight = metrics.WEBHOOK_IN_FLIGHT.labels(webhook=path)
-        self.latency = metrics.WEBHOOK_LATENCY.labels(webhook=path)
+        self.in_flight = metrics.webhook_in_flight.labels(webhook=path)
+        self.latency = metrics.webhook_latency.labels(webhook=path)
+        self._requests_total = metrics.webhook_requests
         self._requests: dict[int, Any] = {}
 
     def __call__(self) -> _Request:
@@ -553,7 +557,7 @@ class _Instrumented:
     def count(self, status: int) -> None:
         counter = self._requests.get(status)
         if counter is None:
-            counter = self._requests[status] = metrics.WEBHOOK_REQUESTS.labels(
+            counter = self._requests[status] = self._requests_total.labels(
                 webhook=self.path, code=str(status)
             )
         counter.inc()

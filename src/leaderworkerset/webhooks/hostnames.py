@@ -27,6 +27,7 @@ from leaderworkerset.group import names as naming
 from leaderworkerset.group.readiness import pod_finished
 from leaderworkerset.group.roles import group_key
 from leaderworkerset.runtime.cache import Informer
+from leaderworkerset.runtime.controller import add_replica_handler
 
 # Long enough for any pod cache to show a leader admitted now, short enough that the
 # memory of a burst of admissions stays small.
@@ -98,7 +99,11 @@ class LiveHostnames:
         self._pods = pods
         self._followed: dict[Owner, _Held] = {}
         self._lock = threading.Lock()
-        pods.add_handler(self._changed, self._updated, self._deleted)
+        # On every replica, not only the leader's controllers: the pod webhook asks
+        # wherever the API server sends a review.
+        add_replica_handler(
+            pods, on_add=self._changed, on_update=self._updated, on_delete=self._deleted
+        )
 
     def holds(self, namespace: str, lws_name: str, hostname: str) -> bool:
         with self._lock:

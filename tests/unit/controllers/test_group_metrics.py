@@ -19,6 +19,7 @@ from leaderworkerset.controllers.group_metrics import (
     restart_cause,
     seconds_since,
 )
+from leaderworkerset.runtime.controller import Controller
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.pods import lws_labels
 from tests.toolkit.pods import pod as a_pod
@@ -97,13 +98,21 @@ def metrics(registry: CollectorRegistry, clock: Clock) -> GroupMetrics:
     return GroupMetrics(registry, clock)
 
 
+async def _never_reconciled(key: str) -> None:
+    raise AssertionError(f"no worker runs here, yet {key} was reconciled")
+
+
 class Cluster:
     """Caches that never list: the test delivers the watch events itself."""
 
     def __init__(self, metrics: GroupMetrics, ours: set[str] | None = None) -> None:
         self.caches: LwsCaches = build_caches(FakeApiClient())
         self.ours = ours if ours is not None else set()
-        metrics.watch(self.caches, self.ours.__contains__)
+        # One controller hosts both, connected as a leader's is when it starts.
+        self.controller = Controller("test", _never_reconciled)
+        metrics.track_changes(self.controller, self.caches)
+        metrics.count_losses(self.controller, self.caches, self.ours.__contains__)
+        self.controller.connect()
 
     def event(self, kind: str, obj: JSON) -> None:
         is_lws = obj["metadata"]["name"] == "lws"

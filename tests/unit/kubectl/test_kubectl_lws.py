@@ -196,29 +196,48 @@ def test_only_active_pods_are_ranked() -> None:
 # --- pairing gated leaders with tearing-down groups -------------------------------------
 
 
-def test_pairing_oldest_with_oldest_after_the_admitted() -> None:
+def test_pairing_oldest_with_first_due_after_the_admitted() -> None:
+    old_a = [
+        pod("a", key="a" * 40, deleting=30),
+        pod("a-1", key="a" * 40, worker=1, deleting=30),
+    ]
+    old_b = [pod("b-1", key="b" * 40, worker=1, deleting=10)]  # leader already gone
+    gated = [
+        pod(f"g{i}", key=f"{i}" * 40, gated=True, created=age)
+        for i, age in ((1, 50), (2, 40), (3, 20))
+    ]
+    pairing = pair(old_a + old_b + gated, now=NOW.timestamp())
+    assert (pairing.gated, pairing.tearing_down) == (3, 2)
+    assert pairing.admitting == {"g1"}
+    assert pairing.waits_for == {"g2": "a" * 40, "g3": "b" * 40}
+
+
+def test_pairing_puts_a_group_with_a_pod_not_yet_deleted_last() -> None:
+    """Where kubectl and the controller used to differ: kubectl lined groups up by
+    their leader's deletion, the controller by when the group's last pod stops
+    counting. Group a's worker has no deletion yet, so nothing bounds its wait."""
     old_a = [pod("a", key="a" * 40, deleting=30), pod("a-1", key="a" * 40, worker=1)]
     old_b = [pod("b-1", key="b" * 40, worker=1, deleting=10)]  # leader already gone
     gated = [
         pod(f"g{i}", key=f"{i}" * 40, gated=True, created=age)
         for i, age in ((1, 50), (2, 40), (3, 20))
     ]
-    pairing = pair(old_a + old_b + gated)
+    pairing = pair(old_a + old_b + gated, now=NOW.timestamp())
     assert (pairing.gated, pairing.tearing_down) == (3, 2)
     assert pairing.admitting == {"g1"}
-    assert pairing.waits_for == {"g2": "a" * 40, "g3": "b" * 40}
+    assert pairing.waits_for == {"g2": "b" * 40, "g3": "a" * 40}
 
 
 def test_pairing_more_tearing_down_than_waiting() -> None:
     old = [pod("o1", key="1" * 40, deleting=9), pod("o2", key="2" * 40, deleting=3)]
-    pairing = pair([*old, pod("g", key="9" * 40, gated=True)])
+    pairing = pair([*old, pod("g", key="9" * 40, gated=True)], now=NOW.timestamp())
     assert pairing.admitting == set()
     assert pairing.waits_for == {"g": "1" * 40}
 
 
 def test_pairing_under_immediate_admits_all() -> None:
     pods = [pod("o", key="1" * 40, deleting=9), pod("g", key="9" * 40, gated=True)]
-    assert pair(pods, immediate=True).admitting == {"g"}
+    assert pair(pods, now=NOW.timestamp(), immediate=True).admitting == {"g"}
 
 
 # --- rows and rendering ------------------------------------------------------------------

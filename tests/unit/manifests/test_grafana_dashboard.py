@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
-import leaderworkerset.controllers.group_metrics  # noqa: F401  (registers the lws_ families)
-from leaderworkerset.runtime.metrics import REGISTRY
+from leaderworkerset.wiring import setup_controllers
+from tests.toolkit.manager import new_manager
 from tests.toolkit.paths import REPO
 
 DASHBOARD = REPO / "config/grafana/lws-groups.json"
@@ -33,10 +34,12 @@ def expressions(node: Any) -> list[str]:
     return found
 
 
-def served_names() -> set[str]:
+def served_names(tmp_path: Path) -> set[str]:
     """Sample names /metrics can show (a counter's _total, a histogram's _bucket,
-    _count and _sum...)."""
-    return set(REGISTRY._names_to_collectors)
+    _count and _sum...): those of the registry a wired manager serves."""
+    manager = new_manager(tmp_path)
+    setup_controllers(manager)
+    return set(manager.metrics.registry._names_to_collectors)
 
 
 def test_dashboard_parses_and_the_chart_ships_the_same() -> None:
@@ -49,9 +52,9 @@ def test_dashboard_parses_and_the_chart_ships_the_same() -> None:
     assert 'Files.Get "dashboards/lws-groups.json"' in CHART_TEMPLATE.read_text()
 
 
-def test_every_query_reads_metrics_that_exist() -> None:
+def test_every_query_reads_metrics_that_exist(tmp_path: Path) -> None:
     dashboard = json.loads(DASHBOARD.read_text())
-    served = served_names()
+    served = served_names(tmp_path)
     queries = expressions(dashboard)
     assert queries
     used: set[str] = set()

@@ -28,6 +28,7 @@ from leaderworkerset.runtime.controller import (
     Controller,
     Predicate,
     Result,
+    add_replica_handler,
     label_key,
     own_key,
     owner_key,
@@ -39,7 +40,6 @@ from leaderworkerset.runtime.indexes import (
     label_index_value,
     object_key,
 )
-from leaderworkerset.runtime.metrics import WATCHES_OPEN
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
@@ -591,6 +591,63 @@ async def test_a_controller_not_started_queues_nothing_and_starts_with_the_whole
     await informer.stop()
 
 
+async def test_a_side_handler_runs_only_once_its_controller_starts() -> None:
+    """What a controller keeps of a cache's events (registered through the controller)
+    is kept by the leader only: a standby, whose controllers never start, runs none of
+    it; the leader runs it from start(), the cache's contents replayed as adds."""
+    server = FakeServer()
+    server.create("a")
+    informer = make(server)
+    seen: list[tuple[str, str]] = []
+
+    def note(event: str) -> Callable[..., None]:
+        return lambda *objs: seen.append((event, objs[-1]["metadata"]["name"]))
+
+    async def reconcile(key: str) -> Result:
+        return Result()
+
+    ctrl = Controller("test-side", reconcile)
+    ctrl.add_side_handler(
+        informer, on_add=note("add"), on_update=note("update"), on_delete=note("delete")
+    )
+    informer.start()
+    assert await informer.wait_synced(5)
+    await eventually(lambda: server.open_streams == 1, "the watch")
+    server.create("b")
+    server.update("ns/a", changed="1")
+    server.delete("ns/b")
+    await eventually(lambda: informer.get("ns", "b") is None and changed(informer, "ns/a"))
+    assert seen == []  # a standby
+    await ctrl.start()
+    assert seen == [("add", "a")]
+    server.update("ns/a", changed="2")
+    server.create("c")
+    server.delete("ns/c")
+    await eventually(lambda: len(seen) == 4, "the events after start")
+    assert seen[1:] == [("update", "a"), ("add", "c"), ("delete", "c")]
+    await ctrl.stop()
+    await informer.stop()
+
+
+def changed(informer: Informer, key: str) -> bool:
+    namespace, _, name = key.partition("/")
+    obj = informer.get(namespace, name)
+    return obj is not None and bool(obj["data"])
+
+
+async def test_a_replica_handler_runs_on_a_standby_too() -> None:
+    server = FakeServer()
+    server.create("a")
+    informer = make(server)
+    added: list[str] = []
+    add_replica_handler(informer, on_add=lambda obj: added.append(object_key(obj)))
+    informer.start()
+    assert await informer.wait_synced(5)
+    server.create("b")
+    await eventually(lambda: added == ["ns/a", "ns/b"], "both adds, with no controller")
+    await informer.stop()
+
+
 async def test_controller_start_fails_if_a_cache_never_syncs() -> None:
     async def reconcile(key: str) -> Result:
         return Result()
@@ -627,10 +684,10 @@ def test_not_status_only_skips_a_status_write_and_nothing_else() -> None:
 
 
 async def test_an_open_watch_is_counted_while_it_lasts() -> None:
-    gauge = WATCHES_OPEN.labels(CONFIGMAPS.plural)
-    before = gauge._value.get()
     server = FakeServer()
     informer = make(server)
+    gauge = informer.metrics.watches_open.labels(CONFIGMAPS.plural)
+    before = gauge._value.get()
     informer.start()
     await informer.wait_synced(5)
     await eventually(lambda: server.open_streams == 1, "the watch")

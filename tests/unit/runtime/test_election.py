@@ -10,7 +10,6 @@ import pytest
 from leaderworkerset.api.resources import LEASES
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.election import LeaderElectionConfig, LeaderElector
-from leaderworkerset.runtime.metrics import LEASE_WRITES
 from tests.toolkit.fake_client import FakeApiClient
 
 
@@ -67,12 +66,12 @@ async def test_a_lease_another_took_meanwhile_is_left_to_it() -> None:
 
 
 async def test_every_lease_write_is_counted_apart_from_the_reconcilers_writes() -> None:
-    counted = LEASE_WRITES.labels(name="counted")
-    before = counted._value.get()
     client = FakeApiClient()
     elector = LeaderElector(
         client, LeaderElectionConfig(namespace="ns", name="counted", identity="me")
     )
+    counted = elector.metrics.lease_writes.labels(name="counted")
+    before = counted._value.get()
     assert await elector._try_acquire_or_renew()  # no lease yet: a create
     assert await elector._try_acquire_or_renew()  # ours: a renewal
     assert await elector.release()
@@ -91,13 +90,13 @@ async def test_a_lease_write_counts_when_an_answer_came_back(
 ) -> None:
     """As rest_client_requests_total counts: an error answer is a request made, a
     connection that never answered is not."""
-    gauge = LEASE_WRITES.labels(name="answered")
-    before = gauge._value.get()
     client = FakeApiClient()
     client.put(LEASES, lease("me") | {"metadata": {"name": "answered", "namespace": "ns"}})
     client.fail[("replace", "leases")] = error
     elector = LeaderElector(
         client, LeaderElectionConfig(namespace="ns", name="answered", identity="me")
     )
+    gauge = elector.metrics.lease_writes.labels(name="answered")
+    before = gauge._value.get()
     assert await elector._try_acquire_or_renew() is False
     assert gauge._value.get() - before == counted

@@ -19,6 +19,7 @@ from leaderworkerset.cli import main
 from leaderworkerset.controller_command import Settings, load_configuration, run_controller
 from leaderworkerset.runtime.eventloop import loop_factory, same_kind
 from leaderworkerset.runtime.manager import ManagerOptions
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.webhook import AdmissionResponse, WebhookServer, allow
 from tests.toolkit.commands import run_command
 from tests.toolkit.webhook_client import new_pairs, post_blocking, write_pairs
@@ -52,7 +53,7 @@ class _Manager:
     cert_dir = Path()
     pairs = new_pairs()
 
-    def __init__(self, options: ManagerOptions) -> None:
+    def __init__(self, options: ManagerOptions, *, metrics: RuntimeMetrics) -> None:
         pass
 
     async def run(self) -> None:

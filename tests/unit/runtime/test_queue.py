@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.runtime.controller import Controller, Result
-from leaderworkerset.runtime.metrics import REGISTRY
 from leaderworkerset.runtime.queue import (
     BucketRateLimiter,
     ExponentialRateLimiter,
@@ -377,21 +376,22 @@ def test_queue_metrics() -> None:
         clock = FakeClock()
         q = new_queue(clock)
         labels = {"name": q.name, "controller": q.name}
+        registry = q.metrics.registry
         q.add("ns/a")
         q.add("ns/a")
         q.add("ns/b")
-        assert REGISTRY.get_sample_value("workqueue_adds_total", labels) == 2
-        assert REGISTRY.get_sample_value("workqueue_depth", labels) == 2
+        assert registry.get_sample_value("workqueue_adds_total", labels) == 2
+        assert registry.get_sample_value("workqueue_depth", labels) == 2
         await q.get()
         clock.advance(3)
-        assert REGISTRY.get_sample_value("workqueue_longest_running_processor_seconds", labels) == 3
-        assert REGISTRY.get_sample_value("workqueue_unfinished_work_seconds", labels) == 3
+        assert registry.get_sample_value("workqueue_longest_running_processor_seconds", labels) == 3
+        assert registry.get_sample_value("workqueue_unfinished_work_seconds", labels) == 3
         q.done("ns/a")
         q.add_rate_limited("ns/a")
-        assert REGISTRY.get_sample_value("workqueue_retries_total", labels) == 1
-        assert REGISTRY.get_sample_value("workqueue_depth", labels) == 1
-        assert REGISTRY.get_sample_value("workqueue_work_duration_seconds_count", labels) == 1
-        assert REGISTRY.get_sample_value("workqueue_queue_duration_seconds_count", labels) == 1
+        assert registry.get_sample_value("workqueue_retries_total", labels) == 1
+        assert registry.get_sample_value("workqueue_depth", labels) == 1
+        assert registry.get_sample_value("workqueue_work_duration_seconds_count", labels) == 1
+        assert registry.get_sample_value("workqueue_queue_duration_seconds_count", labels) == 1
 
     run(scenario)
 
@@ -399,9 +399,9 @@ def test_queue_metrics() -> None:
 # -- the controller's workers on the queue ---------------------------------------------------------
 
 
-def reconcile_total(controller: str, result: str) -> float:
-    value = REGISTRY.get_sample_value(
-        "controller_runtime_reconcile_total", {"controller": controller, "result": result}
+def reconcile_total(controller: Controller, result: str) -> float:
+    value = controller.metrics.registry.get_sample_value(
+        "controller_runtime_reconcile_total", {"controller": controller.name, "result": result}
     )
     return value or 0.0
 
@@ -450,10 +450,10 @@ def test_controller_retries_errors_with_backoff_and_honours_requeue_after() -> N
         clock.advance(0.1)
         await next_call()  # succeeds
         assert calls == ["ns/a"] * 4
-        assert reconcile_total(name, "error") == 2
-        assert reconcile_total(name, "requeue_after") == 1
-        assert reconcile_total(name, "success") == 1
-        errors = REGISTRY.get_sample_value(
+        assert reconcile_total(ctrl, "error") == 2
+        assert reconcile_total(ctrl, "requeue_after") == 1
+        assert reconcile_total(ctrl, "success") == 1
+        errors = ctrl.metrics.registry.get_sample_value(
             "controller_runtime_reconcile_errors_total", {"controller": name}
         )
         assert errors == 2
@@ -516,7 +516,7 @@ def test_controller_requeue_uses_rate_limit_and_max_concurrency_gauge() -> None:
             name, reconcile, workers=3, clock=clock, rate_limiter=ExponentialRateLimiter(5.0, 60)
         )
         await ctrl.start()
-        gauge = REGISTRY.get_sample_value(
+        gauge = ctrl.metrics.registry.get_sample_value(
             "controller_runtime_max_concurrent_reconciles", {"controller": name}
         )
         assert gauge == 3
@@ -527,7 +527,7 @@ def test_controller_requeue_uses_rate_limit_and_max_concurrency_gauge() -> None:
         clock.advance(5)
         await asyncio.wait_for(ran.wait(), 5)
         assert runs == 2
-        assert reconcile_total(name, "requeue") == 1
+        assert reconcile_total(ctrl, "requeue") == 1
         await ctrl.stop()
 
     run(scenario)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from leaderworkerset.runtime.metrics import REGISTRY
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.stalls import (
     BUSY,
     PERIOD,
@@ -27,8 +27,8 @@ from tests.toolkit.paths import REPO
 SRC = REPO / "src"
 
 
-def stalls(cause: str) -> float:
-    value = REGISTRY.get_sample_value("lws_process_stall_seconds_count", {"cause": cause})
+def stalls(metrics: RuntimeMetrics, cause: str) -> float:
+    value = metrics.registry.get_sample_value("lws_process_stall_seconds_count", {"cause": cause})
     return value or 0.0
 
 
@@ -54,11 +54,12 @@ def test_the_probe_sees_a_call_that_holds_the_interpreter_and_stops_at_once() ->
     # hence the retries.
     numbers = list(range(500_000))
     random.Random(1).shuffle(numbers)
-    before = stalls(BUSY)
-    probe = start_stall_probe()
+    metrics = RuntimeMetrics()
+    before = stalls(metrics, BUSY)
+    probe = start_stall_probe(metrics)
     try:
         deadline = time.monotonic() + 30
-        while stalls(BUSY) == before:
+        while stalls(metrics, BUSY) == before:
             assert time.monotonic() < deadline, "no busy stall observed"
             sorted(numbers)
     finally:
@@ -73,16 +74,18 @@ def test_the_probe_sees_a_call_that_holds_the_interpreter_and_stops_at_once() ->
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from leaderworkerset.runtime.metrics import REGISTRY
+    from leaderworkerset.runtime.metrics import RuntimeMetrics
     from leaderworkerset.runtime.stalls import start_stall_probe
 
+    metrics = RuntimeMetrics()
+
     def starved():
-        value = REGISTRY.get_sample_value(
+        value = metrics.registry.get_sample_value(
             "lws_process_stall_seconds_count", {"cause": "starved"}
         )
         return int(value or 0)
 
-    probe = start_stall_probe()
+    probe = start_stall_probe(metrics)
     print("ready", flush=True)
     for _ in sys.stdin:
         # The probe observes the stop once it has woken after SIGCONT.

@@ -17,7 +17,6 @@ import pytest_asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leaderworkerset.runtime import metrics
 from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import (
     AdmissionResponse,
@@ -238,8 +237,8 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[WebhookServer, KeyPairs]
         await srv.stop(5)
 
 
-def webhook_count(path: str, code: str) -> float:
-    value = metrics.REGISTRY.get_sample_value(
+def webhook_count(srv: WebhookServer, path: str, code: str) -> float:
+    value = srv.metrics.registry.get_sample_value(
         "controller_runtime_webhook_requests_total", {"webhook": path, "code": code}
     )
     return value or 0.0
@@ -248,7 +247,7 @@ def webhook_count(path: str, code: str) -> float:
 async def test_mutation_round_trip(server: tuple[WebhookServer, KeyPairs]) -> None:
     srv, pairs = server
     assert srv.is_serving()
-    before = webhook_count("/mutate", "200")
+    before = webhook_count(srv, "/mutate", "200")
     status, body = await post(srv, pairs, "/mutate", review({"data": {"a": "1"}}))
     assert status == 200
     assert body["apiVersion"] == "admission.k8s.io/v1" and body["kind"] == "AdmissionReview"
@@ -257,12 +256,12 @@ async def test_mutation_round_trip(server: tuple[WebhookServer, KeyPairs]) -> No
     assert json.loads(base64.b64decode(response["patch"])) == [
         {"op": "add", "path": "/data/seen", "value": "yes"}
     ]
-    assert webhook_count("/mutate", "200") == before + 1
-    latency = metrics.REGISTRY.get_sample_value(
+    assert webhook_count(srv, "/mutate", "200") == before + 1
+    latency = srv.metrics.registry.get_sample_value(
         "controller_runtime_webhook_latency_seconds_count", {"webhook": "/mutate"}
     )
     assert latency and latency >= 1
-    in_flight = metrics.REGISTRY.get_sample_value(
+    in_flight = srv.metrics.registry.get_sample_value(
         "controller_runtime_webhook_requests_in_flight", {"webhook": "/mutate"}
     )
     assert in_flight == 0

@@ -19,7 +19,7 @@ import pytest_asyncio
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.group.options import ControllerOptions
-from leaderworkerset.runtime import keypair_files, metrics, webhook
+from leaderworkerset.runtime import keypair_files, webhook
 from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import AdmissionResponse, RunsOn, WebhookServer, allow
 from leaderworkerset.webhooks.admission import POD_MUTATING_PATH, register_webhooks
@@ -309,8 +309,8 @@ async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: P
             await srv.stop(5)
 
 
-def _connections_counted() -> float:
-    value = metrics.REGISTRY.get_sample_value("lws_webhook_connections_total")
+def _connections_counted(srv: WebhookServer) -> float:
+    value = srv.metrics.registry.get_sample_value("lws_webhook_connections_total")
     return value or 0.0
 
 
@@ -318,7 +318,7 @@ async def test_connections_are_counted_once_each(
     started: tuple[WebhookServer, KeyPairs, dict[str, Any]],
 ) -> None:
     srv, pairs, _ = started
-    before = _connections_counted()
+    before = _connections_counted(srv)
 
     def three_then_one() -> None:
         kept, fresh = blocking_connection(srv, pairs), blocking_connection(srv, pairs)
@@ -330,4 +330,4 @@ async def test_connections_are_counted_once_each(
             fresh.close()
 
     await asyncio.to_thread(three_then_one)
-    assert _connections_counted() - before == 2
+    assert _connections_counted(srv) - before == 2

@@ -22,6 +22,7 @@ from leaderworkerset.api.resources import (
 )
 from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
 from leaderworkerset.runtime.indexes import label_index_name
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 
 BY_SET = label_index_name(c.LABEL_SET_NAME)
 
@@ -42,7 +43,11 @@ class DsCaches:
         return informer.by_index(BY_SET, f"{namespace}/{set_name}")
 
 
-def build_ds_caches(client: ListerWatcher, namespace: str | None = None) -> DsCaches:
+def build_ds_caches(
+    client: ListerWatcher, namespace: str | None = None, *, metrics: RuntimeMetrics | None = None
+) -> DsCaches:
+    metrics = metrics or RuntimeMetrics()
+
     def labelled(resource: Resource, selected: bool = True) -> Informer:
         return Informer(
             client,
@@ -51,11 +56,16 @@ def build_ds_caches(client: ListerWatcher, namespace: str | None = None) -> DsCa
             label_selector=c.LABEL_SET_NAME if selected else None,
             label_indexes=[c.LABEL_SET_NAME],
             transform=strip_managed_fields,
+            metrics=metrics,
         )
 
     return DsCaches(
         sets=Informer(
-            client, DISAGGREGATEDSETS, namespace=namespace, transform=strip_managed_fields
+            client,
+            DISAGGREGATEDSETS,
+            namespace=namespace,
+            transform=strip_managed_fields,
+            metrics=metrics,
         ),
         leaderworkersets=labelled(LEADERWORKERSETS),
         services=labelled(SERVICES),

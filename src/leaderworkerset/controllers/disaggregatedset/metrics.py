@@ -11,13 +11,16 @@ import contextlib
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from leaderworkerset.runtime.metrics import REGISTRY
-
 LABELS = ("namespace", "name", "role")
 
 
 class DisaggregatedSetMetrics:
-    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+    """The families on one registry: the process's (wiring builds them on the
+    Manager's) or, without, one of their own."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        registry = self.registry
         self.replicas = Gauge(
             "lws_disaggregatedset_role_replicas",
             "Groups a DisaggregatedSet role asks for, over all its slices and revisions",
@@ -61,6 +64,3 @@ class DisaggregatedSetMetrics:
         self._roles.pop((namespace, name), None)
         with contextlib.suppress(KeyError):
             self.rollout_steps.remove(namespace, name)
-
-
-DS_METRICS = DisaggregatedSetMetrics()

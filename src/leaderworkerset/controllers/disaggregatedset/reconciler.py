@@ -36,7 +36,7 @@ from leaderworkerset.api.resources import (
 )
 from leaderworkerset.controllers.disaggregatedset import events as ev
 from leaderworkerset.controllers.disaggregatedset.caches import DsCaches
-from leaderworkerset.controllers.disaggregatedset.metrics import DS_METRICS
+from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSetMetrics
 from leaderworkerset.controllers.disaggregatedset.objects import leaderworkerset, role_scaler
 from leaderworkerset.controllers.disaggregatedset.observed import observed_lws
 from leaderworkerset.controllers.disaggregatedset.rollout import (
@@ -97,12 +97,13 @@ class DisaggregatedSetReconciler:
     client: ApiClient
     caches: DsCaches
     recorder: EventRecorder | None = None
+    metrics: DisaggregatedSetMetrics = field(default_factory=DisaggregatedSetMetrics)
 
     async def __call__(self, key: str) -> Result | None:
         obj = self.caches.sets.get_by_key(key)
         if obj is None or meta_of(obj).get("deletionTimestamp"):
             namespace, _, name = key.partition("/")
-            DS_METRICS.forget(namespace, name)
+            self.metrics.forget(namespace, name)
             # Garbage collection removes what the set owned.
             return None
         ds, errors = DisaggregatedSet.from_json(obj)
@@ -229,7 +230,7 @@ class DisaggregatedSetReconciler:
         if plan.complete:
             self._record(run, ev.rolling_update_completed(run.revision))
         if plan.step is not None:
-            DS_METRICS.rollout_steps.labels(run.namespace, run.ds.name).inc()
+            self.metrics.rollout_steps.labels(run.namespace, run.ds.name).inc()
         run.rolling_out = run.rolling_out or (plan.rolling_out and not plan.complete)
         if plan.requeue_after and (
             run.requeue_after is None or plan.requeue_after < run.requeue_after
@@ -290,7 +291,7 @@ class DisaggregatedSetReconciler:
             role: slices * target_replicas(ds, role, scaler_replicas, counts[role].updated)
             for role in roles
         }
-        DS_METRICS.observe(
+        self.metrics.observe(
             ds.namespace,
             ds.name,
             {r: (targets[r], counts[r].ready, counts[r].updated) for r in roles},

@@ -19,7 +19,7 @@ DS_WORKERS = 2
 def setup_disaggregatedset_controller(
     manager: Manager, reconciler: DisaggregatedSetReconciler, *, workers: int = DS_WORKERS
 ) -> Controller:
-    controller = Controller(DS_CONTROLLER, reconciler, workers=workers)
+    controller = Controller(DS_CONTROLLER, reconciler, workers=workers, metrics=manager.metrics)
     caches = reconciler.caches
     # Its own status writes do not wake it.
     controller.watch(caches.sets, own_key, NOT_STATUS_ONLY)

@@ -26,7 +26,7 @@ from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
-from leaderworkerset.controllers.group_metrics import GROUP_METRICS
+from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.applied import AppliedObjects
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
@@ -72,13 +72,14 @@ class LeaderWorkerSetReconciler:
     options: ControllerOptions = field(default_factory=ControllerOptions)
     # The replacement reconciler's last word on what it holds back (Hash mode).
     held: HeldBoard = field(default_factory=HeldBoard)
+    group_metrics: GroupMetrics = field(default_factory=GroupMetrics)
     # Per LWS key, the group observations of its last status pass.
     _observations: dict[str, ObservationMemo] = field(default_factory=dict)
 
     async def __call__(self, key: str) -> Result | None:
         lws = self.caches.leaderworkersets.get_by_key(key)
         if lws is None or meta_of(lws).get("deletionTimestamp"):
-            GROUP_METRICS.forget(key)
+            self.group_metrics.forget(key)
             self._observations.pop(key, None)
             # Garbage collection removes what the LeaderWorkerSet owned.
             return None
@@ -284,7 +285,7 @@ class LeaderWorkerSetReconciler:
         self, lws: JSON, view: LwsView, update: StatusUpdate, leader: _LeaderRevision
     ) -> Result | None:
         key, revisions = leader.key, [*leader.revisions, leader.revision]
-        GROUP_METRICS.refresh(self.caches, view, key)
+        self.group_metrics.refresh(self.caches, view, key)
         for pod in update.skipped_leaders:
             log.warning(
                 "leader pod has no usable group index; left out of status",

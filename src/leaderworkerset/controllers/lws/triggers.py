@@ -42,7 +42,7 @@ def setup_lws_controller(
     manager: Manager, reconciler: LeaderWorkerSetReconciler, *, workers: int = LWS_WORKERS
 ) -> Controller:
     """The LeaderWorkerSet controller, watching its sources, added to `manager`."""
-    controller = Controller(LWS_CONTROLLER, reconciler, workers=workers)
+    controller = Controller(LWS_CONTROLLER, reconciler, workers=workers, metrics=manager.metrics)
     _watch_for_lws(controller, reconciler.caches, reconciler.options.child_event_pace)
     # The GroupReplacementHeld condition reports the replacement reconciler's last
     # decision, which no watched object carries.

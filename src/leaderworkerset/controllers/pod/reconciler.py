@@ -26,7 +26,7 @@ from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers import revisions as rev
 from leaderworkerset.controllers.events import record
-from leaderworkerset.controllers.group_metrics import GROUP_METRICS
+from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.pod.backoff import RetryBackoff
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group
 from leaderworkerset.controllers.pod.group_ready import GroupReadyWrites, sync_group_ready
@@ -97,9 +97,10 @@ class PodReconciler:
     waits: RetryBackoff = field(default_factory=RetryBackoff)
     group_ready_writes: GroupReadyWrites = field(default_factory=GroupReadyWrites)
     worker_creates: WorkerSetCreates = field(default_factory=WorkerSetCreates)
+    group_metrics: GroupMetrics = field(default_factory=GroupMetrics)
 
     def __post_init__(self) -> None:
-        self.restarter = GroupRestarter(self.client, self.caches)
+        self.restarter = GroupRestarter(self.client, self.caches, metrics=self.group_metrics)
 
     def remember_deleted(self, pod: JSON) -> None:
         """The pod cache's delete handler; runs before the key is reconciled."""
@@ -265,7 +266,7 @@ class PodReconciler:
         the group as tearing down."""
         if not await self.restarter.delete_leader(leader):
             return
-        GROUP_METRICS.group_restarted(leader, leader, c.GROUP_IDENTITY_HASH)
+        self.group_metrics.group_restarted(leader, leader, c.GROUP_IDENTITY_HASH)
         meta = meta_of(leader)
         name = str(meta["name"])
         group = str((meta.get("labels") or {}).get(c.LABEL_GROUP_INDEX, ""))

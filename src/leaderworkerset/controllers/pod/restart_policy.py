@@ -18,7 +18,7 @@ from leaderworkerset.api.objects import JSON, controller_ref, labels_of, meta_of
 from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
-from leaderworkerset.controllers.group_metrics import GROUP_METRICS
+from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
 from leaderworkerset.group.roles import group_size, is_leader
@@ -63,6 +63,7 @@ class GroupRestarter:
     # reused, so a remembered one can only be a leader already on its way out.
     deleted_leaders: dict[str, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
+    metrics: GroupMetrics = field(default_factory=GroupMetrics)
 
     def pending_in_group(self, pod: JSON, view: LwsView) -> bool:
         """Some pod of the group is missing or still Pending."""
@@ -130,7 +131,7 @@ class GroupRestarter:
             return True, None
         if not await self.delete_leader(leader):
             return True, None
-        GROUP_METRICS.group_restarted(leader, pod, view.group_identity)
+        self.metrics.group_restarted(leader, pod, view.group_identity)
         group = str(labels_of(leader).get(c.LABEL_GROUP_INDEX, ""))
         return True, ev.group_recreated(
             str(meta_of(pod).get("name")),

@@ -100,7 +100,7 @@ def setup_pod_controller(
 ) -> Controller:
     """The pod controller, watching its sources, added to `manager`."""
     caches = reconciler.caches
-    controller = Controller(POD_CONTROLLER, reconciler, workers=workers)
+    controller = Controller(POD_CONTROLLER, reconciler, workers=workers, metrics=manager.metrics)
     controller.on_delete(caches.pods, reconciler.remember_deleted)
     controller.on_delete(caches.statefulsets, reconciler.worker_creates.statefulset_deleted)
     controller.watch(caches.pods, own_key, POD_RECONCILER_EVENTS)

@@ -25,9 +25,8 @@ from leaderworkerset.api.objects import JSON, meta_of, name_of, namespace_of
 from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
-from leaderworkerset.controllers.group_metrics import GROUP_METRICS
+from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldBoard, HeldReplacements
-from leaderworkerset.controllers.replacement.post_termination import Decision, decide
 from leaderworkerset.group.gates import remove_scheduling_gate_patch, scheduling_gate_index
 from leaderworkerset.group.options import (
     NODE_NOT_READY,
@@ -36,6 +35,7 @@ from leaderworkerset.group.options import (
     ControllerOptions,
     ReleaseThresholds,
 )
+from leaderworkerset.group.post_termination import Decision, decide
 from leaderworkerset.group.roles import is_leader, lws_name
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import JSON_PATCH, ApiClient, ApiError
@@ -84,6 +84,7 @@ class ReplacementReconciler:
     expectations: Expectations = field(default_factory=Expectations)
     # Where the LWS reconciler reads what is held back, for its status condition.
     held: HeldBoard = field(default_factory=HeldBoard)
+    group_metrics: GroupMetrics = field(default_factory=GroupMetrics)
     # What the Events already said, per LeaderWorkerSet: held leaders, released groups.
     _told_held: dict[str, set[str]] = field(default_factory=dict)
     _told_released: dict[str, set[str]] = field(default_factory=dict)
@@ -175,7 +176,9 @@ class ReplacementReconciler:
                 )
                 ev.record(self.recorder, lws, event)
                 if decision.admit:  # a release counts when it lets a leader in
-                    GROUP_METRICS.early_release(decision.admit[0], _metric_reason(release.reason))
+                    self.group_metrics.early_release(
+                        decision.admit[0], _metric_reason(release.reason)
+                    )
                 gone.add(release.group)
         # Forget groups that have left the cache, so memory follows the cluster.
         self._told_released[key] = gone & {r.group for r in released}
@@ -246,7 +249,7 @@ class ReplacementReconciler:
             if exc.status in (409, 422):
                 return False
             raise
-        GROUP_METRICS.gate_released(pod)
+        self.group_metrics.gate_released(pod)
         return True
 
 

@@ -82,9 +82,13 @@ def setup_replacement_controller(
 ) -> Controller:
     """The group-replacement controller, watching its sources, added to `manager`."""
     caches = reconciler.caches
+    controller = Controller(
+        REPLACEMENT_CONTROLLER, reconciler, workers=workers, metrics=manager.metrics
+    )
     # Not a source: ticks off the gate removals this process expects to see.
-    caches.pods.add_handler(on_update=reconciler.observe, on_delete=reconciler.observe_deleted)
-    controller = Controller(REPLACEMENT_CONTROLLER, reconciler, workers=workers)
+    controller.add_side_handler(
+        caches.pods, on_update=reconciler.observe, on_delete=reconciler.observe_deleted
+    )
     controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, replacement_events())
     controller.watch(caches.leaderworkersets, own_key, NOT_STATUS_ONLY)
     controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME, WORKER_SET_LEFT_ITS_LEADER)

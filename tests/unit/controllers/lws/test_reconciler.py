@@ -22,7 +22,6 @@ from leaderworkerset.api.resources import (
     Resource,
 )
 from leaderworkerset.controllers import revisions as rev
-from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws import reconciler as reconciler_module
 from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
@@ -542,15 +541,6 @@ async def test_another_lws_held_replacements_are_not_this_ones() -> None:
 # --- the observations kept between passes, and forgetting a deleted LWS --------------------
 
 
-@pytest.fixture
-def metrics(monkeypatch: pytest.MonkeyPatch) -> CollectorRegistry:
-    """The group metrics the reconciler refreshes, fresh for this test: the process-wide
-    ones carry what other tests (and their watches) left."""
-    registry = CollectorRegistry()
-    monkeypatch.setattr(reconciler_module, "GROUP_METRICS", GroupMetrics(registry))
-    return registry
-
-
 def group_gauge(registry: CollectorRegistry, mode: str, state: str) -> float | None:
     labels = {"namespace": "default", "leaderworkerset": "lws", "group_identity": mode}
     return registry.get_sample_value("lws_groups", {**labels, "state": state})
@@ -559,9 +549,11 @@ def group_gauge(registry: CollectorRegistry, mode: str, state: str) -> float | N
 @pytest.mark.parametrize("gone", ["deleted", "being deleted"])
 @pytest.mark.parametrize(("mode", "workload", "never"), MODES)
 async def test_what_is_kept_of_an_lws_goes_with_it(
-    mode: str, workload: Resource, never: Resource, gone: str, metrics: CollectorRegistry
+    mode: str, workload: Resource, never: Resource, gone: str
 ) -> None:
     reconciler, client = await first_pass(lws_in(mode, replicas=2))
+    # The reconciler's own group metrics: nothing another test counted.
+    metrics = reconciler.group_metrics.registry
     key = key_of(revision_of(client))
     if mode == c.GROUP_IDENTITY_ORDINAL:
         as_the_statefulset_controller_left_it(client)
@@ -933,9 +925,10 @@ async def test_an_api_error_other_than_a_terminating_namespace_fails_the_pass() 
 
 @pytest.mark.parametrize(("mode", "workload", "never"), MODES)
 async def test_the_group_gauges_count_outdated_unready_groups_as_updating(
-    mode: str, workload: Resource, never: Resource, metrics: CollectorRegistry
+    mode: str, workload: Resource, never: Resource
 ) -> None:
     reconciler, client = await first_pass(lws_in(mode, replicas=2))
+    metrics = reconciler.group_metrics.registry
     if mode == c.GROUP_IDENTITY_ORDINAL:
         as_the_statefulset_controller_left_it(client)
     await pass_over_stored(reconciler, client, *groups("older", 2, ready=False))

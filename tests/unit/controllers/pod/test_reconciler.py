@@ -28,7 +28,6 @@ from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.indexes import object_key
-from leaderworkerset.runtime.metrics import REGISTRY
 from leaderworkerset.webhooks.admission import pod_mutator
 from leaderworkerset.webhooks.hostnames import IssuedHostnames, hostnames_in_use
 from leaderworkerset.webhooks.pods import (
@@ -772,18 +771,20 @@ async def test_a_lost_hash_leader_is_counted_as_a_recreation() -> None:
     leader["metadata"]["uid"] = f"uid-lost-{uuid.uuid4()}"
     labels = {"namespace": NS, "leaderworkerset": "lws", "group_identity": c.GROUP_IDENTITY_HASH}
 
-    def recreations() -> float:
+    def recreations(pods: PodReconciler) -> float:
+        registry = pods.group_metrics.registry
         return sum(
-            REGISTRY.get_sample_value("lws_group_recreations_total", {**labels, "cause": cause})
+            registry.get_sample_value("lws_group_recreations_total", {**labels, "cause": cause})
             or 0.0
             for cause in Cause
         )
 
-    before = recreations()
     client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader) as caches:
-        await reconciler(client, caches, events)(object_key(leader))
-    assert recreations() == before + 1
+        pods = reconciler(client, caches, events)
+        before = recreations(pods)
+        await pods(object_key(leader))
+    assert recreations(pods) == before + 1
     assert calls(client) == [("delete", "pods", leader["metadata"]["name"])]
 
 

@@ -17,10 +17,10 @@ import pytest
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.pod.restart_policy import DELETED_LEADER_MEMORY, GroupRestarter
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiError
-from leaderworkerset.runtime.metrics import REGISTRY
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_json, lws_object
@@ -139,6 +139,7 @@ class Group:
         # the recreation metric counts a leader UID once.
         leader_uid = f"uid-leader-{uuid.uuid4()}"
         self.lws = group_lws(identity)
+        self.metrics = GroupMetrics()
         self.leader_name = "lws-5d8f9c7b4-x7k2p" if hash_mode else "lws-0"
         index = KEY if hash_mode else "0"
         labels = {c.LABEL_SET_NAME: "lws", c.LABEL_GROUP_INDEX: index}
@@ -186,13 +187,14 @@ class Group:
         (the whole group unless given)."""
         client = FakeApiClient()
         async with seeded_caches(*(objects or self.objects())) as caches:
-            result = await GroupRestarter(client, caches).handle(self.worker, view_of(self.lws))
+            restarter = GroupRestarter(client, caches, metrics=self.metrics)
+            result = await restarter.handle(self.worker, view_of(self.lws))
         return result, client
 
 
-def recreations(identity: str, cause: str) -> float:
+def recreations(group: Group, identity: str, cause: str) -> float:
     labels = {"namespace": "default", "leaderworkerset": "lws", "group_identity": identity}
-    return REGISTRY.get_sample_value(RECREATIONS, {**labels, "cause": cause}) or 0.0
+    return group.metrics.registry.get_sample_value(RECREATIONS, {**labels, "cause": cause}) or 0.0
 
 
 MODES = [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH]
@@ -201,7 +203,7 @@ MODES = [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH]
 @pytest.mark.parametrize("identity", MODES)
 async def test_a_restarted_worker_recreates_its_group_through_its_leader(identity: str) -> None:
     group = Group(identity)
-    counted = recreations(identity, "container_restart")
+    counted = recreations(group, identity, "container_restart")
     (recreating, event), client = await group.restart()
     assert recreating
     assert deletes(client) == [(group.leader_name, {"uid": group.leader_uid})]
@@ -215,7 +217,7 @@ async def test_a_restarted_worker_recreates_its_group_through_its_leader(identit
         f" to recreate group {index}"
     )
     assert event.related is not None and event.related["name"] == group.leader_name
-    assert recreations(identity, "container_restart") == counted + 1
+    assert recreations(group, identity, "container_restart") == counted + 1
 
 
 # Ways a restarted worker is not (or no longer) of this leader's group: each leaves the

@@ -29,11 +29,6 @@ from leaderworkerset.controllers.lws.status import (
     hash_status,
     held_condition,
 )
-from leaderworkerset.controllers.replacement.post_termination import (
-    decide,
-    node_not_ready_since,
-    pod_release,
-)
 from leaderworkerset.controllers.replacement.reconciler import (
     RELEASE_SLACK,
     ReplacementReconciler,
@@ -46,6 +41,11 @@ from leaderworkerset.group.options import (
     TERMINATION_OVERRUN,
     ControllerOptions,
     ReleaseThresholds,
+)
+from leaderworkerset.group.post_termination import (
+    decide,
+    node_not_ready_since,
+    pod_release,
 )
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.fake_client import FakeApiClient

@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.lws.status import hash_groups
-from leaderworkerset.controllers.replacement.post_termination import (
+from leaderworkerset.controllers.replacement.triggers import replacement_events
+from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.group.post_termination import (
     decide,
     gated_leaders,
     tearing_down_groups,
 )
-from leaderworkerset.controllers.replacement.triggers import replacement_events
-from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.group.readiness import leader_lost, pod_finished
 from tests.toolkit.lws import lws_object
 from tests.toolkit.pods import NOW, container, lws_labels

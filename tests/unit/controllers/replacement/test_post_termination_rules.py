@@ -9,7 +9,9 @@ from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.controllers.held import HeldBoard
-from leaderworkerset.controllers.replacement.post_termination import (
+from leaderworkerset.controllers.replacement.reconciler import held_of
+from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.group.post_termination import (
     NODE_NOT_READY,
     ORPHANED,
     TERMINATION_OVERRUN,
@@ -20,8 +22,6 @@ from leaderworkerset.controllers.replacement.post_termination import (
     node_not_ready_since,
     pod_release,
 )
-from leaderworkerset.controllers.replacement.reconciler import held_of
-from leaderworkerset.group.options import ReleaseThresholds
 from tests.toolkit.pods import lws_labels, pod
 
 JSON = dict[str, Any]

@@ -15,6 +15,7 @@ import pytest
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import build_caches
 from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.replacement.reconciler import (
     REFUSED_RETRY_FIRST,
@@ -26,7 +27,6 @@ from leaderworkerset.controllers.replacement.reconciler import (
 from leaderworkerset.controllers.replacement.triggers import node_events, replacement_events
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.runtime.client import JSON_PATCH, ApiError
-from leaderworkerset.runtime.metrics import REGISTRY
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_object
@@ -98,7 +98,10 @@ def patched(client: FakeApiClient) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def rig(
-    *objects: JSON, client: FakeApiClient | None = None, now: float = T0_SECONDS
+    *objects: JSON,
+    client: FakeApiClient | None = None,
+    now: float = T0_SECONDS,
+    metrics: GroupMetrics | None = None,
 ) -> AsyncIterator[tuple[ReplacementReconciler, FakeApiClient, RecordedEvents]]:
     client = client or FakeApiClient()
     events = RecordedEvents()
@@ -110,6 +113,7 @@ async def rig(
                 events,
                 options=ControllerOptions(replacement_release=BOUNDS),
                 clock=lambda: now,
+                group_metrics=metrics or GroupMetrics(),
             ),
             client,
             events,
@@ -152,21 +156,23 @@ async def test_the_gate_is_removed_by_a_json_patch_of_its_own_index() -> None:
     assert replacement.ungating(KEY) == {"new"}
 
 
-def admissions() -> float:
+def admissions(metrics: GroupMetrics) -> float:
     labels = {"namespace": "default", "leaderworkerset": "lws", "group_identity": "Hash"}
-    return REGISTRY.get_sample_value("lws_scheduling_gate_admissions_total", labels) or 0.0
+    value = metrics.registry.get_sample_value("lws_scheduling_gate_admissions_total", labels)
+    return value or 0.0
 
 
 async def test_a_gate_removed_is_counted_and_a_gone_pod_is_not() -> None:
-    before = admissions()
-    async with rig(hash_lws(), WAITING) as (replacement, _, _):
+    metrics = GroupMetrics()
+    before = admissions(metrics)
+    async with rig(hash_lws(), WAITING, metrics=metrics) as (replacement, _, _):
         await replacement(KEY)
-    assert admissions() == before + 1
+    assert admissions(metrics) == before + 1
     gone = refusing(ApiError(404, {"reason": "NotFound"}))
-    async with rig(hash_lws(), WAITING, client=gone) as (replacement, _, _):
+    async with rig(hash_lws(), WAITING, client=gone, metrics=metrics) as (replacement, _, _):
         # Gone with its pod is as good as removed: no retry.
         assert await replacement(KEY) is None
-    assert admissions() == before + 1
+    assert admissions(metrics) == before + 1
 
 
 @pytest.mark.parametrize("status", [409, 422])
@@ -239,28 +245,31 @@ async def test_an_overrun_release_is_told_with_the_overrun_bound() -> None:
     assert f"{OVERRUN_BOUND:g}s" in told.note and f"{NODE_BOUND:g}s" not in told.note
 
 
-def early_releases(reason: str) -> float:
-    labels = {
-        "namespace": "default",
-        "leaderworkerset": "lws",
-        "group_identity": "Hash",
-        "reason": reason,
-    }
-    return REGISTRY.get_sample_value("lws_scheduling_gate_early_releases_total", labels) or 0.0
+def early_releases(metrics: GroupMetrics) -> tuple[float, float]:
+    """Counted so far for node_not_ready and termination_overrun."""
+    labels = {"namespace": "default", "leaderworkerset": "lws", "group_identity": "Hash"}
+    name = "lws_scheduling_gate_early_releases_total"
+
+    def counted(reason: str) -> float:
+        return metrics.registry.get_sample_value(name, {**labels, "reason": reason}) or 0.0
+
+    return counted("node_not_ready"), counted("termination_overrun")
 
 
 async def test_an_early_release_is_counted_by_its_reason() -> None:
     lost = [a_pod("old", "a" * 40, deleted=True), a_pod("old-1", "a" * 40, leader=False)]
     lost_node = a_node("n1", "Unknown", T0)
-    before = early_releases("node_not_ready"), early_releases("termination_overrun")
-    async with rig(hash_lws(), *lost, WAITING, lost_node, now=T0_SECONDS + NODE_BOUND) as (
+    metrics = GroupMetrics()
+    before = early_releases(metrics)
+    now = T0_SECONDS + NODE_BOUND
+    async with rig(hash_lws(), *lost, WAITING, lost_node, now=now, metrics=metrics) as (
         replacement,
         _,
         events,
     ):
         await replacement(KEY)
     assert f"{NODE_BOUND:g}s" in events.notes[-1]
-    after = early_releases("node_not_ready"), early_releases("termination_overrun")
+    after = early_releases(metrics)
     assert after == (before[0] + 1, before[1])
 
 
@@ -380,11 +389,13 @@ def test_node_events_wake_on_readiness_moves_only() -> None:
 
 
 async def test_an_overrun_release_is_counted_as_one() -> None:
-    before = early_releases("node_not_ready"), early_releases("termination_overrun")
+    metrics = GroupMetrics()
+    before = early_releases(metrics)
     late = T0_SECONDS + OVERRUN_BOUND + 1
-    async with rig(hash_lws(), *OLD_GROUP, WAITING, a_node("n1"), now=late) as (replacement, _, _):
+    objects = (hash_lws(), *OLD_GROUP, WAITING, a_node("n1"))
+    async with rig(*objects, now=late, metrics=metrics) as (replacement, _, _):
         await replacement(KEY)
-    after = early_releases("node_not_ready"), early_releases("termination_overrun")
+    after = early_releases(metrics)
     assert after == (before[0], before[1] + 1)
 
 

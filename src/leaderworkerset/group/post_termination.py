@@ -21,6 +21,11 @@ at once: the user kept them on purpose, and nothing will ever delete them.
 The decision is a function of (pods, nodes, now, thresholds) and of the leaders the
 caller has already ungated but its cache still shows gated, so a lagging cache can
 neither count a leader twice nor let a newer one take its slot.
+
+It lives in group/ because two ask it: the group-replacement reconciler, which acts
+on it, and `kubectl lws`, which shows it (which leader is admitted, which group each
+held one waits for); asking the one function keeps the two from telling different
+stories.
 """
 
 from __future__ import annotations
