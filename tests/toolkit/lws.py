@@ -156,6 +156,17 @@ def ds_owned_lws(
     }
 
 
+def web_hash_lws(**spec: Any) -> JSON:
+    """The Hash-mode LeaderWorkerSet "web" (3 groups of 2) `kubectl lws` tests read;
+    keyword arguments replace its spec members."""
+    ours = {
+        "replicas": 3,
+        "groupIdentity": c.GROUP_IDENTITY_HASH,
+        "leaderWorkerTemplate": {"size": 2},
+    }
+    return leaderworkerset("web", "ns", metadata={"uid": "uid-web"}, **{**ours, **spec})
+
+
 # --- reading and changing one ---------------------------------------------------------------
 
 

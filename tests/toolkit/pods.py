@@ -12,6 +12,7 @@ simulator.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
@@ -208,4 +209,61 @@ def pod_manifest(
             for i in range(containers)
         ],
         spec=spec,
+    )
+
+
+# What `kubectl lws` tests read: pods of LeaderWorkerSet "web" in namespace "ns", their
+# timestamps so many seconds before WEB_NOW.
+WEB_NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def web_stamp(seconds_ago: float) -> str:
+    return (WEB_NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def web_pod(
+    name: str,
+    *,
+    key: str = "",
+    worker: int = 0,
+    node: str = "n1",
+    phase: str = "Running",
+    ready: bool = True,
+    created: float = 100,
+    ready_for: float | None = None,
+    restarts: int = 0,
+    cost: str | None = None,
+    gated: bool = False,
+    deleting: float | None = None,
+    revision: str = "r1",
+    size: int = 2,
+) -> JSON:
+    """A pod of "web" (group `key`, else its own name) as `kubectl lws` reads it: Running
+    and Ready on n1 unless told otherwise; ages in seconds before WEB_NOW."""
+    annotations = {c.ANNOTATION_SIZE: str(size)}
+    if cost is not None:
+        annotations["controller.kubernetes.io/pod-deletion-cost"] = cost
+    if gated:
+        phase, ready = "Pending", False
+    return pod(
+        name,
+        "ns",
+        uid=f"uid-{name}",
+        created=web_stamp(created),
+        deleted=web_stamp(deleting) if deleting is not None else None,
+        labels=lws_labels(
+            "web",
+            group_index=key or name,
+            group_key=key or name,
+            worker=str(worker),
+            revision=revision,
+        ),
+        annotations=annotations,
+        containers=[container("main")],
+        node=node if node and not gated else None,
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        phase=phase,
+        ready=ready,
+        ready_since=web_stamp(created if ready_for is None else ready_for) if ready else None,
+        container_statuses=[{"name": "main", "ready": ready, "restartCount": restarts}],
     )

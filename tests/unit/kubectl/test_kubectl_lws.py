@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,63 +23,13 @@ from leaderworkerset.kubectl.ranking import deletion_cost, victim_order
 from leaderworkerset.kubectl.render import group_objects, group_table
 from leaderworkerset.kubectl.rows import ADMITTING, rows_of
 from leaderworkerset.kubectl.snapshot import Snapshot
-from tests.toolkit.lws import leaderworkerset
-from tests.toolkit.pods import container, lws_labels
-from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.lws import web_hash_lws as hash_lws
+from tests.toolkit.pods import WEB_NOW as NOW
+from tests.toolkit.pods import web_pod as pod
+from tests.toolkit.pods import web_stamp as stamp
 from tests.toolkit.statefulsets import controller_ref, statefulset
 
 JSON = dict[str, Any]
-NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-
-
-def stamp(seconds_ago: float) -> str:
-    return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def pod(
-    name: str,
-    *,
-    key: str = "",
-    worker: int = 0,
-    node: str = "n1",
-    phase: str = "Running",
-    ready: bool = True,
-    created: float = 100,
-    ready_for: float | None = None,
-    restarts: int = 0,
-    cost: str | None = None,
-    gated: bool = False,
-    deleting: float | None = None,
-    revision: str = "r1",
-    size: int = 2,
-) -> JSON:
-    annotations = {c.ANNOTATION_SIZE: str(size)}
-    if cost is not None:
-        annotations["controller.kubernetes.io/pod-deletion-cost"] = cost
-    if gated:
-        phase, ready = "Pending", False
-    return a_pod(
-        name,
-        "ns",
-        uid=f"uid-{name}",
-        created=stamp(created),
-        deleted=stamp(deleting) if deleting is not None else None,
-        labels=lws_labels(
-            "web",
-            group_index=key or name,
-            group_key=key or name,
-            worker=str(worker),
-            revision=revision,
-        ),
-        annotations=annotations,
-        containers=[container("main")],
-        node=node if node and not gated else None,
-        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
-        phase=phase,
-        ready=ready,
-        ready_since=stamp(created if ready_for is None else ready_for) if ready else None,
-        container_statuses=[{"name": "main", "ready": ready, "restartCount": restarts}],
-    )
 
 
 def names(pods: list[JSON]) -> list[str]:
@@ -241,15 +190,6 @@ def test_pairing_under_immediate_admits_all() -> None:
 
 
 # --- rows and rendering ------------------------------------------------------------------
-
-
-def hash_lws(**spec: Any) -> JSON:
-    ours = {
-        "replicas": 3,
-        "groupIdentity": c.GROUP_IDENTITY_HASH,
-        "leaderWorkerTemplate": {"size": 2},
-    }
-    return leaderworkerset("web", "ns", metadata={"uid": "uid-web"}, **{**ours, **spec})
 
 
 def deployment(revision: str) -> JSON:
