@@ -11,6 +11,9 @@ import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from tests.toolkit.lws import leaderworkerset
+from tests.toolkit.pods import lws_labels
+from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.statefulsets import statefulset
 
 from .invariants import (
     Snapshot,
@@ -44,20 +47,14 @@ def lws(replicas: int = 2, size: int = 2, *, hash_mode: bool = True) -> JSON:
 
 
 def pod(name: str, key: str, index: str, rev: str = REV, **extra: Any) -> JSON:
-    body: JSON = {
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "labels": {
-                c.LABEL_SET_NAME: "w",
-                c.LABEL_GROUP_KEY: key,
-                c.LABEL_WORKER_INDEX: index,
-                c.LABEL_TEMPLATE_REVISION_HASH: rev,
-            },
-        },
-        "spec": {},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    body = a_pod(
+        name,
+        uid=f"uid-{name}",
+        labels=lws_labels("w", group_key=key, worker=index, revision=rev),
+        spec={},
+        phase="Running",
+        ready=True,
+    )
     body.update(extra)
     return body
 
@@ -69,18 +66,9 @@ def owned_by(obj: JSON, owner: JSON, kind: str) -> JSON:
 
 
 def worker_sts(leader: JSON, rev: str = REV) -> JSON:
-    labels = leader["metadata"]["labels"]
-    sts = {
-        "metadata": {
-            "name": leader["metadata"]["name"],
-            "uid": f"sts-{leader['metadata']['name']}",
-            "labels": {
-                c.LABEL_SET_NAME: "w",
-                c.LABEL_GROUP_KEY: labels[c.LABEL_GROUP_KEY],
-                c.LABEL_TEMPLATE_REVISION_HASH: rev,
-            },
-        }
-    }
+    name = leader["metadata"]["name"]
+    key = leader["metadata"]["labels"][c.LABEL_GROUP_KEY]
+    sts = statefulset(name, uid=f"sts-{name}", labels=lws_labels("w", group_key=key, revision=rev))
     return owned_by(sts, leader, "Pod")
 
 

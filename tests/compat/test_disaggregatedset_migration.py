@@ -33,7 +33,7 @@ from leaderworkerset.api.disaggregatedset import constants as c
 from leaderworkerset.api.resources import DISAGGREGATEDSETS, LEADERWORKERSETS, PODS, SERVICES
 from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import labels, name_of
-from tests.toolkit.disaggregatedset import manifest, revision_of, role
+from tests.toolkit.disaggregatedset import manifest, revision_of, rolling_role
 from tests.toolkit.waiting import eventually
 
 from .managers import Managers
@@ -158,7 +158,7 @@ async def migrate(api: ApiClient, managers: Managers, namespace: str, chain: lis
     """The first manager of `chain` makes the set; it is handed over to each next one
     in turn, unchanged at every handover; the last one rolls it."""
     old = await start(api, managers, chain[0])
-    body = manifest(SET, namespace, *(role(n, r, size=SIZE) for n, r in REPLICAS.items()))
+    body = manifest(SET, namespace, *(rolling_role(n, r, size=SIZE) for n, r in REPLICAS.items()))
     await api.create(DISAGGREGATEDSETS, body)
     before = await settled(api, namespace, set())
     print(f"made by {old.name}: {sorted(before.lwss)}, Services {sorted(before.services)}")

@@ -18,7 +18,7 @@ from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.toolkit.disaggregatedset import (
     manifest,
     revision_of,
-    role,
+    rolling_role,
     set_lwss,
     set_services,
     settled,
@@ -32,7 +32,7 @@ async def test_create_rollout_scale_and_delete(
     lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
 ) -> None:
     api = nodesim_api
-    body = manifest("llm", namespace, role("prefill", 2), role("decode", 1))
+    body = manifest("llm", namespace, rolling_role("prefill", 2), rolling_role("decode", 1))
     created = await api.create(DISAGGREGATEDSETS, body)
     lwss = await settled(api, namespace, "llm", {"prefill": 2, "decode": 1})
     first = await revision_of(api, namespace, "llm")
@@ -73,7 +73,7 @@ async def test_create_rollout_scale_and_delete(
     assert not {x for x in await set_services(api, namespace, "llm") if first in x}
 
     # Replicas are not part of the revision: scaling a role starts no rollout.
-    patch = {"spec": {"roles": [role("prefill", 3), role("decode", 1)]}}
+    patch = {"spec": {"roles": [rolling_role("prefill", 3), rolling_role("decode", 1)]}}
     patch["spec"]["roles"][0]["spec"]["leaderWorkerTemplate"]["workerTemplate"] = copy.deepcopy(
         stored["spec"]["roles"][0]["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     )
@@ -110,8 +110,10 @@ async def test_external_role_scaler_scales_that_role_only(
     lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
 ) -> None:
     api = nodesim_api
-    external = role("decode", 1, scaling={"mode": "External"})
-    await api.create(DISAGGREGATEDSETS, manifest("hpa", namespace, role("prefill", 2), external))
+    external = rolling_role("decode", 1, scaling={"mode": "External"})
+    await api.create(
+        DISAGGREGATEDSETS, manifest("hpa", namespace, rolling_role("prefill", 2), external)
+    )
 
     scaler = await eventually(
         lambda: api.get_or_none(ROLE_SCALERS, "hpa-decode", namespace),
@@ -166,8 +168,8 @@ async def test_webhook_refusals_name_the_field(
     spec: dict[str, Any],
     field: str,
 ) -> None:
-    external = role("decode", 1, scaling={"mode": "External"})
-    body = manifest("bad", namespace, role("prefill", 1), external, **spec)
+    external = rolling_role("decode", 1, scaling={"mode": "External"})
+    body = manifest("bad", namespace, rolling_role("prefill", 1), external, **spec)
     with pytest.raises(ApiError) as refused:
         await nodesim_api.create(DISAGGREGATEDSETS, body)
     message = str(refused.value)

@@ -15,12 +15,11 @@ import pytest_asyncio
 from lws_localcluster.manager_process import install_upstream_needs
 
 from leaderworkerset.api.disaggregatedset.crd import build_disaggregatedset_crd, build_scaler_crd
-from leaderworkerset.api.disaggregatedset.defaults import default_disaggregatedset
-from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.disaggregatedset.validation import validate_create
 from leaderworkerset.api.resources import CRDS, Resource
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.lws import paused_lws_controller
+from tests.toolkit.disaggregatedset import EXTERNAL, decoded, manifest, role
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -31,7 +30,6 @@ DISAGGREGATEDSETS = Resource(
 SCALERS = Resource(
     "disaggregatedset.x-k8s.io", "v1", "disaggregatedsetrolescalers", "DisaggregatedSetRoleScaler"
 )
-WORKER = {"spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
@@ -61,43 +59,19 @@ async def _crd_client(kubeconfig: Path) -> AsyncIterator[ApiClient]:
     await client.close()
 
 
-def role(name: str, replicas: int | None = 2, **spec: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "name": name,
-        "spec": {"leaderWorkerTemplate": {"workerTemplate": copy.deepcopy(WORKER)}, **spec},
-    }
-    if replicas is not None:
-        doc["spec"]["replicas"] = replicas
-    return doc
-
-
-def manifest(namespace: str, *roles: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "disaggregatedset.x-k8s.io/v1",
-        "kind": "DisaggregatedSet",
-        "metadata": {"name": "llm", "namespace": namespace},
-        "spec": {"roles": list(roles) or [role("prefill"), role("decode")], **spec},
-    }
-
-
-def ours(doc: dict[str, Any]) -> DisaggregatedSet:
-    ds, errors = DisaggregatedSet.from_json(doc)
-    assert errors == []
-    return default_disaggregatedset(ds)
-
-
 async def test_stored_object_is_what_our_defaulting_replays(
     ds_client: ApiClient, namespace: str
 ) -> None:
     doc = manifest(
+        "llm",
         namespace,
         role("prefill", None, rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": 2}}),
-        {**role("decode", 3), "scaling": {}},
+        role("decode", 3, scaling={}),
         placementPolicy={"topology": "rack"},
     )
     stored = await ds_client.create(DISAGGREGATEDSETS, copy.deepcopy(doc))
-    assert stored["spec"] == ours(doc).to_json()["spec"]
-    assert validate_create(ours(stored)) == []
+    assert stored["spec"] == decoded(doc).to_json()["spec"]
+    assert validate_create(decoded(stored)) == []
 
 
 @pytest.mark.parametrize(
@@ -122,9 +96,9 @@ async def test_stored_object_is_what_our_defaulting_replays(
 async def test_schema_refusals_match_our_validation(
     ds_client: ApiClient, namespace: str, change: dict[str, Any], field: str
 ) -> None:
-    doc = manifest(namespace)
+    doc = manifest("llm", namespace)
     doc["spec"].update(change)
-    assert field in [e.field for e in validate_create(ours(doc))]
+    assert field in [e.field for e in validate_create(decoded(doc))]
     with pytest.raises(ApiError) as refused:
         await ds_client.create(DISAGGREGATEDSETS, doc)
     assert refused.value.status == 422
@@ -135,23 +109,25 @@ async def test_schema_refusals_match_our_validation(
 async def test_the_replicas_rule_speaks_upstreams_words(
     ds_client: ApiClient, namespace: str
 ) -> None:
-    doc = manifest(namespace, role("prefill", 0), role("decode", 2))
+    doc = manifest("llm", namespace, role("prefill", 0), role("decode", 2))
     with pytest.raises(ApiError) as refused:
         await ds_client.create(DISAGGREGATEDSETS, doc)
     assert "replicas must be zero for all non-External roles" in refused.value.message
-    external = {**role("prefill", 0), "scaling": {"mode": "External"}}
-    await ds_client.create(DISAGGREGATEDSETS, manifest(namespace, external, role("decode", 2)))
+    external = role("prefill", 0, scaling=EXTERNAL)
+    await ds_client.create(
+        DISAGGREGATEDSETS, manifest("llm", namespace, external, role("decode", 2))
+    )
 
 
 async def test_roles_keep_group_identity_and_get_no_default(
     ds_client: ApiClient, namespace: str
 ) -> None:
-    doc = manifest(namespace, role("prefill", groupIdentity="Hash"), role("decode"))
+    doc = manifest("llm", namespace, role("prefill", groupIdentity="Hash"), role("decode"))
     stored = await ds_client.create(DISAGGREGATEDSETS, doc)
     prefill, decode = (r["spec"] for r in stored["spec"]["roles"])
     assert prefill["groupIdentity"] == "Hash" and "groupReplacementPolicy" not in prefill
     assert "groupIdentity" not in decode and "groupReplacementPolicy" not in decode
-    doc = manifest(namespace, role("prefill", groupIdentity="Sequential"), role("decode"))
+    doc = manifest("llm", namespace, role("prefill", groupIdentity="Sequential"), role("decode"))
     doc["metadata"]["name"] = "bad-identity"
     with pytest.raises(ApiError) as refused:
         await ds_client.create(DISAGGREGATEDSETS, doc)

@@ -18,7 +18,7 @@ from leaderworkerset.api.resources import DEPLOYMENTS, DISAGGREGATEDSETS, PODS
 from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import key_of, leaders, live_pods, name_of, workers_of
-from tests.toolkit.disaggregatedset import manifest, revision_of, role, set_lwss, settled
+from tests.toolkit.disaggregatedset import manifest, revision_of, rolling_role, set_lwss, settled
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -45,7 +45,10 @@ async def test_a_hash_decode_role_sheds_its_unhealthy_group_and_leaves_prefill_a
 ) -> None:
     api = nodesim_api
     body = manifest(
-        "mix", namespace, role("prefill", 2, size=2), role("decode", 3, size=2, spec=HASH)
+        "mix",
+        namespace,
+        rolling_role("prefill", 2, size=2),
+        rolling_role("decode", 3, size=2, **HASH),
     )
     await api.create(DISAGGREGATEDSETS, body)
     lwss = await settled(api, namespace, "mix", {"prefill": 2, "decode": 3})
@@ -103,7 +106,9 @@ async def test_a_rollout_drains_the_old_hash_revisions_unhealthy_group_first(
     namespace: str,
 ) -> None:
     api = nodesim_api
-    body = manifest("drain", namespace, role("prefill", 2), role("decode", 2, size=2, spec=HASH))
+    body = manifest(
+        "drain", namespace, rolling_role("prefill", 2), rolling_role("decode", 2, size=2, **HASH)
+    )
     await api.create(DISAGGREGATEDSETS, body)
     await settled(api, namespace, "drain", {"prefill": 2, "decode": 2})
     first = await revision_of(api, namespace, "drain")

@@ -12,7 +12,13 @@ from lws_localcluster.nodesim.nodes import ZONE_LABEL
 from leaderworkerset.api.disaggregatedset import constants as c
 from leaderworkerset.api.resources import DISAGGREGATEDSETS, NODES, PODS
 from leaderworkerset.runtime.client import ApiClient
-from tests.toolkit.disaggregatedset import manifest, revision_of, role, set_lwss, set_services
+from tests.toolkit.disaggregatedset import (
+    manifest,
+    revision_of,
+    rolling_role,
+    set_lwss,
+    set_services,
+)
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -26,8 +32,8 @@ async def test_two_exclusive_slices_land_in_two_zones(
     body = manifest(
         "sliced",
         namespace,
-        role("prefill", 1, size=2),
-        role("decode", 1, size=2),
+        rolling_role("prefill", 1, size=2),
+        rolling_role("decode", 1, size=2),
         slices=2,
         placementPolicy=placement,
     )

@@ -31,7 +31,7 @@ from leaderworkerset.api.resources import (
 )
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
-from tests.fixtures.pods import is_ready, pod_manifest
+from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     gated_pod,
     get_lws,
@@ -48,6 +48,7 @@ from tests.toolkit.cluster import (
     wait_ready,
 )
 from tests.toolkit.lws import hash_lws
+from tests.toolkit.pods import pod_manifest
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

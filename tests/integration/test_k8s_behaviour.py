@@ -24,10 +24,10 @@ from tests.fixtures.pods import (
     condition_is,
     get_pod,
     is_ready,
-    pod_manifest,
     wait_pod,
     wait_pod_gone,
 )
+from tests.toolkit.pods import pod_manifest
 from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="session")]

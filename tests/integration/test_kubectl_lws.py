@@ -36,7 +36,13 @@ from tests.toolkit.cluster import (
     release_all,
     wait_ready,
 )
-from tests.toolkit.disaggregatedset import DISAGGREGATEDSETS, manifest, revision_of, role, settled
+from tests.toolkit.disaggregatedset import (
+    DISAGGREGATEDSETS,
+    manifest,
+    revision_of,
+    rolling_role,
+    settled,
+)
 from tests.toolkit.lws import hash_lws, lws_manifest
 from tests.toolkit.waiting import eventually
 
@@ -305,9 +311,10 @@ async def test_ordinal_groups_describe_and_errors(cluster: Cluster) -> None:
 
 async def test_disaggregatedset_roles_leaderworkersets_and_groups(cluster: Cluster) -> None:
     api, namespace, kubeconfig = cluster.api, cluster.namespace, cluster.kubeconfig
-    hash_decode = role("decode", 2, spec={"groupIdentity": "Hash"})
+    hash_decode = rolling_role("decode", 2, groupIdentity="Hash")
     await api.create(
-        DISAGGREGATEDSETS, manifest("llm", namespace, role("prefill", 1, size=2), hash_decode)
+        DISAGGREGATEDSETS,
+        manifest("llm", namespace, rolling_role("prefill", 1, size=2), hash_decode),
     )
     await settled(api, namespace, "llm", {"prefill": 1, "decode": 2})
     revision = await revision_of(api, namespace, "llm")

@@ -37,10 +37,10 @@ from tests.fixtures.pods import (
     condition_is,
     get_pod,
     is_ready,
-    pod_manifest,
     wait_pod,
     wait_pod_gone,
 )
+from tests.toolkit.pods import container, pod, pod_manifest
 from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.asyncio(loop_scope="session")]
@@ -389,16 +389,15 @@ async def _wait_simulator_saw(
 
 
 def _cached_pod(name: str, uid: str, version: int, node: str = "n1") -> JsonObj:
-    return {
-        "metadata": {
-            "namespace": "ns",
-            "name": name,
-            "uid": uid,
-            "resourceVersion": str(version),
-        },
-        "spec": {"nodeName": node, "containers": [{"name": "c0", "image": "img"}]},
-        "status": {},
-    }
+    return pod(
+        name,
+        "ns",
+        uid=uid,
+        resource_version=str(version),
+        node=node,
+        containers=[container("c0", "img")],
+        status={},
+    )
 
 
 async def test_cache_relist_and_replacement_without_cluster() -> None:

@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 from leaderworkerset.api.objects import labels_of
 from leaderworkerset.api.resources import Resource
 from leaderworkerset.caches import LwsCaches, build_caches
+from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_ds_caches
 
 
 class _Informers(Protocol):
@@ -72,4 +73,11 @@ async def started(caches: C) -> AsyncIterator[C]:
 async def seeded_caches(*objects: JSON) -> AsyncIterator[LwsCaches]:
     """Caches (as `build_caches` makes them) holding `objects`, each with its `kind`."""
     async with started(build_caches(StaticLister(objects))) as caches:
+        yield caches
+
+
+@contextlib.asynccontextmanager
+async def seeded_ds_caches(*objects: JSON) -> AsyncIterator[DsCaches]:
+    """The DisaggregatedSet controller's caches, filled with `objects`."""
+    async with started(build_ds_caches(StaticLister(objects))) as caches:
         yield caches

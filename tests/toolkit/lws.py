@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from leaderworkerset.api.disaggregatedset import constants as ds_c
+from leaderworkerset.api.disaggregatedset import names as ds_names
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.defaults import default_leaderworkerset
 from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
@@ -19,6 +21,7 @@ from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 JSON = dict[str, Any]
 PAUSE = "registry.k8s.io/pause:3.10"
 CONTAINER = {"name": "c", "image": PAUSE}
+DS_UID = "set-uid"  # the uid of tests.toolkit.disaggregatedset.ds_object
 
 
 def leaderworkerset(
@@ -117,6 +120,51 @@ def lws_manifest(
 
 def hash_lws(name: str, namespace: str, **kwargs: Any) -> JSON:
     return lws_manifest(name, namespace, groupIdentity=c.GROUP_IDENTITY_HASH, **kwargs)
+
+
+def ds_owned_lws(
+    set_name: str,
+    revision: str,
+    role_name: str,
+    replicas: int,
+    *,
+    ready: int | None = None,
+    created: str = "2026-01-01T00:00:00Z",
+    annotations: dict[str, str] | None = None,
+) -> JSON:
+    """A LeaderWorkerSet of a DisaggregatedSet's role (slice 0), as the DisaggregatedSet
+    controller reads it from its cache: named and labelled after the set, owned by it (its
+    uid :data:`tests.toolkit.disaggregatedset.UID`), replicas and readiness alone."""
+    ready = replicas if ready is None else ready
+    meta: JSON = {
+        "name": ds_names.lws_name(set_name, 0, revision, role_name),
+        "namespace": "ns",
+        "labels": ds_names.lws_labels(set_name, 0, revision, role_name),
+        "creationTimestamp": created,
+        "ownerReferences": [
+            {"kind": ds_c.KIND, "uid": DS_UID, "controller": True, "name": set_name}
+        ],
+    }
+    if annotations:
+        meta["annotations"] = annotations
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.KIND,
+        "metadata": meta,
+        "spec": {"replicas": replicas},
+        "status": {"replicas": replicas, "readyReplicas": ready},
+    }
+
+
+def web_hash_lws(**spec: Any) -> JSON:
+    """The Hash-mode LeaderWorkerSet "web" (3 groups of 2) `kubectl lws` tests read;
+    keyword arguments replace its spec members."""
+    ours = {
+        "replicas": 3,
+        "groupIdentity": c.GROUP_IDENTITY_HASH,
+        "leaderWorkerTemplate": {"size": 2},
+    }
+    return leaderworkerset("web", "ns", metadata={"uid": "uid-web"}, **{**ours, **spec})
 
 
 # --- reading and changing one ---------------------------------------------------------------

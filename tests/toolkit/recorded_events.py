@@ -1,6 +1,6 @@
-"""An event recorder for unit tests: an :class:`EventRecorder` (so a reconciler takes it
-where it takes the real one, no ``cast``) that keeps what it is told instead of writing
-Events to an API server."""
+"""The one event recorder of the unit tests: an :class:`EventRecorder` (so a reconciler
+takes it where it takes the real one, no ``cast``) that keeps what it is told instead of
+writing Events to an API server, with helpers to query what it kept by reason."""
 
 from __future__ import annotations
 
@@ -32,6 +32,15 @@ class Told:
             return None
         return (self.regarding.get("kind", ""), self.regarding.get("name", ""))
 
+    @property
+    def subject(self) -> str:
+        """ "Kind/name" of the object the event is about ("" when about nothing)."""
+        return "/".join(self.about or ())
+
+    @property
+    def related_name(self) -> str | None:
+        return None if self.related is None else self.related.get("name")
+
 
 class RecordedEvents(EventRecorder):
     """Keeps every event in `told`, in order; never queues or writes one."""
@@ -56,6 +65,31 @@ class RecordedEvents(EventRecorder):
     @property
     def reasons(self) -> list[str]:
         return [told.reason for told in self.told]
+
+    @property
+    def said(self) -> list[tuple[str, str, str]]:
+        """(type, reason, note) of every event, in order."""
+        return [(told.type, told.reason, told.note) for told in self.told]
+
+    @property
+    def abouts(self) -> list[tuple[str, str | None]]:
+        """("Kind/name" regarded, name of the related object) of every event, in order."""
+        return [(told.subject, told.related_name) for told in self.told]
+
+    @property
+    def notes(self) -> list[str]:
+        return [told.note for told in self.told]
+
+    def of(self, reason: str) -> list[Told]:
+        """The events told with this reason, in order."""
+        return [told for told in self.told if told.reason == reason]
+
+    def of_type(self, type_: str) -> list[Told]:
+        """The events told with this type (Normal, Warning), in order."""
+        return [told for told in self.told if told.type == type_]
+
+    def notes_of(self, reason: str) -> list[str]:
+        return [told.note for told in self.of(reason)]
 
 
 def _reference(obj: JSON | None) -> JSON | None:

@@ -23,6 +23,8 @@ from bench.soak.watch import (
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from tests.chaos.invariants import Snapshot
+from tests.toolkit.pods import lws_labels
+from tests.toolkit.pods import pod as a_pod
 
 LWS = ["a", "b", "c"]
 NODES = ["n1", "n2"]
@@ -216,15 +218,14 @@ def test_the_report_has_each_condition_its_table_and_chart(tmp_path: Path) -> No
 def pod(
     name: str, index: int, *, ready: bool, node: str | None = "n1", phase: str = "Running"
 ) -> dict:  # type: ignore[type-arg]
-    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
-    return {
-        "metadata": {
-            "name": name,
-            "labels": {c.LABEL_GROUP_KEY: "g1", c.LABEL_WORKER_INDEX: str(index)},
-        },
-        "spec": {"nodeName": node} if node else {},
-        "status": {"phase": phase, "conditions": conditions},
-    }
+    return a_pod(
+        name,
+        labels=lws_labels(group_key="g1", worker=str(index)),
+        node=node or None,
+        spec={},
+        phase=phase,
+        ready=ready,
+    )
 
 
 def group(*workers: dict[str, Any]) -> Snapshot:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from bench.timeline import Timeline, thin
 
+from tests.toolkit.pods import pod
+
 
 def _pod(uid: str, name: str) -> dict[str, object]:
-    return {"metadata": {"uid": uid, "name": name, "labels": {}}, "spec": {"nodeName": "n"}}
+    return pod(name, uid=uid, labels={}, node="n")
 
 
 def test_ready_series_counts_pods_in_the_order_they_turned_ready() -> None:

@@ -21,6 +21,8 @@ from leaderworkerset.controllers.group_metrics import (
 )
 from leaderworkerset.runtime.controller import Controller
 from tests.toolkit.fake_client import FakeApiClient
+from tests.toolkit.pods import lws_labels
+from tests.toolkit.pods import pod as a_pod
 
 JSON = dict[str, Any]
 CREATED = "2026-01-01T00:00:00Z"
@@ -47,28 +49,19 @@ def pod(
     version: int = 1,
     **status: Any,
 ) -> JSON:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": uid or f"uid-{name}",
-            "resourceVersion": str(version),
-            "creationTimestamp": CREATED,
-            "labels": {
-                c.LABEL_SET_NAME: "lws",
-                c.LABEL_GROUP_INDEX: group,
-                c.LABEL_WORKER_INDEX: str(worker),
-                c.LABEL_TEMPLATE_REVISION_HASH: revision,
-            },
-            "annotations": {c.ANNOTATION_SIZE: "1"},
-        },
-        "spec": {"nodeName": "n1"},
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            **status,
-        },
-    }
+    return a_pod(
+        name,
+        "ns",
+        uid=uid or f"uid-{name}",
+        resource_version=str(version),
+        created=CREATED,
+        labels=lws_labels("lws", group_index=group, worker=str(worker), revision=revision),
+        annotations={c.ANNOTATION_SIZE: "1"},
+        node="n1",
+        phase="Running",
+        ready=ready,
+        status=status,
+    )
 
 
 def deleting(obj: JSON) -> JSON:

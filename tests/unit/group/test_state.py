@@ -12,6 +12,9 @@ from leaderworkerset.group.state import (
     ready_pods,
     restarts,
 )
+from tests.toolkit.pods import lws_labels
+from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.statefulsets import controller_ref, statefulset
 
 
 def pod(
@@ -26,46 +29,31 @@ def pod(
     uid: str = "",
     restarts: int = 0,
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "uid": uid or f"uid-{name}",
-        "labels": {
-            c.LABEL_GROUP_INDEX: group,
-            c.LABEL_WORKER_INDEX: str(worker),
-            c.LABEL_TEMPLATE_REVISION_HASH: revision,
-        },
-        "annotations": {c.ANNOTATION_SIZE: "2"},
-    }
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    spec: JSON = {"nodeName": "n1"}
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
-    return {
-        "metadata": meta,
-        "spec": spec,
-        "status": {
-            "phase": "Pending" if gated else "Running",
-            "conditions": conditions,
-            "containerStatuses": [{"restartCount": restarts}],
-        },
-    }
+    return a_pod(
+        name,
+        uid=uid or f"uid-{name}",
+        deleted="2026-01-01T00:00:00Z" if deleting else None,
+        labels=lws_labels(group_index=group, worker=str(worker), revision=revision),
+        annotations={c.ANNOTATION_SIZE: "2"},
+        node="n1",
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        phase="Pending" if gated else "Running",
+        ready=ready,
+        container_statuses=[{"restartCount": restarts}],
+    )
 
 
 def sts(owner_uid: str, *, revision: str = "r1", ready: bool = True) -> JSON:
-    return {
-        "metadata": {
-            "labels": {c.LABEL_TEMPLATE_REVISION_HASH: revision},
-            "ownerReferences": [{"kind": "Pod", "uid": owner_uid, "controller": True}],
-        },
-        "spec": {"replicas": 1},
-        "status": {
+    return statefulset(
+        labels=lws_labels(revision=revision),
+        owners=[controller_ref("Pod", uid=owner_uid)],
+        replicas=1,
+        status={
             "availableReplicas": 1 if ready else 0,
             "currentRevision": "a",
             "updateRevision": "a",
         },
-    }
+    )
 
 
 def test_each_state() -> None:

@@ -18,15 +18,18 @@ from leaderworkerset.group import gates, roles
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.tpu import pod_requests_tpus
 from leaderworkerset.group.view import view_of
+from leaderworkerset.runtime.events import object_reference
 from leaderworkerset.webhooks.denial import Denied, atoi, display_name
 from tests.toolkit.lws import leaderworkerset
+from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.recorded_events import RecordedEvents, Told
 
 JSON = dict[str, Any]
 KEY = "0123456789abcdef0123456789abcdef01234567"
 
 
 def pod(labels: dict[str, str] | None = None, **spec: Any) -> JSON:
-    return {"metadata": {"name": "p", "labels": dict(labels or {})}, "spec": dict(spec)}
+    return a_pod("p", labels=labels or {}, spec=dict(spec))
 
 
 # --- roles -------------------------------------------------------------------------------
@@ -184,20 +187,14 @@ def test_headless_service_publishes_not_ready_addresses() -> None:
     assert svc["metadata"]["ownerReferences"] == [owner]
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    def event(self, *args: Any) -> None:
-        self.calls.append(args)
-
-
 def test_record_hands_every_field_to_the_recorder() -> None:
-    recorder = _Recorder()
+    recorder = RecordedEvents()
     lws = {"metadata": {"name": "lws"}}
     event = ev.leader_created("lws", related={"kind": "ControllerRevision"})
-    ev.record(recorder, copy.deepcopy(lws), event)  # type: ignore[arg-type]
+    ev.record(recorder, copy.deepcopy(lws), event)
     ev.record(None, lws, event)
-    assert recorder.calls == [
-        (lws, event.type, event.reason, event.action, event.note, event.related)
+    assert recorder.told == [
+        Told(
+            object_reference(lws), event.type, event.reason, event.action, event.note, event.related
+        )
     ]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,69 +23,13 @@ from leaderworkerset.kubectl.ranking import deletion_cost, victim_order
 from leaderworkerset.kubectl.render import group_objects, group_table
 from leaderworkerset.kubectl.rows import ADMITTING, rows_of
 from leaderworkerset.kubectl.snapshot import Snapshot
-from tests.toolkit.lws import leaderworkerset
+from tests.toolkit.lws import web_hash_lws as hash_lws
+from tests.toolkit.pods import WEB_NOW as NOW
+from tests.toolkit.pods import web_pod as pod
+from tests.toolkit.pods import web_stamp as stamp
+from tests.toolkit.statefulsets import controller_ref, statefulset
 
 JSON = dict[str, Any]
-NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-
-
-def stamp(seconds_ago: float) -> str:
-    return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def pod(
-    name: str,
-    *,
-    key: str = "",
-    worker: int = 0,
-    node: str = "n1",
-    phase: str = "Running",
-    ready: bool = True,
-    created: float = 100,
-    ready_for: float | None = None,
-    restarts: int = 0,
-    cost: str | None = None,
-    gated: bool = False,
-    deleting: float | None = None,
-    revision: str = "r1",
-    size: int = 2,
-) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "ns",
-        "uid": f"uid-{name}",
-        "creationTimestamp": stamp(created),
-        "labels": {
-            c.LABEL_SET_NAME: "web",
-            c.LABEL_GROUP_INDEX: key or name,
-            c.LABEL_GROUP_KEY: key or name,
-            c.LABEL_WORKER_INDEX: str(worker),
-            c.LABEL_TEMPLATE_REVISION_HASH: revision,
-        },
-        "annotations": {c.ANNOTATION_SIZE: str(size)},
-    }
-    if cost is not None:
-        meta["annotations"]["controller.kubernetes.io/pod-deletion-cost"] = cost
-    if deleting is not None:
-        meta["deletionTimestamp"] = stamp(deleting)
-    spec: JSON = {"containers": [{"name": "main"}]}
-    if node and not gated:
-        spec["nodeName"] = node
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-        phase, ready = "Pending", False
-    condition: JSON = {"type": "Ready", "status": "True" if ready else "False"}
-    if ready:
-        condition["lastTransitionTime"] = stamp(created if ready_for is None else ready_for)
-    return {
-        "metadata": meta,
-        "spec": spec,
-        "status": {
-            "phase": phase,
-            "conditions": [condition],
-            "containerStatuses": [{"name": "main", "ready": ready, "restartCount": restarts}],
-        },
-    }
 
 
 def names(pods: list[JSON]) -> list[str]:
@@ -249,15 +192,6 @@ def test_pairing_under_immediate_admits_all() -> None:
 # --- rows and rendering ------------------------------------------------------------------
 
 
-def hash_lws(**spec: Any) -> JSON:
-    ours = {
-        "replicas": 3,
-        "groupIdentity": c.GROUP_IDENTITY_HASH,
-        "leaderWorkerTemplate": {"size": 2},
-    }
-    return leaderworkerset("web", "ns", metadata={"uid": "uid-web"}, **{**ours, **spec})
-
-
 def deployment(revision: str) -> JSON:
     return {
         "metadata": {"name": "web", "namespace": "ns"},
@@ -267,23 +201,19 @@ def deployment(revision: str) -> JSON:
 
 def worker_sts(leader: JSON, *, revision: str = "r1", ready: bool = True) -> JSON:
     name = leader["metadata"]["name"]
-    return {
-        "metadata": {
-            "name": name,
-            "labels": {c.LABEL_TEMPLATE_REVISION_HASH: revision},
-            "ownerReferences": [
-                {"kind": "Pod", "name": name, "uid": f"uid-{name}", "controller": True}
-            ],
-        },
-        "spec": {"replicas": 1},
-        "status": {
+    return statefulset(
+        name,
+        labels={c.LABEL_TEMPLATE_REVISION_HASH: revision},
+        owners=[controller_ref("Pod", name, f"uid-{name}")],
+        replicas=1,
+        status={
             "replicas": 1,
             "readyReplicas": int(ready),
             "availableReplicas": int(ready),
             "currentRevision": "s1",
             "updateRevision": "s1",
         },
-    }
+    )
 
 
 KEY_READY = "aaaaaaaa" + "1" * 32

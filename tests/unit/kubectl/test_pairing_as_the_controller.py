@@ -18,24 +18,25 @@ from leaderworkerset.caches import build_caches
 from leaderworkerset.controllers.replacement.reconciler import ReplacementReconciler
 from leaderworkerset.kubectl.pairing import pair
 from tests.toolkit.fake_client import FakeApiClient
-from tests.unit.kubectl.test_kubectl_lws import NOW, hash_lws, pod
+from tests.toolkit.lws import web_hash_lws as hash_lws
+from tests.toolkit.pods import WEB_NOW as NOW
+from tests.toolkit.pods import web_pod as pod
+from tests.toolkit.statefulsets import controller_ref, statefulset
 
 JSON = dict[str, Any]
 KEY = "ns/web"
 
 
 def worker_set(leader: str, key: str, *, orphaned: bool = False) -> JSON:
-    meta: JSON = {
-        "name": leader,
-        "namespace": "ns",
-        "uid": f"uid-sts-{leader}",
-        "labels": {c.LABEL_SET_NAME: "web", c.LABEL_GROUP_INDEX: key, c.LABEL_GROUP_KEY: key},
-    }
-    if not orphaned:
-        meta["ownerReferences"] = [
-            {"kind": "Pod", "name": leader, "uid": f"uid-{leader}", "controller": True}
-        ]
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta}
+    return statefulset(
+        leader,
+        "ns",
+        api_version="apps/v1",
+        kind="StatefulSet",
+        uid=f"uid-sts-{leader}",
+        labels={c.LABEL_SET_NAME: "web", c.LABEL_GROUP_INDEX: key, c.LABEL_GROUP_KEY: key},
+        owners=None if orphaned else [controller_ref("Pod", leader, f"uid-{leader}")],
+    )
 
 
 def of_set(worker: JSON, leader: str) -> JSON:

@@ -28,12 +28,13 @@ from leaderworkerset.kubectl.set_render import set_objects, set_text
 from leaderworkerset.kubectl.set_rows import SetView, set_view
 from leaderworkerset.kubectl.set_snapshot import SetSnapshot, read_set
 from leaderworkerset.kubectl.snapshot import Snapshot
+from tests.toolkit.disaggregatedset import disaggregatedset, role
 from tests.toolkit.fake_client import FakeApiClient, not_found
+from tests.toolkit.pods import container, lws_labels, pod
 
 JSON = dict[str, Any]
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 OLD = "0ld0ld00"
-WORKER = {"spec": {"containers": [{"name": "main", "image": "pause"}]}}
 KEY_A = "aaaaaaaa" + "1" * 32
 KEY_B = "bbbbbbbb" + "2" * 32
 
@@ -43,24 +44,21 @@ def stamp(seconds_ago: float) -> str:
 
 
 def the_set(conditions: list[JSON] | None = None) -> JSON:
-    prefill = {
-        "name": "prefill",
-        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2, "workerTemplate": WORKER}},
-    }
-    decode = {
-        "name": "decode",
-        "scaling": {"mode": c.SCALING_EXTERNAL},
-        "spec": {
-            "groupIdentity": lws_c.GROUP_IDENTITY_HASH,
-            "leaderWorkerTemplate": {"size": 1, "workerTemplate": WORKER},
-        },
-    }
-    doc: JSON = {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": "llm", "namespace": "ns", "uid": "uid-llm"},
-        "spec": {"roles": [prefill, decode], "slices": 1},
-    }
+    doc = disaggregatedset(
+        role("prefill", 2, size=2, image="pause"),
+        role(
+            "decode",
+            None,
+            size=1,
+            image="pause",
+            scaling={"mode": c.SCALING_EXTERNAL},
+            groupIdentity=lws_c.GROUP_IDENTITY_HASH,
+        ),
+        name="llm",
+        namespace="ns",
+        metadata={"uid": "uid-llm"},
+        slices=1,
+    )
     if conditions is not None:
         doc["status"] = {"conditions": conditions}
     return doc
@@ -73,26 +71,18 @@ def lws_of(ds: DisaggregatedSet, role: int, revision: str, replicas: int, ready:
 
 
 def leader(name: str, index: str, revision: str, *, ready: bool = True, size: int = 1) -> JSON:
-    return {
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "creationTimestamp": stamp(60),
-            "labels": {
-                lws_c.LABEL_GROUP_INDEX: index,
-                lws_c.LABEL_GROUP_KEY: index,
-                lws_c.LABEL_WORKER_INDEX: "0",
-                lws_c.LABEL_TEMPLATE_REVISION_HASH: revision,
-            },
-            "annotations": {lws_c.ANNOTATION_SIZE: str(size)},
-        },
-        "spec": {"containers": [{"name": "main"}], "nodeName": "n1"},
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            "containerStatuses": [{"name": "main", "ready": ready, "restartCount": 0}],
-        },
-    }
+    return pod(
+        name,
+        uid=f"uid-{name}",
+        created=stamp(60),
+        labels=lws_labels(group_index=index, group_key=index, worker="0", revision=revision),
+        annotations={lws_c.ANNOTATION_SIZE: str(size)},
+        containers=[container("main")],
+        node="n1",
+        phase="Running",
+        ready=ready,
+        container_statuses=[{"name": "main", "ready": ready, "restartCount": 0}],
+    )
 
 
 def mid_rollout(conditions: list[JSON] | None = None) -> SetSnapshot:

@@ -22,6 +22,10 @@ from leaderworkerset.kubectl.render import group_table
 from leaderworkerset.kubectl.rows import rows_of
 from leaderworkerset.kubectl.snapshot import Snapshot
 from leaderworkerset.tables import table
+from tests.toolkit.lws import leaderworkerset
+from tests.toolkit.pods import container, lws_labels
+from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.statefulsets import controller_ref, statefulset
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 KEY = "aaaaaaaa" + "1" * 32
@@ -87,68 +91,53 @@ def stamp(seconds_from_now: float) -> str:
 def pod(name: str, worker: int, *, grace_ends_in: float | None = None) -> JSON:
     """A Running, Ready pod of group KEY; with `grace_ends_in`, terminating, its
     deletionTimestamp (the end of its grace period) that many seconds from NOW."""
-    meta: JSON = {
-        "name": name,
-        "namespace": "ns",
-        "uid": f"uid-{name}",
-        "creationTimestamp": stamp(-300),
-        "labels": {
-            c.LABEL_SET_NAME: "web",
-            c.LABEL_GROUP_INDEX: KEY,
-            c.LABEL_GROUP_KEY: KEY,
-            c.LABEL_WORKER_INDEX: str(worker),
-            c.LABEL_TEMPLATE_REVISION_HASH: "r1",
-        },
-        "annotations": {c.ANNOTATION_SIZE: "2"},
-    }
-    if grace_ends_in is not None:
-        meta["deletionTimestamp"] = stamp(grace_ends_in)
-        meta["deletionGracePeriodSeconds"] = 30
-    return {
-        "metadata": meta,
-        "spec": {"nodeName": "n1", "containers": [{"name": "main"}]},
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": stamp(-290)}],
-            "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0}],
-        },
-    }
+    terminating = grace_ends_in is not None
+    return a_pod(
+        name,
+        "ns",
+        uid=f"uid-{name}",
+        created=stamp(-300),
+        deleted=stamp(grace_ends_in) if grace_ends_in is not None else None,
+        grace=30 if terminating else None,
+        labels=lws_labels("web", group_index=KEY, group_key=KEY, worker=str(worker), revision="r1"),
+        annotations={c.ANNOTATION_SIZE: "2"},
+        node="n1",
+        containers=[container("main")],
+        phase="Running",
+        ready=True,
+        ready_since=stamp(-290),
+        container_statuses=[{"name": "main", "ready": True, "restartCount": 0}],
+    )
 
 
 def worker_sts() -> JSON:
     """web-x1's worker StatefulSet; its status counts a terminating worker as
     available, as the StatefulSet controller does."""
-    return {
-        "metadata": {
-            "name": "web-x1",
-            "namespace": "ns",
-            "labels": {c.LABEL_SET_NAME: "web", c.LABEL_TEMPLATE_REVISION_HASH: "r1"},
-            "ownerReferences": [
-                {"kind": "Pod", "name": "web-x1", "uid": "uid-web-x1", "controller": True}
-            ],
-        },
-        "spec": {"replicas": 1},
-        "status": {
+    return statefulset(
+        "web-x1",
+        "ns",
+        labels={c.LABEL_SET_NAME: "web", c.LABEL_TEMPLATE_REVISION_HASH: "r1"},
+        owners=[controller_ref("Pod", "web-x1", "uid-web-x1")],
+        replicas=1,
+        status={
             "replicas": 1,
             "readyReplicas": 1,
             "availableReplicas": 1,
             "currentRevision": "s1",
             "updateRevision": "s1",
         },
-    }
+    )
 
 
 def hash_lws() -> JSON:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
-        "metadata": {"name": "web", "namespace": "ns", "uid": "uid-web"},
-        "spec": {
-            "replicas": 1,
-            "groupIdentity": c.GROUP_IDENTITY_HASH,
-            "leaderWorkerTemplate": {"size": 2},
-        },
-    }
+    return leaderworkerset(
+        "web",
+        "ns",
+        metadata={"uid": "uid-web"},
+        replicas=1,
+        groupIdentity=c.GROUP_IDENTITY_HASH,
+        leaderWorkerTemplate={"size": 2},
+    )
 
 
 def snapshot(pods: list[JSON]) -> Snapshot:

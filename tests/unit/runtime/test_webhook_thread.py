@@ -27,7 +27,7 @@ from leaderworkerset.webhooks.leaderworkerset import VALIDATING_PATH, default_ob
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import leaderworkerset
-from tests.toolkit.objects import unadmitted_leader
+from tests.toolkit.pods import unadmitted_leader
 from tests.toolkit.waiting import eventually
 from tests.toolkit.webhook_client import (
     blocking_connection,

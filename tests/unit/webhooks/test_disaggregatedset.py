@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.webhooks.disaggregatedset import aggregate, validate_disaggregatedset
-from tests.unit.controllers.disaggregatedset.helpers import ds_object, role
+from tests.toolkit.disaggregatedset import cached_role, ds_object
 
 
 def request(obj: dict[str, Any], operation: str = "CREATE", old: Any = None) -> dict[str, Any]:
@@ -13,14 +13,16 @@ def request(obj: dict[str, Any], operation: str = "CREATE", old: Any = None) -> 
 
 
 async def test_a_valid_set_is_allowed() -> None:
-    response = await validate_disaggregatedset(request(ds_object(role("a", 1), role("b", 2))))
+    response = await validate_disaggregatedset(
+        request(ds_object(cached_role("a", 1), cached_role("b", 2)))
+    )
     assert response.allowed
 
 
 async def test_several_errors_are_listed_with_their_fields() -> None:
     obj = ds_object(
-        role("a", 1),
-        role("b", 1, scaling={"mode": "External"}),
+        cached_role("a", 1),
+        cached_role("b", 1, scaling={"mode": "External"}),
         slices=2,
         placementPolicy={"type": "ExclusiveSlice"},
     )
@@ -33,14 +35,14 @@ async def test_several_errors_are_listed_with_their_fields() -> None:
 
 
 async def test_an_external_role_with_replicas_is_warned_about() -> None:
-    obj = ds_object(role("a", 1), role("b", 3, scaling={"mode": "External"}))
+    obj = ds_object(cached_role("a", 1), cached_role("b", 3, scaling={"mode": "External"}))
     response = await validate_disaggregatedset(request(obj, "UPDATE", obj))
     assert response.allowed
     assert response.warnings and "llm-b" in response.warnings[0]
 
 
 async def test_a_member_of_the_wrong_type_is_refused_naming_it() -> None:
-    obj = ds_object(role("a", 1), role("b", 1), slices="two")
+    obj = ds_object(cached_role("a", 1), cached_role("b", 1), slices="two")
     response = await validate_disaggregatedset(request(obj))
     assert not response.allowed and "spec.slices" in response.result["message"]
 

@@ -13,25 +13,21 @@ from leaderworkerset.api.go.ints import go_div, go_mod
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.webhooks.denial import Denied, atoi
 from leaderworkerset.webhooks.env import add_lws_env, lws_env, with_env_first
+from tests.toolkit.pods import container, lws_labels
+from tests.toolkit.pods import pod as a_pod
 
 KEY = "0123456789abcdef0123456789abcdef01234567"
 
 
 def pod(**spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": "test-1-2",
-            "namespace": "ns",
-            "labels": {
-                c.LABEL_SET_NAME: "test",
-                c.LABEL_GROUP_INDEX: "1",
-                c.LABEL_GROUP_KEY: KEY,
-                c.LABEL_WORKER_INDEX: "2",
-            },
-            "annotations": {c.ANNOTATION_SIZE: "4"},
-        },
-        "spec": {"subdomain": "test", "containers": [{"name": "main"}], **spec},
-    }
+    return a_pod(
+        "test-1-2",
+        "ns",
+        labels=lws_labels("test", group_index="1", group_key=KEY, worker="2"),
+        annotations={c.ANNOTATION_SIZE: "4"},
+        containers=[container("main")],
+        spec={"subdomain": "test", **spec},
+    )
 
 
 def var(name: str, value: str) -> dict[str, str]:

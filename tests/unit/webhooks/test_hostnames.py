@@ -18,7 +18,7 @@ from leaderworkerset.webhooks.admission import pod_mutator
 from leaderworkerset.webhooks.hostnames import IssuedHostnames, LiveHostnames, hostnames_in_use
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.lws import leaderworkerset
-from tests.toolkit.objects import unadmitted_leader
+from tests.toolkit.pods import unadmitted_leader
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]

@@ -17,6 +17,7 @@ from leaderworkerset.webhooks.pods import (
     snapshot_for_patch,
 )
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.pods import container, pod
 
 JSON = dict[str, Any]
 KEY = "0123456789abcdef0123456789abcdef01234567"
@@ -24,15 +25,13 @@ HASH = PodAdmissionContext(group_identity=c.GROUP_IDENTITY_HASH, new_group_key=l
 
 
 def a_pod(name: str, size: int, labels: dict[str, str], **annotations: str) -> JSON:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "labels": {c.LABEL_SET_NAME: "lws", **labels},
-            "annotations": {c.ANNOTATION_SIZE: str(size), **annotations},
-        },
-        "spec": {"containers": [{"name": "c", "image": "img"}]},
-    }
+    return pod(
+        name,
+        "default",
+        labels={c.LABEL_SET_NAME: "lws", **labels},
+        annotations={c.ANNOTATION_SIZE: str(size), **annotations},
+        containers=[container("c", "img")],
+    )
 
 
 def leader(size: int, **labels: str) -> JSON:

@@ -16,6 +16,7 @@ from leaderworkerset.group.names import (
     subgroup_index,
 )
 from leaderworkerset.webhooks.pods import Denied, PodAdmissionContext, mutate_pod
+from tests.toolkit import pods
 
 NS = "default"
 KEY = "0123456789abcdef0123456789abcdef01234567"
@@ -47,20 +48,16 @@ def pod(
     init_containers: int = 0,
     **spec: Any,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": NS, "labels": {c.LABEL_SET_NAME: "test"}},
-        "spec": {
-            "containers": [{"name": f"c{i}", "image": "img"} for i in range(containers)],
-            **spec,
-        },
-    }
-    if init_containers:
-        body["spec"]["initContainers"] = [
-            {"name": f"i{i}", "image": "img"} for i in range(init_containers)
-        ]
-    body["metadata"]["labels"].update(labels or {})
-    body["metadata"]["annotations"] = {c.ANNOTATION_SIZE: "3", **(annotations or {})}
-    return body
+    inits = [pods.container(f"i{i}", "img") for i in range(init_containers)]
+    return pods.pod(
+        name,
+        NS,
+        labels={c.LABEL_SET_NAME: "test", **(labels or {})},
+        annotations={c.ANNOTATION_SIZE: "3", **(annotations or {})},
+        containers=[pods.container(f"c{i}", "img") for i in range(containers)],
+        init_containers=inits or None,
+        spec=spec,
+    )
 
 
 def leader(name: str = "test-1", **kwargs: Any) -> dict[str, Any]:

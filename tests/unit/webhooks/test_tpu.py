@@ -12,6 +12,8 @@ from leaderworkerset.group.names import hash_worker_hostname
 from leaderworkerset.group.tpu import container_requests_tpus, pod_requests_tpus, tpu_containers
 from leaderworkerset.webhooks.pods import Denied, PodAdmissionContext, mutate_pod
 from leaderworkerset.webhooks.tpu import add_tpu_env
+from tests.toolkit.pods import container
+from tests.toolkit.pods import pod as a_pod
 
 KEY = "0123456789abcdef0123456789abcdef01234567"
 TPU = {"limits": {c.TPU_RESOURCE_NAME: "4"}}
@@ -35,20 +37,14 @@ def tpu_pod(
 ) -> dict[str, Any]:
     """A pod as the TPU step sees it: after the webhook set its labels."""
     index = worker_index if worker_index is not None else name.rsplit("-", 1)[-1]
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "labels": {c.LABEL_WORKER_INDEX: index, **(labels or {})},
-            "annotations": dict(annotations or {}),
-        },
-        "spec": {
-            "subdomain": subdomain,
-            "containers": [
-                {"name": f"tpu{k}", "image": "img", "resources": TPU} for k in range(tpus)
-            ],
-        },
-    }
+    return a_pod(
+        name,
+        "default",
+        labels={c.LABEL_WORKER_INDEX: index, **(labels or {})},
+        annotations=annotations or {},
+        containers=[container(f"tpu{k}", "img", resources=TPU) for k in range(tpus)],
+        spec={"subdomain": subdomain},
+    )
 
 
 def env(container: dict[str, Any]) -> dict[str, str]:

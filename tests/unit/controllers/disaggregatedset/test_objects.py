@@ -4,17 +4,19 @@ that scaler_manager.go makes."""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 from leaderworkerset.api.disaggregatedset.names import lws_labels
-from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.controllers.disaggregatedset.objects import (
     leaderworkerset,
     role_scaler,
     service,
 )
+from tests.toolkit.disaggregatedset import upstream_role, upstream_set
 
 WORKER = {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+# Upstream's TestManagerCreate set: named test-deploy, not defaulted.
+make_ds = partial(upstream_set, name="test-deploy", defaulted=False)
 OWNER = {
     "apiVersion": "disaggregatedset.x-k8s.io/v1",
     "kind": "DisaggregatedSet",
@@ -24,20 +26,8 @@ OWNER = {
 }
 
 
-def make_ds(role: dict[str, Any], **spec: Any) -> DisaggregatedSet:
-    doc = {
-        "metadata": {"name": "test-deploy", "namespace": "default", "uid": "uid"},
-        "spec": {"roles": [role], **spec},
-    }
-    ds, errors = DisaggregatedSet.from_json(doc)
-    assert errors == []
-    return ds
-
-
 def test_manager_create_successfully_creates_new_lws() -> None:
-    ds = make_ds(
-        {"name": "prefill", "spec": {"leaderWorkerTemplate": {"size": 1, "workerTemplate": WORKER}}}
-    )
+    ds = make_ds(upstream_role("prefill", None, size=1))
     obj = leaderworkerset(ds, ds.roles[0], 0, "abc123", 3)
     assert obj["apiVersion"] == "leaderworkerset.x-k8s.io/v1" and obj["kind"] == "LeaderWorkerSet"
     assert obj["metadata"] == {
@@ -54,15 +44,13 @@ def test_manager_create_successfully_creates_new_lws() -> None:
 
 def test_a_roles_group_identity_reaches_its_leaderworkerset() -> None:
     spec = {"groupIdentity": "Hash", "groupReplacementPolicy": "Immediate"}
-    ds = make_ds(
-        {"name": "decode", "spec": {**spec, "leaderWorkerTemplate": {"workerTemplate": WORKER}}}
-    )
+    ds = make_ds(upstream_role("decode", None, **spec))
     obj = leaderworkerset(ds, ds.roles[0], 0, "abc123", 2)
     assert {k: obj["spec"][k] for k in spec} == spec
 
 
 def test_a_role_without_group_identity_leaves_it_to_the_leaderworkerset_defaults() -> None:
-    ds = make_ds({"name": "decode", "spec": {"leaderWorkerTemplate": {"workerTemplate": WORKER}}})
+    ds = make_ds(upstream_role("decode", None))
     obj = leaderworkerset(ds, ds.roles[0], 0, "abc123", 2)
     assert "groupIdentity" not in obj["spec"] and "groupReplacementPolicy" not in obj["spec"]
 

@@ -11,28 +11,23 @@ from leaderworkerset.api.resources import (
     SERVICES,
 )
 from leaderworkerset.controllers.disaggregatedset.reconciler import DisaggregatedSetReconciler
+from tests.toolkit.caches import seeded_ds_caches
+from tests.toolkit.disaggregatedset import UID, cached_role, ds_object, revision_of_object
 from tests.toolkit.fake_client import FakeApiClient
+from tests.toolkit.lws import ds_owned_lws
 from tests.toolkit.recorded_events import RecordedEvents
-from tests.unit.controllers.disaggregatedset.helpers import (
-    UID,
-    ds_object,
-    lws_object,
-    revision_of,
-    role,
-    seeded,
-)
 
 
 async def reconcile(*objects: dict) -> tuple[FakeApiClient, RecordedEvents, object]:
     client, recorder = FakeApiClient(), RecordedEvents()
-    async with seeded(*objects) as caches:
+    async with seeded_ds_caches(*objects) as caches:
         result = await DisaggregatedSetReconciler(client, caches, recorder)("ns/llm")
     return client, recorder, result
 
 
 async def test_a_new_set_gets_one_leaderworkerset_per_role_at_its_target() -> None:
-    ds = ds_object(role("prefill", 3), role("decode", 1))
-    revision = revision_of(ds)
+    ds = ds_object(cached_role("prefill", 3), cached_role("decode", 1))
+    revision = revision_of_object(ds)
     client, _, result = await reconcile(ds)
     created = {x.name: x.body for x in client.calls_of("create", "leaderworkersets")}
     assert set(created) == {f"llm-0-{revision}-prefill", f"llm-0-{revision}-decode"}
@@ -44,9 +39,9 @@ async def test_a_new_set_gets_one_leaderworkerset_per_role_at_its_target() -> No
 
 
 async def test_services_follow_readiness_and_a_settled_set_is_not_written() -> None:
-    ds = ds_object(role("prefill", 2), role("decode", 1))
-    revision = revision_of(ds)
-    lwss = [lws_object("llm", revision, "prefill", 2), lws_object("llm", revision, "decode", 1)]
+    ds = ds_object(cached_role("prefill", 2), cached_role("decode", 1))
+    revision = revision_of_object(ds)
+    lwss = [ds_owned_lws("llm", revision, "prefill", 2), ds_owned_lws("llm", revision, "decode", 1)]
     client, _, _ = await reconcile(ds, *lwss)
     services = [x.body for x in client.calls_of("create", "services")]
     assert sorted(s["metadata"]["name"] for s in services) == [
@@ -63,13 +58,15 @@ async def test_services_follow_readiness_and_a_settled_set_is_not_written() -> N
 
 
 async def test_a_template_change_starts_a_rollout() -> None:
-    old = ds_object(role("prefill", 2), role("decode", 1))
-    old_revision = revision_of(old)
-    ds = ds_object(role("prefill", 2, image="pause:2"), role("decode", 1, image="pause:2"))
-    revision = revision_of(ds)
+    old = ds_object(cached_role("prefill", 2), cached_role("decode", 1))
+    old_revision = revision_of_object(old)
+    ds = ds_object(
+        cached_role("prefill", 2, image="pause:2"), cached_role("decode", 1, image="pause:2")
+    )
+    revision = revision_of_object(ds)
     lwss = [
-        lws_object("llm", old_revision, "prefill", 2),
-        lws_object("llm", old_revision, "decode", 1),
+        ds_owned_lws("llm", old_revision, "prefill", 2),
+        ds_owned_lws("llm", old_revision, "decode", 1),
     ]
     client, recorder, result = await reconcile(ds, *lwss)
     annotated = {
@@ -89,18 +86,20 @@ async def test_a_template_change_starts_a_rollout() -> None:
 
 
 async def test_a_rollout_step_scales_both_revisions_and_records_it() -> None:
-    old = ds_object(role("prefill", 2), role("decode", 1))
-    old_revision = revision_of(old)
-    ds = ds_object(role("prefill", 2, image="pause:2"), role("decode", 1, image="pause:2"))
-    revision = revision_of(ds)
+    old = ds_object(cached_role("prefill", 2), cached_role("decode", 1))
+    old_revision = revision_of_object(old)
+    ds = ds_object(
+        cached_role("prefill", 2, image="pause:2"), cached_role("decode", 1, image="pause:2")
+    )
+    revision = revision_of_object(ds)
     started = {c.ANNOTATION_INITIAL_REPLICAS: "2"}
     lwss = [
-        lws_object("llm", old_revision, "prefill", 2, annotations=started),
-        lws_object(
+        ds_owned_lws("llm", old_revision, "prefill", 2, annotations=started),
+        ds_owned_lws(
             "llm", old_revision, "decode", 1, annotations={c.ANNOTATION_INITIAL_REPLICAS: "1"}
         ),
-        lws_object("llm", revision, "prefill", 0, created="2026-01-02T00:00:00Z"),
-        lws_object("llm", revision, "decode", 0, created="2026-01-02T00:00:00Z"),
+        ds_owned_lws("llm", revision, "prefill", 0, created="2026-01-02T00:00:00Z"),
+        ds_owned_lws("llm", revision, "decode", 0, created="2026-01-02T00:00:00Z"),
     ]
     client, recorder, _ = await reconcile(ds, *lwss)
     scaled = {
@@ -112,15 +111,17 @@ async def test_a_rollout_step_scales_both_revisions_and_records_it() -> None:
 
 
 async def test_drained_revision_is_deleted_with_its_services() -> None:
-    old = ds_object(role("prefill", 2), role("decode", 1))
-    old_revision = revision_of(old)
-    ds = ds_object(role("prefill", 2, image="pause:2"), role("decode", 1, image="pause:2"))
-    revision = revision_of(ds)
+    old = ds_object(cached_role("prefill", 2), cached_role("decode", 1))
+    old_revision = revision_of_object(old)
+    ds = ds_object(
+        cached_role("prefill", 2, image="pause:2"), cached_role("decode", 1, image="pause:2")
+    )
+    revision = revision_of_object(ds)
     lwss = [
-        lws_object("llm", old_revision, "prefill", 0),
-        lws_object("llm", old_revision, "decode", 0),
-        lws_object("llm", revision, "prefill", 2),
-        lws_object("llm", revision, "decode", 1),
+        ds_owned_lws("llm", old_revision, "prefill", 0),
+        ds_owned_lws("llm", old_revision, "decode", 0),
+        ds_owned_lws("llm", revision, "prefill", 2),
+        ds_owned_lws("llm", revision, "decode", 1),
     ]
     old_service = {
         "apiVersion": "v1",
@@ -147,9 +148,11 @@ async def test_drained_revision_is_deleted_with_its_services() -> None:
 
 
 async def test_an_external_role_gets_a_scaler_seeded_with_its_groups() -> None:
-    ds = ds_object(role("prefill", 2), role("decode", 1, scaling={"mode": "External"}))
-    revision = revision_of(ds)
-    lwss = [lws_object("llm", revision, "prefill", 2), lws_object("llm", revision, "decode", 4)]
+    ds = ds_object(
+        cached_role("prefill", 2), cached_role("decode", 1, scaling={"mode": "External"})
+    )
+    revision = revision_of_object(ds)
+    lwss = [ds_owned_lws("llm", revision, "prefill", 2), ds_owned_lws("llm", revision, "decode", 4)]
     client, recorder, _ = await reconcile(ds, *lwss)
     [created] = client.calls_of("create", ROLE_SCALERS.plural)
     assert created.name == "llm-decode"
@@ -168,9 +171,11 @@ async def test_a_deleted_set_is_left_to_the_garbage_collector() -> None:
 
 
 async def test_a_foreign_scaler_under_the_wanted_name_is_a_conflict_without_api_calls() -> None:
-    ds = ds_object(role("prefill", 2), role("decode", 1, scaling={"mode": "External"}))
-    revision = revision_of(ds)
-    lwss = [lws_object("llm", revision, "prefill", 2), lws_object("llm", revision, "decode", 1)]
+    ds = ds_object(
+        cached_role("prefill", 2), cached_role("decode", 1, scaling={"mode": "External"})
+    )
+    revision = revision_of_object(ds)
+    lwss = [ds_owned_lws("llm", revision, "prefill", 2), ds_owned_lws("llm", revision, "decode", 1)]
     # Someone else's, without the set's label: only the whole cache holds it.
     foreign = {
         "apiVersion": f"{c.GROUP}/{c.VERSION}",

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from leaderworkerset.api.disaggregatedset.defaults import default_disaggregatedset
 from leaderworkerset.api.disaggregatedset.names import (
     compute_revision,
     initial_replicas,
@@ -35,6 +34,7 @@ from leaderworkerset.controllers.disaggregatedset.rollout import (
     rolling_configs,
     target_replicas,
 )
+from tests.toolkit.disaggregatedset import upstream_role, upstream_set
 
 PREFILL, DECODE = "prefill", "decode"
 ROLES = [PREFILL, DECODE]
@@ -70,32 +70,10 @@ def lws(
     )
 
 
-def role_doc(name: str, replicas: int | None, image: str = "nginx", **spec: Any) -> dict[str, Any]:
-    template = {"spec": {"containers": [{"name": "c", "image": image}]}}
-    doc: dict[str, Any] = {
-        "name": name,
-        "spec": {"leaderWorkerTemplate": {"workerTemplate": template}},
-    }
-    if replicas is not None:
-        doc["spec"]["replicas"] = replicas
-    doc["spec"].update(spec)
-    return doc
-
-
-def make_ds(
-    *roles: dict[str, Any], name: str = "test", defaulted: bool = True, **spec: Any
-) -> DisaggregatedSet:
-    doc = {
-        "metadata": {"name": name, "namespace": "default", "uid": "uid"},
-        "spec": {"roles": list(roles), **spec},
-    }
-    ds, errors = DisaggregatedSet.from_json(doc)
-    assert errors == []
-    return default_disaggregatedset(ds) if defaulted else ds
-
-
 def two_roles(prefill: int, decode: int, **spec: Any) -> DisaggregatedSet:
-    return make_ds(role_doc(PREFILL, prefill, **spec), role_doc(DECODE, decode, **spec))
+    return upstream_set(
+        upstream_role(PREFILL, prefill, **spec), upstream_role(DECODE, decode, **spec)
+    )
 
 
 def replicas_after(observed: list[ObservedLWS], scale: dict[str, int]) -> dict[str, int]:
@@ -276,9 +254,9 @@ def rolling_ds(
         extra = (
             {} if config is None else {"rolloutStrategy": {"rollingUpdateConfiguration": config}}
         )
-        docs.append(role_doc(name, count, **extra))
+        docs.append(upstream_role(name, count, **extra))
     # Upstream's test builds typed objects with no schema defaults: neither do we here.
-    return make_ds(*docs, defaulted=False)
+    return upstream_set(*docs, defaulted=False)
 
 
 def config_of(surge: int | str | None, unavailable: int | str | None) -> dict[str, Any] | None:
@@ -328,11 +306,11 @@ def test_extract_rolling_update_config_with_percentages(
 
 
 def test_external_role_percentages_are_of_the_scalers_replicas() -> None:
-    prefill = role_doc(
+    prefill = upstream_role(
         PREFILL, 1, rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": "50%"}}
     )
     prefill["scaling"] = {"mode": "External"}
-    ds = make_ds(prefill, role_doc(DECODE, 1), defaulted=False)
+    ds = upstream_set(prefill, upstream_role(DECODE, 1), defaulted=False)
     assert rolling_configs(ds, ROLES, {PREFILL: 8})[0] == RollingConfig(4, 0)
     # No scaler yet: percentages of 0 collapse to 0, so the defaults stay.
     assert rolling_configs(ds, ROLES, {})[0] == RollingConfig(1, 0)
@@ -497,7 +475,9 @@ def integration(
             }
         }
     )
-    ds = make_ds(role_doc(PREFILL, target, **extra), role_doc(DECODE, target, **extra))
+    ds = upstream_set(
+        upstream_role(PREFILL, target, **extra), upstream_role(DECODE, target, **extra)
+    )
     revision = compute_revision(ds.roles)
     observed = []
     if old is not None:
@@ -619,7 +599,7 @@ def abc(
 ) -> tuple[Cluster, dict[str, str]]:
     def roles_with(image: str) -> list[dict[str, Any]]:
         return [
-            role_doc(
+            upstream_role(
                 role,
                 count,
                 image=image,
@@ -631,9 +611,10 @@ def abc(
         ]
 
     revisions = {
-        key: compute_revision(make_ds(*roles_with(f"img:{key.lower()}")).roles) for key in "ABC"
+        key: compute_revision(upstream_set(*roles_with(f"img:{key.lower()}")).roles)
+        for key in "ABC"
     }
-    ds = make_ds(*roles_with("img:c"))
+    ds = upstream_set(*roles_with("img:c"))
     observed = [
         lws(role, revisions[key], count)
         for key, counts in (("A", a), ("B", b))
@@ -715,13 +696,13 @@ def test_scaling_without_rolling_update() -> None:
 
 
 def test_slices_create_one_set_per_slice() -> None:
-    ds = make_ds(role_doc(PREFILL, 2), role_doc(DECODE, 3), slices=2)
+    ds = upstream_set(upstream_role(PREFILL, 2), upstream_role(DECODE, 3), slices=2)
     plan = plan_set(ds, compute_revision(ds.roles), [])
     assert [p.create for p in plan.slices] == [{PREFILL: 2, DECODE: 3}] * 2
 
 
 def test_slices_scale_down_deletes_removed_slice() -> None:
-    ds = make_ds(role_doc(PREFILL, 2), role_doc(DECODE, 2), slices=1)
+    ds = upstream_set(upstream_role(PREFILL, 2), upstream_role(DECODE, 2), slices=1)
     revision = compute_revision(ds.roles)
     observed = [
         replace(
@@ -757,7 +738,7 @@ def test_legacy_migrates_to_slice_aware_on_rollout() -> None:
 
 
 def test_slices_increase_recreates_legacy_slice0() -> None:
-    ds = make_ds(role_doc(PREFILL, 2), role_doc(DECODE, 2), slices=2)
+    ds = upstream_set(upstream_role(PREFILL, 2), upstream_role(DECODE, 2), slices=2)
     revision = compute_revision(ds.roles)
     plan = plan_set(ds, revision, [legacy(PREFILL, revision), legacy(DECODE, revision)])
     names = [legacy_lws_name("test", revision, role) for role in ROLES]
@@ -767,7 +748,7 @@ def test_slices_increase_recreates_legacy_slice0() -> None:
 
 
 def test_slices_increase_with_rollout_not_blocked() -> None:
-    ds = make_ds(role_doc(PREFILL, 2), role_doc(DECODE, 2), slices=2)
+    ds = upstream_set(upstream_role(PREFILL, 2), upstream_role(DECODE, 2), slices=2)
     revision = compute_revision(ds.roles)
     plan = plan_set(ds, revision, [legacy(PREFILL, "oldrev01"), legacy(DECODE, "oldrev01")])
     assert plan.delete == []
@@ -780,9 +761,9 @@ def test_slices_increase_with_rollout_not_blocked() -> None:
 
 
 def external_ds(replicas: int = 1) -> DisaggregatedSet:
-    prefill = role_doc(PREFILL, replicas)
+    prefill = upstream_role(PREFILL, replicas)
     prefill["scaling"] = {"mode": "External"}
-    return make_ds(prefill, role_doc(DECODE, 2))
+    return upstream_set(prefill, upstream_role(DECODE, 2))
 
 
 def test_external_role_targets_its_scaler() -> None:

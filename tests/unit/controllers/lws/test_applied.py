@@ -6,18 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.controllers.lws.applied import AppliedObjects, contains, digest
+from tests.toolkit.statefulsets import statefulset
 
 JSON = dict[str, Any]
 KEY = "statefulsets/default/lws"
 
 
 def body(replicas: int = 2, **labels: str) -> JSON:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": "lws", "namespace": "default", "labels": {"app": "x", **labels}},
-        "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c"}]}}},
-    }
+    return statefulset(
+        "lws",
+        "default",
+        api_version="apps/v1",
+        kind="StatefulSet",
+        labels={"app": "x", **labels},
+        replicas=replicas,
+        spec={"template": {"spec": {"containers": [{"name": "c"}]}}},
+    )
 
 
 def live(of: JSON, version: str | None = "7", **spec: Any) -> JSON:

@@ -30,8 +30,9 @@ from leaderworkerset.runtime.controller import Result
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import leader_pod, worker_sts
-from tests.toolkit.recorded_events import RecordedEvents, Told
+from tests.toolkit.pods import leader_pod
+from tests.toolkit.recorded_events import RecordedEvents
+from tests.toolkit.statefulsets import worker_sts
 
 JSON = dict[str, Any]
 KEY = "default/lws"
@@ -298,10 +299,6 @@ def key_of(revision: JSON) -> str:
     return str(revision["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH])
 
 
-def told(events: RecordedEvents, reason: str) -> list[Told]:
-    return [event for event in events.told if event.reason == reason]
-
-
 @pytest.mark.parametrize(("mode", "workload", "never"), MODES)
 async def test_a_new_lws_is_told_of_its_revision_and_its_leader_workload(
     mode: str, workload: Resource, never: Resource
@@ -309,7 +306,7 @@ async def test_a_new_lws_is_told_of_its_revision_and_its_leader_workload(
     events = RecordedEvents()
     _, client = await first_pass(lws_in(mode), events)
     revision = revision_of(client)
-    (creating,) = told(events, c.EVENT_REASON_CREATING_REVISION)
+    (creating,) = events.of(c.EVENT_REASON_CREATING_REVISION)
     assert creating.note == (
         f"Creating revision with key {key_of(revision)} for a newly created LeaderWorkerSet"
     )
@@ -378,7 +375,7 @@ async def test_a_refused_leader_workload_create_is_told_and_raised(
     async with seeded_caches(lws) as caches:
         with pytest.raises(ApiError):
             await LeaderWorkerSetReconciler(client, caches, events)(KEY)
-    (failed,) = told(events, c.EVENT_REASON_FAILED_CREATE)
+    (failed,) = events.of(c.EVENT_REASON_FAILED_CREATE)
     assert (failed.type, failed.action) == ("Warning", "Create")
     assert failed.note == f"Failed to create leader {LEADER_WORD[mode]} lws: spec is invalid"
     assert failed.about == (c.KIND, "lws")
@@ -676,7 +673,7 @@ async def test_an_update_is_told_with_its_new_revision(
     events.told.clear()
     await pass_over_stored(reconciler, client)
     new = revision_of(client, 2)
-    (creating,) = told(events, c.EVENT_REASON_CREATING_REVISION)
+    (creating,) = events.of(c.EVENT_REASON_CREATING_REVISION)
     assert creating.note == f"Creating revision with key {key_of(new)} for updated LWS"
     assert creating.related is not None
     assert (creating.related["kind"], creating.related["name"]) == (
@@ -702,7 +699,7 @@ async def test_an_updates_revision_already_made_is_reused_while_the_workload_lag
     assert before is not None
     await pass_over(reconciler, client, lws, old, new, before)
     assert client.calls_of("create", "controllerrevisions") == []
-    assert told(events, c.EVENT_REASON_CREATING_REVISION) == []
+    assert events.of(c.EVENT_REASON_CREATING_REVISION) == []
     assert all(
         body["spec"]["template"]["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH]
         == key_of(new)
@@ -729,7 +726,7 @@ async def test_an_updates_revision_made_by_an_earlier_pass_is_found_by_name(
     assert create.name == new["metadata"]["name"]
     (get,) = client.calls_of("get", "controllerrevisions")
     assert (get.name, get.namespace) == (new["metadata"]["name"], "default")
-    assert told(events, c.EVENT_REASON_CREATING_REVISION) == []
+    assert events.of(c.EVENT_REASON_CREATING_REVISION) == []
     assert applied_key(client, workload) == key_of(new)
 
 
@@ -772,7 +769,7 @@ async def test_updated_groups_move_the_partition_down_and_say_so() -> None:
     (body,) = applied(client, STATEFULSETS)
     assert body["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0
     assert body["spec"]["replicas"] == 3
-    (moved,) = told(events, c.REASON_GROUPS_UPDATING)
+    (moved,) = events.of(c.REASON_GROUPS_UPDATING)
     assert moved.note == "Updating replicas 0 to 1 (inclusive)"
     assert moved.about == (c.KIND, "lws")
 
@@ -826,7 +823,7 @@ async def test_a_refused_shared_service_is_told_and_raised() -> None:
     async with seeded_caches(lws) as caches:
         with pytest.raises(ApiError, match="quota"):
             await LeaderWorkerSetReconciler(client, caches, events)(KEY)
-    (failed,) = told(events, c.EVENT_REASON_FAILED_CREATE)
+    (failed,) = events.of(c.EVENT_REASON_FAILED_CREATE)
     assert failed.note == "Failed to create headless service for error: quota exceeded"
     assert failed.about == (c.KIND, "lws")
     assert client.calls_of("replace", "leaderworkersets") == []

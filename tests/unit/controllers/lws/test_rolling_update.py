@@ -28,7 +28,8 @@ from leaderworkerset.controllers.lws.rolling_update import (
     sts_replicas,
 )
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import leader_pod, leader_sts, worker_sts
+from tests.toolkit.pods import leader_pod
+from tests.toolkit.statefulsets import leader_sts, worker_sts
 
 JSON = dict[str, Any]
 NAME = "lws"

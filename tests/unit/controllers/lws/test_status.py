@@ -39,7 +39,8 @@ from leaderworkerset.group.readiness import (
     workers_ready_for_leader,
 )
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import LATER, NOW, leader_pod, leader_sts, worker_sts
+from tests.toolkit.pods import LATER, NOW, leader_pod
+from tests.toolkit.statefulsets import leader_sts, worker_sts
 
 JSON = dict[str, Any]
 NAME = "lws"

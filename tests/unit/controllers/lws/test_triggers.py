@@ -25,7 +25,8 @@ from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
 from tests.toolkit.manager import new_manager
-from tests.toolkit.objects import leader_pod, worker_sts
+from tests.toolkit.pods import leader_pod
+from tests.toolkit.statefulsets import worker_sts
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]

@@ -24,7 +24,8 @@ from leaderworkerset.runtime.client import STRATEGIC_MERGE_PATCH, ApiError
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import NOW, leader_pod, worker_sts
+from tests.toolkit.pods import NOW, leader_pod
+from tests.toolkit.statefulsets import worker_sts
 
 KEY = "rev1"
 NS = "default"

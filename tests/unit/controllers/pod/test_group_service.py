@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from leaderworkerset.controllers.pod.group_service import on_its_way_out, owned_by_leader
-from tests.toolkit.objects import leader_pod
+from tests.toolkit.pods import leader_pod
 
 JSON = dict[str, Any]
 LEADER = leader_pod("lws", 0, "rev")  # lws-0, uid-lws-0

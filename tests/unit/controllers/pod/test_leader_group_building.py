@@ -18,11 +18,13 @@ from leaderworkerset.controllers.pod.worker_statefulset import CREATE_UNSEEN_FOR
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.controller import Result
-from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.pods import container, lws_labels, pod
+from tests.toolkit.recorded_events import RecordedEvents
+from tests.toolkit.statefulsets import statefulset
 
 JSON = dict[str, Any]
 NS = "default"
@@ -45,27 +47,6 @@ def created(client: FakeApiClient) -> list[JSON]:
     return [call.body for call in client.calls_of("create")]
 
 
-class Events(EventRecorder):
-    """Records (type, reason, note); `about` keeps what each Event regards and relates to."""
-
-    def __init__(self) -> None:
-        # A recorder that never writes: what the reconciler tells it stays here.
-        super().__init__(FakeApiClient(), "test")
-        self.recorded: list[tuple[str, str, str]] = []
-        self.about: list[tuple[str, str | None]] = []
-
-    def event(
-        self, regarding: JSON, type_: str, reason: str, action: str, note: str, related: Any
-    ) -> None:
-        self.recorded.append((type_, reason, note))
-        self.about.append(
-            (f"{regarding['kind']}/{regarding['metadata']['name']}", related and related["name"])
-        )
-
-    def reasons(self) -> list[str]:
-        return [reason for _, reason, _ in self.recorded]
-
-
 def an_lws(mode: str, size: int = 3, **spec: Any) -> JSON:
     body = lws_object("lws", replicas=1, size=size, groupIdentity=mode, **spec)
     body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = c.RESTART_POLICY_NONE
@@ -86,39 +67,30 @@ def a_leader(
     hash_mode = lws["spec"].get("groupIdentity") == c.GROUP_IDENTITY_HASH
     size = lws["spec"]["leaderWorkerTemplate"]["size"]
     name = "lws-5d8f9c7b4-x7k2p" if hash_mode else "lws-0"
-    meta: JSON = {
-        "name": name,
-        "namespace": NS,
-        "uid": f"uid-{name}",
-        "labels": {
-            c.LABEL_SET_NAME: "lws",
-            c.LABEL_WORKER_INDEX: "0",
-            c.LABEL_GROUP_INDEX: GROUP_KEY if hash_mode else "0",
-            c.LABEL_GROUP_KEY: GROUP_KEY,
-            c.LABEL_TEMPLATE_REVISION_HASH: revision_key_of(rev.new_revision(lws, 1)),
-        },
-        "annotations": {c.ANNOTATION_SIZE: str(size), **annotations},
-    }
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    spec: JSON = {"containers": [{"name": "c", "image": "pause:1"}]}
-    if hash_mode and size > 1:
-        spec["readinessGates"] = [{"conditionType": c.CONDITION_GROUP_READY}]
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-    if node is not None:
-        spec["nodeName"] = node
     state = conditions or {"Ready": "True", "ContainersReady": "True"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": spec,
-        "status": {
-            "phase": phase,
-            "conditions": [{"type": k, "status": v} for k, v in state.items()],
-        },
-    }
+    gates = [{"conditionType": c.CONDITION_GROUP_READY}] if hash_mode and size > 1 else None
+    return pod(
+        name,
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid=f"uid-{name}",
+        deleted="2026-01-01T00:00:00Z" if deleting else None,
+        labels=lws_labels(
+            "lws",
+            worker="0",
+            group_index=GROUP_KEY if hash_mode else "0",
+            group_key=GROUP_KEY,
+            revision=revision_key_of(rev.new_revision(lws, 1)),
+        ),
+        annotations={c.ANNOTATION_SIZE: str(size), **annotations},
+        containers=[container("c", "pause:1")],
+        spec={"readinessGates": gates} if gates else None,
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        node=node,
+        phase=phase,
+        status={"conditions": [{"type": k, "status": v} for k, v in state.items()]},
+    )
 
 
 def worker_statefulset_of(leader: JSON) -> JSON:
@@ -127,13 +99,15 @@ def worker_statefulset_of(leader: JSON) -> JSON:
         k: meta["labels"][k]
         for k in (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX, c.LABEL_TEMPLATE_REVISION_HASH)
     }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": meta["name"], "namespace": NS, "labels": labels},
-        "spec": {"replicas": 2},
-        "status": {"replicas": 2, "availableReplicas": 2},
-    }
+    return statefulset(
+        meta["name"],
+        NS,
+        api_version="apps/v1",
+        kind="StatefulSet",
+        labels=labels,
+        replicas=2,
+        status={"replicas": 2, "availableReplicas": 2},
+    )
 
 
 async def reconcile(
@@ -141,12 +115,12 @@ async def reconcile(
     leader: JSON,
     *objects: JSON,
     client: FakeApiClient | None = None,
-    events: Events | None = None,
+    events: RecordedEvents | None = None,
     **options: Any,
-) -> tuple[FakeApiClient, Events, Result | None]:
+) -> tuple[FakeApiClient, RecordedEvents, Result | None]:
     """One reconcile of `leader` with `lws`, its first revision and `objects` cached."""
     client = client or FakeApiClient()
-    events = events or Events()
+    events = events or RecordedEvents()
     async with seeded_caches(lws, rev.new_revision(lws, 1), leader, *objects) as caches:
         pods = PodReconciler(
             client,
@@ -170,13 +144,13 @@ async def test_a_leader_gets_its_worker_statefulset_once(mode: str) -> None:
     assert body["spec"]["replicas"] == 2
     (owner,) = body["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"]) == ("Pod", leader["metadata"]["uid"])
-    ((_, reason, note),) = events.recorded
+    ((_, reason, note),) = events.said
     assert reason == c.REASON_GROUPS_PROGRESSING and leader["metadata"]["name"] in note
-    assert events.about == [("LeaderWorkerSet/lws", leader["metadata"]["name"])]
+    assert events.abouts == [("LeaderWorkerSet/lws", leader["metadata"]["name"])]
     # Never updated in place: with its StatefulSet cached, nothing is written for it.
     client, events, _ = await reconcile(lws, leader, worker_statefulset_of(leader))
     assert ("create", "statefulsets", leader["metadata"]["name"]) not in calls(client)
-    assert c.REASON_GROUPS_PROGRESSING not in events.reasons()
+    assert c.REASON_GROUPS_PROGRESSING not in events.reasons
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -192,7 +166,7 @@ async def test_a_worker_statefulset_the_cache_has_not_shown_yet_is_not_created_a
     now = [0.0]
     client = FakeApiClient()
     async with seeded_caches(lws, rev.new_revision(lws, 1), leader) as caches:
-        pods = PodReconciler(client, caches, Events())
+        pods = PodReconciler(client, caches, RecordedEvents())
         pods.worker_creates = WorkerSetCreates(clock=lambda: now[0])
         assert await pods(object_key(leader)) is None
         now[0] = 1.0
@@ -227,7 +201,7 @@ async def test_a_create_answered_409_waits_only_for_this_leaders_statefulset(mod
         ]
         client.put(STATEFULSETS, existing)
         async with seeded_caches(lws, rev.new_revision(lws, 1), leader) as caches:
-            pods = PodReconciler(client, caches, Events())
+            pods = PodReconciler(client, caches, RecordedEvents())
             assert await pods(object_key(leader)) is None
             assert writes(client).count(("create", "statefulsets", name)) == 1
             assert (pods.worker_creates.wait_left(leader) > 0) is waits
@@ -239,7 +213,7 @@ async def test_a_size_one_group_gets_no_worker_statefulset(mode: str) -> None:
     client, events, result = await reconcile(lws, a_leader(lws))
     assert result is None
     assert [call for call in calls(client) if call[1] == "statefulsets"] == []
-    assert events.recorded == []
+    assert events.said == []
 
 
 async def test_a_hash_group_follows_its_leaders_revision_size() -> None:
@@ -259,20 +233,20 @@ async def test_an_existing_worker_statefulset_is_not_an_error() -> None:
     client = FakeApiClient()
     client.fail[("create", "statefulsets")] = ApiError(409, {"reason": "AlreadyExists"})
     _, events, result = await reconcile(lws, a_leader(lws), client=client)
-    assert result is None and events.recorded == []
+    assert result is None and events.said == []
 
 
 async def test_a_refused_worker_statefulset_is_told_and_retried() -> None:
     lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
     client = FakeApiClient()
     client.fail[("create", "statefulsets")] = ApiError(403, {"message": "quota exceeded"})
-    events = Events()
+    events = RecordedEvents()
     with pytest.raises(ApiError):
         await reconcile(lws, a_leader(lws), client=client, events=events)
-    ((type_, reason, note),) = events.recorded
+    ((type_, reason, note),) = events.said
     assert (type_, reason) == ("Warning", c.EVENT_REASON_FAILED_CREATE)
     assert "lws-0" in note and "quota exceeded" in note
-    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+    assert events.abouts == [("LeaderWorkerSet/lws", "lws-0")]
 
 
 # --- nothing for a leader that is gated or going ---------------------------------------------
@@ -286,7 +260,7 @@ async def test_nothing_is_built_while_a_hash_leader_is_gated() -> None:
     pod_group = {c.ANNOTATION_POD_GROUP_NAME: "lws-pg"}
     leader = a_leader(lws, gated=True, conditions=state, **pod_group)
     client, events, result = await reconcile(lws, leader, gang_scheduling=True)
-    assert (calls(client), events.recorded, result) == ([], [], None)
+    assert (calls(client), events.said, result) == ([], [], None)
     # The same leader once admitted gets its group-ready condition, Service, PodGroup
     # and workers: the gate alone held them back.
     admitted = a_leader(lws, conditions=state, **pod_group)
@@ -304,7 +278,7 @@ async def test_a_deleting_leader_gets_no_group_service_pod_group_or_workers(mode
     lws = an_lws(mode, networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA})
     leader = a_leader(lws, deleting=True, **{c.ANNOTATION_POD_GROUP_NAME: "lws-pg"})
     client, events, result = await reconcile(lws, leader, gang_scheduling=True)
-    assert (calls(client), events.recorded, result) == ([], [], None)
+    assert (calls(client), events.said, result) == ([], [], None)
 
 
 async def test_a_leader_marked_as_a_worker_is_reported_and_left_alone() -> None:
@@ -312,10 +286,10 @@ async def test_a_leader_marked_as_a_worker_is_reported_and_left_alone() -> None:
     leader = a_leader(lws, **{c.ANNOTATION_LEADER_NAME: "lws-0"})
     client, events, result = await reconcile(lws, leader)
     assert (calls(client), result) == ([], None)
-    ((type_, reason, note),) = events.recorded
+    ((type_, reason, note),) = events.said
     assert (type_, reason) == ("Warning", c.EVENT_REASON_FAILED_CREATE)
     assert f"{NS}/lws-0" in note
-    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+    assert events.abouts == [("LeaderWorkerSet/lws", "lws-0")]
 
 
 # --- the startup policy ----------------------------------------------------------------------
@@ -402,19 +376,19 @@ async def test_a_finished_hash_leader_takes_its_group_down(phase: str) -> None:
     delete = client.calls_of("delete")[-1]
     assert delete.options["propagation_policy"] == "Foreground"
     assert delete.options["preconditions"] == {"uid": leader["metadata"]["uid"]}
-    ((_, reason, note),) = events.recorded
+    ((_, reason, note),) = events.said
     assert reason == c.EVENT_REASON_RECREATE_GROUP
     assert (
         note == f"Leader pod {name} failed, deleted leader pod {name} to recreate group {GROUP_KEY}"
     )
-    assert events.about == [("LeaderWorkerSet/lws", name)]
+    assert events.abouts == [("LeaderWorkerSet/lws", name)]
 
 
 async def test_a_finished_ordinal_leader_is_left_to_its_statefulset() -> None:
     lws = an_lws(c.GROUP_IDENTITY_ORDINAL)
     leader = a_leader(lws, phase="Failed")
     client, events, _ = await reconcile(lws, leader, worker_statefulset_of(leader))
-    assert writes(client) == [] and events.recorded == []
+    assert writes(client) == [] and events.said == []
 
 
 async def test_a_lost_hash_leader_already_gone_is_not_reported() -> None:
@@ -422,7 +396,7 @@ async def test_a_lost_hash_leader_already_gone_is_not_reported() -> None:
     client = FakeApiClient()
     client.fail[("delete", "pods")] = ApiError(404, {"reason": "NotFound"})
     _, events, _ = await reconcile(lws, a_leader(lws, phase="Failed"), client=client)
-    assert events.recorded == []
+    assert events.said == []
 
 
 async def test_an_ordinal_group_follows_the_live_size() -> None:

@@ -27,7 +27,6 @@ from leaderworkerset.group.roles import group_size
 from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.controller import Result
-from leaderworkerset.runtime.events import EventRecorder
 from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.webhooks.admission import pod_mutator
 from leaderworkerset.webhooks.hostnames import IssuedHostnames, hostnames_in_use
@@ -40,7 +39,9 @@ from leaderworkerset.webhooks.pods import (
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import leader_pod, worker_sts
+from tests.toolkit.pods import container, leader_pod, lws_labels, pod
+from tests.toolkit.recorded_events import RecordedEvents
+from tests.toolkit.statefulsets import controller_ref, statefulset, worker_sts
 
 JSON = dict[str, Any]
 NS = "default"
@@ -60,29 +61,6 @@ def patches(client: FakeApiClient) -> list[JSON]:
     return [call.body for call in client.calls_of("patch")]
 
 
-class Events(EventRecorder):
-    """Records (type, reason, note); `about` keeps what each Event regards and relates to."""
-
-    def __init__(self) -> None:
-        # A recorder that never writes: what the reconciler tells it stays here.
-        super().__init__(FakeApiClient(), "test")
-        self.recorded: list[tuple[str, str, str]] = []
-        self.about: list[tuple[str, str | None]] = []
-
-    def event(
-        self,
-        regarding: JSON,
-        type_: str,
-        reason: str,
-        action: str,
-        note: str,
-        related: JSON | None = None,
-    ) -> None:
-        self.recorded.append((type_, reason, note))
-        about = f"{regarding['kind']}/{regarding['metadata']['name']}"
-        self.about.append((about, related["name"] if related else None))
-
-
 def hash_lws(**spec: Any) -> JSON:
     body = lws_object("lws", replicas=1, size=2, groupIdentity=c.GROUP_IDENTITY_HASH, **spec)
     body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = c.RESTART_POLICY_NONE
@@ -99,41 +77,34 @@ def hash_leader(revision_key: str, group_ready: str | None = "True", **annotatio
     conditions = [{"type": "ContainersReady", "status": "True"}]
     if group_ready is not None:
         conditions.append({"type": c.CONDITION_GROUP_READY, "status": group_ready})
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "uid": "uid-leader",
-            "labels": {
-                c.LABEL_SET_NAME: "lws",
-                c.LABEL_WORKER_INDEX: "0",
-                c.LABEL_GROUP_INDEX: KEY,
-                c.LABEL_GROUP_KEY: KEY,
-                c.LABEL_TEMPLATE_REVISION_HASH: revision_key,
-            },
-            "annotations": {c.ANNOTATION_SIZE: "2", **annotations},
-        },
-        "spec": {
-            "containers": [{"name": "c", "image": "pause:1"}],
-            "readinessGates": [{"conditionType": c.CONDITION_GROUP_READY}],
-        },
-        "status": {"phase": "Running", "conditions": conditions},
-    }
+    return pod(
+        name,
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid="uid-leader",
+        labels=lws_labels("lws", worker="0", group_index=KEY, group_key=KEY, revision=revision_key),
+        annotations={c.ANNOTATION_SIZE: "2", **annotations},
+        containers=[container("c", "pause:1")],
+        spec={"readinessGates": [{"conditionType": c.CONDITION_GROUP_READY}]},
+        phase="Running",
+        status={"conditions": conditions},
+    )
 
 
 def worker_set(leader: JSON, ready: bool) -> JSON:
     meta = leader["metadata"]
     labels = {k: meta["labels"][k] for k in (c.LABEL_SET_NAME, c.LABEL_GROUP_INDEX)}
     labels[c.LABEL_TEMPLATE_REVISION_HASH] = meta["labels"][c.LABEL_TEMPLATE_REVISION_HASH]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": meta["name"], "namespace": NS, "labels": labels},
-        "spec": {"replicas": 1},
-        "status": {"replicas": 1, "availableReplicas": 1 if ready else 0},
-    }
+    return statefulset(
+        meta["name"],
+        NS,
+        api_version="apps/v1",
+        kind="StatefulSet",
+        labels=labels,
+        replicas=1,
+        status={"replicas": 1, "availableReplicas": 1 if ready else 0},
+    )
 
 
 def service(name: str, owner_uid: str | None, owner_name: str = "someone-else") -> JSON:
@@ -154,7 +125,7 @@ def service(name: str, owner_uid: str | None, owner_name: str = "someone-else") 
 def reconciler(
     client: FakeApiClient,
     caches: Any,
-    events: Events,
+    events: RecordedEvents,
     now: list[float] | None = None,
     **options: Any,
 ) -> PodReconciler:
@@ -187,7 +158,7 @@ async def test_group_ready_is_written_before_the_group_service_fails() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision))
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     client.fail[("create", "services")] = QUOTA
     async with seeded_caches(lws, revision, leader, worker_set(leader, ready=False)) as caches:
         with pytest.raises(ApiError):
@@ -203,7 +174,7 @@ async def test_group_ready_is_written_before_the_pod_group_fails() -> None:
     leader = hash_leader(
         revision_key_of(revision), **{c.ANNOTATION_POD_GROUP_NAME: "lws-group-podgroup"}
     )
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     client.fail[("get", "podgroups")] = ApiError(503, {"message": "volcano is down"})
     async with seeded_caches(lws, revision, leader, worker_set(leader, ready=False)) as caches:
         with pytest.raises(ApiError):
@@ -217,7 +188,7 @@ async def test_a_service_owned_by_another_pod_is_not_adopted() -> None:
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision), group_ready=None)
     foreign = service(GROUP_SERVICE, "uid-of-another-leader")
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, foreign) as caches:
         now = [0.0]
         pods = reconciler(client, caches, events, now)
@@ -229,7 +200,7 @@ async def test_a_service_owned_by_another_pod_is_not_adopted() -> None:
     assert delays == [1, 1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY]
     # No Service written, and no workers for a group without its own Service.
     assert calls(client) == []
-    ((type_, reason, note),) = events.recorded
+    ((type_, reason, note),) = events.said
     assert (type_, reason) == (ev.WARNING, c.EVENT_REASON_FAILED_CREATE)
     assert f"{NS}/{GROUP_SERVICE}" in note and "Pod someone-else" in note
 
@@ -240,27 +211,27 @@ async def test_a_service_the_cache_does_not_hold_is_checked_before_use() -> None
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision), group_ready=None)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
     client.put(SERVICES, service(GROUP_SERVICE, None))
     async with seeded_caches(lws, revision, leader) as caches:
         result = await reconciler(client, caches, events)(object_key(leader))
     assert result == Result(requeue_after=1.0)
     assert [call[:2] for call in calls(client)] == [("create", "services"), ("get", "services")]
-    assert len(events.recorded) == 1 and "owned by no controller" in events.recorded[0][2]
+    assert len(events.said) == 1 and "owned by no controller" in events.said[0][2]
 
 
 async def test_the_leaders_own_service_late_in_the_cache_is_used() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision), group_ready=None)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
     client.put(SERVICES, service(GROUP_SERVICE, "uid-leader"))
     async with seeded_caches(lws, revision, leader) as caches:
         assert await reconciler(client, caches, events)(object_key(leader)) is None
     assert ("create", "statefulsets", leader["metadata"]["name"]) in calls(client)
-    assert [e for e in events.recorded if e[0] == ev.WARNING] == []
+    assert [e for e in events.said if e[0] == ev.WARNING] == []
 
 
 async def test_a_predecessors_service_is_waited_out_quietly() -> None:
@@ -274,24 +245,24 @@ async def test_a_predecessors_service_is_waited_out_quietly() -> None:
     leader["metadata"]["name"] = "lws-0"
     leader["metadata"]["labels"][c.LABEL_GROUP_INDEX] = "0"
     old = service("lws-0", "uid-of-the-old-lws-0", owner_name="lws-0")
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, old) as caches:
         result = await reconciler(client, caches, events)(object_key(leader))
     assert result == Result(requeue_after=1.0)
-    assert events.recorded == [] and calls(client) == []
+    assert events.said == [] and calls(client) == []
 
 
 # --- a missing revision -----------------------------------------------------------------------
 async def test_missing_revision_is_reported_once_and_retried_with_backoff() -> None:
     lws = hash_lws()
     leader = hash_leader("no-such-revision", group_ready=None)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, leader) as caches:
         now = [0.0]
         pods = reconciler(client, caches, events, now)
         delays = await delays_of(pods, object_key(leader), now, 9)
         assert delays == [1, 1, 2, 4, 8, 16, 32, MAX_DELAY, MAX_DELAY]
-        ((type_, reason, note),) = events.recorded
+        ((type_, reason, note),) = events.said
         assert (type_, reason) == (ev.WARNING, c.EVENT_REASON_FAILED_CREATE)
         assert "no-such-revision" in note and leader["metadata"]["name"] in note
         # The leader's deletion forgets its delays.
@@ -316,25 +287,17 @@ def test_retry_backoff_waits_as_long_as_the_condition_lasted() -> None:
 
 # --- RecreateGroupAfterStart counts a group against its own size ------------------------------
 def group_pod(name: str, index: str, size: int, worker: str, restarts: int = 0) -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "uid": f"uid-{name}",
-            "labels": {
-                c.LABEL_SET_NAME: "lws",
-                c.LABEL_GROUP_INDEX: index,
-                c.LABEL_WORKER_INDEX: worker,
-            },
-            "annotations": {c.ANNOTATION_SIZE: str(size)},
-        },
-        "status": {
-            "phase": "Running",
-            "containerStatuses": [{"name": "c", "restartCount": restarts}],
-        },
-    }
+    return pod(
+        name,
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid=f"uid-{name}",
+        labels=lws_labels("lws", group_index=index, worker=worker),
+        annotations={c.ANNOTATION_SIZE: str(size)},
+        phase="Running",
+        container_statuses=[{"name": "c", "restartCount": restarts}],
+    )
 
 
 async def test_after_start_uses_the_groups_own_size_during_a_resize() -> None:
@@ -388,15 +351,13 @@ def key_source(*keys: str) -> tuple[Any, list[str]]:
 
 
 def new_hash_leader() -> JSON:
-    return {
-        "metadata": {
-            "generateName": "lws-5d8f9c7b4-",
-            "namespace": NS,
-            "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: "0"},
-            "annotations": {c.ANNOTATION_SIZE: "2"},
-        },
-        "spec": {"containers": [{"name": "c", "image": "pause:1"}]},
-    }
+    return pod(
+        generate_name="lws-5d8f9c7b4-",
+        namespace=NS,
+        labels=lws_labels("lws", worker="0"),
+        annotations={c.ANNOTATION_SIZE: "2"},
+        containers=[container("c", "pause:1")],
+    )
 
 
 def hash_context(draw: Any, in_use: set[str]) -> PodAdmissionContext:
@@ -433,22 +394,15 @@ def test_a_key_the_pod_brings_is_kept() -> None:
 
 
 def live_member(key: str, phase: str = "Running", worker: str = "1") -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"member-{key[:8]}-{worker}",
-            "namespace": NS,
-            "uid": f"uid-{key}-{worker}",
-            "labels": {
-                c.LABEL_SET_NAME: "lws",
-                c.LABEL_GROUP_KEY: key,
-                c.LABEL_GROUP_INDEX: key,
-                c.LABEL_WORKER_INDEX: worker,
-            },
-        },
-        "status": {"phase": phase},
-    }
+    return pod(
+        f"member-{key[:8]}-{worker}",
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid=f"uid-{key}-{worker}",
+        labels=lws_labels("lws", group_key=key, group_index=key, worker=worker),
+        phase=phase,
+    )
 
 
 def test_finished_pods_hold_no_hostname() -> None:
@@ -529,7 +483,7 @@ ON_RESTART = c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART
 
 async def test_a_worker_deleted_unseen_still_recreates_its_group() -> None:
     lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, sts) as caches:
         pods = reconciler(client, caches, events)
         pods.remember_deleted(worker)
@@ -538,21 +492,21 @@ async def test_a_worker_deleted_unseen_still_recreates_its_group() -> None:
         # Told once: the next event of that name finds no tombstone.
         assert await pods(object_key(worker)) is None
     assert calls(client) == [("delete", "pods", "lws-0")]
-    ((_, reason, note),) = events.recorded
+    ((_, reason, note),) = events.said
     assert reason == c.EVENT_REASON_RECREATE_GROUP
     assert note.startswith("Worker pod lws-0-1 failed, deleted leader pod lws-0")
-    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+    assert events.abouts == [("LeaderWorkerSet/lws", "lws-0")]
 
 
 async def test_a_worker_deleted_unseen_under_no_recreating_policy_changes_nothing() -> None:
     lws, revision, leader, sts, worker = ordinal_group(c.RESTART_POLICY_NONE)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, sts) as caches:
         pods = reconciler(client, caches, events)
         pods.remember_deleted(worker)
         assert await pods(object_key(worker)) is None
         assert pods.tombstones == {}
-    assert calls(client) == [] and events.recorded == []
+    assert calls(client) == [] and events.said == []
 
 
 def renamed(pod: JSON, uid: str) -> JSON:
@@ -571,7 +525,7 @@ async def test_a_leader_lost_unseen_and_already_recreated(policy: str, built: bo
     recreated and the newcomer gets nothing in this reconcile; otherwise the newcomer
     is built on at once."""
     lws, revision, leader, _, _ = ordinal_group(policy)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, renamed(leader, "uid-new-lws-0")) as caches:
         pods = reconciler(client, caches, events)
         pods.remember_deleted(leader)
@@ -583,7 +537,7 @@ async def test_a_tombstone_of_the_pod_the_cache_still_shows_adds_nothing() -> No
     """The same UID alive in the cache: the pod is reconciled as the cache shows it,
     not as lost (under a recreating policy, a lost leader would be left alone)."""
     lws, revision, leader, _, _ = ordinal_group(ON_RESTART)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader) as caches:
         pods = reconciler(client, caches, events)
         pods.remember_deleted(leader)
@@ -594,7 +548,7 @@ async def test_a_tombstone_of_the_pod_the_cache_still_shows_adds_nothing() -> No
 
 async def test_a_failed_reconcile_of_a_lost_pod_keeps_it_for_the_retry() -> None:
     lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     client.fail[("delete", "pods")] = ApiError(500, {"message": "etcd timeout"})
     async with seeded_caches(lws, revision, leader, sts) as caches:
         pods = reconciler(client, caches, events)
@@ -605,7 +559,7 @@ async def test_a_failed_reconcile_of_a_lost_pod_keeps_it_for_the_retry() -> None
         client.fail.clear()
         assert await pods(object_key(worker)) is None
     assert calls(client) == [("delete", "pods", "lws-0")] * 2
-    assert [reason for _, reason, _ in events.recorded] == [c.EVENT_REASON_RECREATE_GROUP]
+    assert [reason for _, reason, _ in events.said] == [c.EVENT_REASON_RECREATE_GROUP]
 
 
 def test_only_named_pods_are_remembered_and_as_terminating() -> None:
@@ -627,10 +581,10 @@ def test_only_named_pods_are_remembered_and_as_terminating() -> None:
 async def test_a_live_workers_events_build_nothing() -> None:
     """Only a leader's reconcile builds; a worker's serves the restart policy alone."""
     lws, revision, _, _, worker = ordinal_group(c.RESTART_POLICY_NONE)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, worker) as caches:
         assert await reconciler(client, caches, events)(object_key(worker)) is None
-    assert calls(client) == [] and events.recorded == []
+    assert calls(client) == [] and events.said == []
 
 
 @pytest.mark.parametrize("label", [c.LABEL_SET_NAME, c.LABEL_WORKER_INDEX])
@@ -638,7 +592,7 @@ async def test_a_pod_without_its_lws_labels_is_a_reconcile_error(label: str) -> 
     lws, _, leader, _, _ = ordinal_group(c.RESTART_POLICY_NONE)
     del leader["metadata"]["labels"][label]
     async with seeded_caches(lws) as caches:
-        pods = reconciler(FakeApiClient(), caches, Events())
+        pods = reconciler(FakeApiClient(), caches, RecordedEvents())
         pods.remember_deleted(leader)  # a cache holds only pods with the LWS's label
         with pytest.raises(ValueError, match=f"^{label} label is unexpected missing$"):
             await pods(object_key(leader))
@@ -651,14 +605,14 @@ async def test_each_leader_waits_for_its_revision_on_its_own_and_forgets_once_fo
     first = hash_leader(revision_key_of(revision), group_ready=None)
     second = copy.deepcopy(first)
     second["metadata"].update(name="lws-5d8f9c7b4-abcde", uid="uid-second")
-    client, events, now = FakeApiClient(), Events(), [0.0]
+    client, events, now = FakeApiClient(), RecordedEvents(), [0.0]
     waits = RetryBackoff(clock=lambda: now[0])
     async with seeded_caches(lws, first, second) as caches:
         pods = PodReconciler(client, caches, events, waits=waits)
         assert await delays_of(pods, object_key(first), now, 4) == [1, 1, 2, 4]
         assert await delays_of(pods, object_key(second), now, 1) == [1]
-    assert events.about == [("LeaderWorkerSet/lws", first["metadata"]["name"])]
-    assert events.recorded[0][2] == (
+    assert events.abouts == [("LeaderWorkerSet/lws", first["metadata"]["name"])]
+    assert events.said[0][2] == (
         f"Failed to create worker statefulset for leader pod {first['metadata']['name']}: its "
         f"revision (ControllerRevision with {c.LABEL_TEMPLATE_REVISION_HASH}="
         f"{revision_key_of(revision)}) is missing; retrying with backoff"
@@ -676,7 +630,7 @@ async def test_the_group_service_is_the_leaders_and_selects_its_group() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision), group_ready=None)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader) as caches:
         assert await reconciler(client, caches, events)(object_key(leader)) is None
     body = client.calls_of("create", "services")[0].body
@@ -695,12 +649,12 @@ async def test_a_group_service_deleted_between_create_and_read_is_created_again(
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision), group_ready=None)
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     client.fail[("create", "services")] = ApiError(409, {"reason": "AlreadyExists"})
     async with seeded_caches(lws, revision, leader) as caches:
         result = await reconciler(client, caches, events)(object_key(leader))
     assert result == Result(requeue=True)
-    assert events.recorded == []
+    assert events.said == []
 
 
 async def test_each_leader_waits_for_a_foreign_service_on_its_own() -> None:
@@ -715,17 +669,17 @@ async def test_each_leader_waits_for_a_foreign_service_on_its_own() -> None:
     second["metadata"]["labels"].update({c.LABEL_GROUP_KEY: OTHER_HOST})
     second_service = naming.hash_group_service_name("lws", OTHER_HOST)
     taken = [service(GROUP_SERVICE, "uid-x"), service(second_service, "uid-y")]
-    client, events, now = FakeApiClient(), Events(), [0.0]
+    client, events, now = FakeApiClient(), RecordedEvents(), [0.0]
     waits = RetryBackoff(clock=lambda: now[0])
     async with seeded_caches(lws, revision, first, second, *taken) as caches:
         pods = PodReconciler(client, caches, events, waits=waits)
         assert await delays_of(pods, object_key(first), now, 3) == [1, 1, 2]
         assert await delays_of(pods, object_key(second), now, 2) == [1, 1]
-    assert events.about == [
+    assert events.abouts == [
         ("LeaderWorkerSet/lws", first["metadata"]["name"]),
         ("LeaderWorkerSet/lws", "lws-5d8f9c7b4-abcde"),
     ]
-    assert events.recorded[0][2] == (
+    assert events.said[0][2] == (
         f"Service {NS}/{GROUP_SERVICE} for the group of leader pod {first['metadata']['name']}"
         " exists and is owned by Pod someone-else, not by that leader: not using it; retrying"
         " until it is removed"
@@ -744,7 +698,7 @@ async def test_a_service_created_after_a_wait_ends_the_wait() -> None:
     lws = unique_per_replica()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision), group_ready=None)
-    client, events, now = FakeApiClient(), Events(), [0.0]
+    client, events, now = FakeApiClient(), RecordedEvents(), [0.0]
     waits = RetryBackoff(clock=lambda: now[0])
     async with seeded_caches(lws, revision, leader, service(GROUP_SERVICE, "uid-x")) as caches:
         pods = PodReconciler(client, caches, events, waits=waits)
@@ -760,26 +714,18 @@ async def test_a_service_created_after_a_wait_ends_the_wait() -> None:
 def ready_worker(leader: JSON, sts: JSON) -> JSON:
     """Worker 1 of `leader`'s group, Ready, made by `sts`."""
     labels = leader["metadata"]["labels"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{leader['metadata']['name']}-1",
-            "namespace": NS,
-            "uid": "uid-worker-1",
-            "labels": {**labels, c.LABEL_WORKER_INDEX: "1"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "StatefulSet",
-                    "name": sts["metadata"]["name"],
-                    "uid": sts["metadata"]["uid"],
-                    "controller": True,
-                }
-            ],
-        },
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }
+    owner = controller_ref("StatefulSet", sts["metadata"]["name"], sts["metadata"]["uid"])
+    return pod(
+        f"{leader['metadata']['name']}-1",
+        NS,
+        api_version="v1",
+        kind="Pod",
+        uid="uid-worker-1",
+        labels={**labels, c.LABEL_WORKER_INDEX: "1"},
+        owners=[{"apiVersion": "apps/v1", **owner}],
+        phase="Running",
+        ready=True,
+    )
 
 
 def group_ready_written(client: FakeApiClient) -> list[str]:
@@ -798,7 +744,7 @@ async def test_the_group_is_ready_when_its_pods_or_its_statefulset_say_so(told_b
     sts = worker_set(leader, ready=told_by == "its status")
     sts["metadata"]["uid"] = "uid-ws"
     workers = [ready_worker(leader, sts)] if told_by == "its pods" else []
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, sts, *workers) as caches:
         assert await reconciler(client, caches, events)(object_key(leader)) is None
     assert group_ready_written(client) == ["True"]
@@ -808,7 +754,7 @@ async def test_a_group_ready_write_the_cache_has_not_shown_is_not_repeated() -> 
     lws = hash_lws()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision), group_ready="False")
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, worker_set(leader, ready=True)) as caches:
         pods = reconciler(client, caches, events)
         for _ in range(3):  # e.g. each worker's event, before the leader's own update
@@ -833,7 +779,7 @@ async def test_a_lost_hash_leader_is_counted_as_a_recreation() -> None:
             for cause in Cause
         )
 
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader) as caches:
         pods = reconciler(client, caches, events)
         before = recreations(pods)
@@ -847,29 +793,29 @@ async def test_a_lost_pod_is_seen_by_the_restart_policy_only() -> None:
     annotation, which a live one would be reported for) gets nothing else."""
     lws, revision, leader, _, _ = ordinal_group(c.RESTART_POLICY_NONE)
     leader["metadata"]["annotations"] = {c.ANNOTATION_LEADER_NAME: "lws-0"}
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision) as caches:
         pods = reconciler(client, caches, events)
         pods.remember_deleted(leader)
         assert await pods(object_key(leader)) is None
-    assert calls(client) == [] and events.recorded == []
+    assert calls(client) == [] and events.said == []
 
 
 async def test_a_live_workers_restart_recreates_its_group_and_asks_no_requeue() -> None:
     lws, revision, leader, sts, worker = ordinal_group(ON_RESTART)
     worker["status"]["containerStatuses"][0]["restartCount"] = 2
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, sts, worker) as caches:
         assert await reconciler(client, caches, events)(object_key(worker)) is None
     assert calls(client) == [("delete", "pods", "lws-0")]
-    assert events.about == [("LeaderWorkerSet/lws", "lws-0")]
+    assert events.abouts == [("LeaderWorkerSet/lws", "lws-0")]
 
 
 async def test_a_deleted_leaders_group_ready_write_is_forgotten() -> None:
     lws = hash_lws()
     revision = rev.new_revision(lws, 1)
     leader = hash_leader(revision_key_of(revision), group_ready="False")
-    client, events = FakeApiClient(), Events()
+    client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, worker_set(leader, ready=True)) as caches:
         pods = reconciler(client, caches, events)
         await pods(object_key(leader))

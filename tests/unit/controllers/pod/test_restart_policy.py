@@ -24,6 +24,8 @@ from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_json, lws_object
+from tests.toolkit.pods import lws_labels, pod
+from tests.toolkit.statefulsets import statefulset
 
 JSON = dict[str, Any]
 
@@ -47,19 +49,14 @@ def deletes(client: FakeApiClient) -> list[tuple[str, JSON | None]]:
 
 def restarted_leader(uid: str = "uid-1") -> JSON:
     """A leader pod whose container restarted, as the (stale) cache shows it: alive."""
-    return {
-        "metadata": {
-            "name": "test-sample-0",
-            "namespace": "default",
-            "uid": uid,
-            "labels": {
-                c.LABEL_SET_NAME: "test-sample",
-                c.LABEL_WORKER_INDEX: "0",
-                c.LABEL_GROUP_INDEX: "0",
-            },
-        },
-        "status": {"phase": "Running", "containerStatuses": [{"name": "c", "restartCount": 1}]},
-    }
+    return pod(
+        "test-sample-0",
+        "default",
+        uid=uid,
+        labels=lws_labels("test-sample", worker="0", group_index="0"),
+        phase="Running",
+        container_statuses=[{"name": "c", "restartCount": 1}],
+    )
 
 
 def restarter(client: FakeApiClient, now: list[float]) -> GroupRestarter:
@@ -147,44 +144,36 @@ class Group:
         index = KEY if hash_mode else "0"
         labels = {c.LABEL_SET_NAME: "lws", c.LABEL_GROUP_INDEX: index}
         labels[c.LABEL_TEMPLATE_REVISION_HASH] = "rev-1"
-        self.leader: JSON = {
-            "kind": "Pod",
-            "metadata": {
-                "name": self.leader_name,
-                "namespace": "default",
-                "uid": leader_uid,
-                "labels": {**labels, c.LABEL_WORKER_INDEX: "0"},
-            },
-            "status": {"phase": "Running"},
-        }
-        self.sts: JSON = {
-            "kind": "StatefulSet",
-            "metadata": {
-                "name": self.leader_name,
-                "namespace": "default",
-                "uid": "uid-sts",
-                "labels": dict(labels),
-                "ownerReferences": [owner("Pod", self.leader_name, leader_uid)],
-            },
-        }
+        self.leader: JSON = pod(
+            self.leader_name,
+            "default",
+            kind="Pod",
+            uid=leader_uid,
+            labels={**labels, c.LABEL_WORKER_INDEX: "0"},
+            phase="Running",
+        )
+        self.sts: JSON = statefulset(
+            self.leader_name,
+            "default",
+            kind="StatefulSet",
+            uid="uid-sts",
+            labels=labels,
+            owners=[owner("Pod", self.leader_name, leader_uid)],
+        )
         annotations = {c.ANNOTATION_SIZE: "2"}
         if hash_mode:
             annotations[c.ANNOTATION_LEADER_NAME] = self.leader_name
-        self.worker: JSON = {
-            "kind": "Pod",
-            "metadata": {
-                "name": f"{self.leader_name}-1",
-                "namespace": "default",
-                "uid": "uid-worker",
-                "labels": {**labels, c.LABEL_WORKER_INDEX: "1"},
-                "annotations": annotations,
-                "ownerReferences": [owner("StatefulSet", self.leader_name, "uid-sts")],
-            },
-            "status": {
-                "phase": "Running",
-                "containerStatuses": [{"name": "c", "restartCount": 1}],
-            },
-        }
+        self.worker: JSON = pod(
+            f"{self.leader_name}-1",
+            "default",
+            kind="Pod",
+            uid="uid-worker",
+            labels={**labels, c.LABEL_WORKER_INDEX: "1"},
+            annotations=annotations,
+            owners=[owner("StatefulSet", self.leader_name, "uid-sts")],
+            phase="Running",
+            container_statuses=[{"name": "c", "restartCount": 1}],
+        )
 
     @property
     def leader_uid(self) -> str:

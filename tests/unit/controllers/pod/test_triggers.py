@@ -24,25 +24,21 @@ from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
 from tests.toolkit.manager import new_manager
-from tests.toolkit.objects import leader_pod, worker_sts
+from tests.toolkit.pods import leader_pod, lws_labels
+from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.statefulsets import worker_sts
 from tests.toolkit.waiting import eventually
 
 
 def pod(worker_index: str, *, restarts: int = 0, deleting: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": f"p-{worker_index}",
-        "namespace": "ns",
-        "labels": {c.LABEL_SET_NAME: "lws", c.LABEL_WORKER_INDEX: worker_index},
-    }
-    if deleting:
-        meta["deletionTimestamp"] = "2026-12-01T00:00:00Z"
-    return {
-        "metadata": meta,
-        "status": {
-            "phase": "Running",
-            "containerStatuses": [{"name": "a", "restartCount": restarts}],
-        },
-    }
+    return a_pod(
+        f"p-{worker_index}",
+        "ns",
+        deleted="2026-12-01T00:00:00Z" if deleting else None,
+        labels=lws_labels("lws", worker=worker_index),
+        phase="Running",
+        container_statuses=[{"name": "a", "restartCount": restarts}],
+    )
 
 
 def test_every_leader_event_passes() -> None:

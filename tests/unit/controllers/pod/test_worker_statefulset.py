@@ -13,7 +13,7 @@ from leaderworkerset.controllers.pod.worker_statefulset import build_worker_stat
 from leaderworkerset.controllers.revisions import apply_revision, new_revision
 from leaderworkerset.webhooks.pods import mutate_pod
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import leader_pod
+from tests.toolkit.pods import leader_pod
 
 JSON = dict[str, Any]
 TPU = {"limits": {c.TPU_RESOURCE_NAME: "4"}}

@@ -50,6 +50,10 @@ from leaderworkerset.group.post_termination import (
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.pods import container, lws_labels
+from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.recorded_events import RecordedEvents
+from tests.toolkit.statefulsets import controller_ref, statefulset
 
 JSON = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
@@ -89,26 +93,18 @@ def pod(
     deleted_at: float | None = None,
     created: float = 0.0,
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "default",
-        "creationTimestamp": at(created),
-        "labels": {
-            c.LABEL_SET_NAME: "lws",
-            c.LABEL_WORKER_INDEX: "0" if leader else "1",
-            c.LABEL_GROUP_KEY: key,
-            c.LABEL_GROUP_INDEX: key,
-        },
-    }
-    if deleted_at is not None:
-        meta["deletionTimestamp"] = at(deleted_at)
-        meta["deletionGracePeriodSeconds"] = 30
-    spec: JSON = {"containers": [{"name": "c", "image": "pause"}]}
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-    else:
-        spec["nodeName"] = node_name
-    return {"metadata": meta, "spec": spec, "status": {"phase": "Running"}}
+    return a_pod(
+        name,
+        "default",
+        created=at(created),
+        deleted=None if deleted_at is None else at(deleted_at),
+        grace=None if deleted_at is None else 30,
+        labels=lws_labels("lws", worker="0" if leader else "1", group_key=key, group_index=key),
+        containers=[container("c", "pause")],
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        node=None if gated else node_name,
+        phase="Running",
+    )
 
 
 def old_group(key: str = "a" * 40, node_name: str = "n1", deleted_at: float = 0.0) -> list[JSON]:
@@ -594,14 +590,6 @@ def test_nothing_is_held_under_immediate_or_once_released() -> None:
 # --- the reconciler: Events once per hold, a wake-up at the release moment ----------------------
 
 
-class Events:
-    def __init__(self) -> None:
-        self.notes: list[tuple[str, str]] = []
-
-    def event(self, regarding: JSON, type_: str, reason: str, *args: Any) -> None:
-        self.notes.append((reason, args[1]))
-
-
 def feed(informer: Any, *objects: JSON, kind: str = "ADDED") -> None:
     for i, obj in enumerate(objects):
         obj = {**obj, "metadata": {**obj["metadata"], "uid": obj["metadata"]["name"]}}
@@ -614,12 +602,12 @@ class Rig:
         # Records gate removals; the caches are fed by hand, so they can lag.
         self.client = FakeApiClient()
         self.caches = build_caches(self.client)
-        self.events = Events()
+        self.events = RecordedEvents()
         self.now = EPOCH
         self.reconciler = ReplacementReconciler(
             self.client,
             self.caches,
-            self.events,  # type: ignore[arg-type]
+            self.events,
             options=ControllerOptions(replacement_release=BOUNDS),
             clock=lambda: self.now,
         )
@@ -648,16 +636,16 @@ async def test_reconciler_holds_tells_once_and_wakes_at_the_release() -> None:
     result = await rig.reconcile(20)
     assert rig.patched == []
     assert result.requeue_after == pytest.approx(10 + NODE_BOUND - 20 + RELEASE_SLACK)
-    assert [reason for reason, _ in rig.events.notes] == [ev.REASON_REPLACEMENT_HELD]
-    assert "new" in rig.events.notes[0][1] and "aaaaaaaa" in rig.events.notes[0][1]
+    assert rig.events.reasons == [ev.REASON_REPLACEMENT_HELD]
+    assert "new" in rig.events.notes[0] and "aaaaaaaa" in rig.events.notes[0]
     await rig.reconcile(25)
     assert len(rig.events.notes) == 1, "one Event per hold, not per reconcile"
 
     result = await rig.reconcile(10 + NODE_BOUND + RELEASE_SLACK)
     assert rig.patched == ["new"] and result is None
-    (reason, note) = rig.events.notes[-1]
-    assert reason == ev.REASON_REPLACEMENT_RELEASED
-    assert "aaaaaaaa" in note and "n1" in note and "not Ready" in note
+    told = rig.events.told[-1]
+    assert told.reason == ev.REASON_REPLACEMENT_RELEASED
+    assert "aaaaaaaa" in told.note and "n1" in told.note and "not Ready" in told.note
     # The cache still shows the leader gated: it is not admitted (or told) again.
     await rig.reconcile(10 + NODE_BOUND + 1)
     assert rig.patched == ["new"] and len(rig.events.notes) == 2
@@ -751,15 +739,17 @@ async def test_a_refused_gate_removal_backs_off_instead_of_a_flat_retry() -> Non
 
 
 def worker_set(name: str, *, owned: bool = True, deleting_since: float | None = None) -> JSON:
-    meta: JSON = {"name": name, "namespace": "default", "labels": {c.LABEL_SET_NAME: "lws"}}
-    if owned:
-        meta["ownerReferences"] = [
-            {"apiVersion": "v1", "kind": "Pod", "name": "old-aaaa", "uid": "u1", "controller": True}
-        ]
-    if deleting_since is not None:
-        meta["deletionTimestamp"] = at(deleting_since)
-        meta["finalizers"] = ["example.com/keep"]
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta}
+    deleting = deleting_since is not None
+    return statefulset(
+        name,
+        "default",
+        api_version="apps/v1",
+        kind="StatefulSet",
+        deleted=at(deleting_since) if deleting_since is not None else None,
+        finalizers=["example.com/keep"] if deleting else None,
+        labels={c.LABEL_SET_NAME: "lws"},
+        owners=[{"apiVersion": "v1", **controller_ref("Pod", "old-aaaa", "u1")}] if owned else None,
+    )
 
 
 def kept_worker(key: str = "a" * 40) -> JSON:
@@ -813,7 +803,7 @@ async def test_the_reconciler_reads_the_worker_statefulsets_from_its_cache() -> 
     feed(rig.caches.statefulsets, worker_set("old-aaaa", owned=False))
     await rig.reconcile(2)
     assert rig.patched == ["new"]
-    assert rig.events.notes[-1][0] == ev.REASON_REPLACEMENT_RELEASED
+    assert rig.events.reasons[-1] == ev.REASON_REPLACEMENT_RELEASED
 
 
 def test_a_finished_leader_kept_by_a_foreground_deletion_does_not_stretch_the_wait() -> None:

@@ -19,7 +19,8 @@ from leaderworkerset.group.post_termination import (
 )
 from leaderworkerset.group.readiness import leader_lost, pod_finished
 from tests.toolkit.lws import lws_object
-from tests.toolkit.objects import NOW
+from tests.toolkit.pods import NOW, container, lws_labels
+from tests.toolkit.pods import pod as a_pod
 
 JSON = dict[str, Any]
 NAME = "lws"
@@ -42,25 +43,19 @@ def pod(
     terminating: bool = False,
     phase: str = "Running",
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "default",
-        "creationTimestamp": created,
-        "labels": {
-            c.LABEL_SET_NAME: NAME,
-            c.LABEL_WORKER_INDEX: "0" if leader else "1",
-            c.LABEL_GROUP_KEY: key,
-            c.LABEL_GROUP_INDEX: key,
-            c.LABEL_TEMPLATE_REVISION_HASH: "rev",
-        },
-    }
-    if terminating:
-        meta["deletionTimestamp"] = NOW
-    spec: JSON = {"containers": [{"name": "c", "image": "pause"}]}
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-    conditions = [{"type": "Ready", "status": "True" if phase == "Running" else "False"}]
-    return {"metadata": meta, "spec": spec, "status": {"phase": phase, "conditions": conditions}}
+    return a_pod(
+        name,
+        "default",
+        created=created,
+        deleted=NOW if terminating else None,
+        labels=lws_labels(
+            NAME, worker="0" if leader else "1", group_key=key, group_index=key, revision="rev"
+        ),
+        containers=[container("c", "pause")],
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        phase=phase,
+        ready=phase == "Running",
+    )
 
 
 def test_pod_finished() -> None:

@@ -22,6 +22,7 @@ from leaderworkerset.group.post_termination import (
     node_not_ready_since,
     pod_release,
 )
+from tests.toolkit.pods import lws_labels, pod
 
 JSON = dict[str, Any]
 T0 = "2026-01-01T00:00:00Z"
@@ -39,25 +40,17 @@ def a_pod(
     deleted: str | None = None,
     node: str | None = "n1",
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "default",
-        "creationTimestamp": created,
-        "labels": {
-            c.LABEL_SET_NAME: "lws",
-            c.LABEL_WORKER_INDEX: "0" if leader else "1",
-            c.LABEL_GROUP_KEY: group,
-            c.LABEL_GROUP_INDEX: group,
-        },
-    }
-    if deleted is not None:
-        meta["deletionTimestamp"] = deleted
-    spec: JSON = {}
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-    elif node is not None:
-        spec["nodeName"] = node
-    return {"metadata": meta, "spec": spec, "status": {"phase": "Running"}}
+    return pod(
+        name,
+        "default",
+        created=created,
+        deleted=deleted,
+        labels=lws_labels("lws", worker="0" if leader else "1", group_key=group, group_index=group),
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        node=None if gated else node,
+        spec={},
+        phase="Running",
+    )
 
 
 def names(pods: list[JSON]) -> list[str]:

@@ -27,10 +27,11 @@ from leaderworkerset.controllers.replacement.reconciler import (
 from leaderworkerset.controllers.replacement.triggers import node_events, replacement_events
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
 from leaderworkerset.runtime.client import JSON_PATCH, ApiError
-from leaderworkerset.runtime.events import EventRecorder
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.lws import lws_object
+from tests.toolkit.pods import container, lws_labels, pod
+from tests.toolkit.recorded_events import RecordedEvents
 
 JSON = dict[str, Any]
 KEY = "default/lws"
@@ -49,29 +50,20 @@ def hash_lws(policy: str = c.GROUP_REPLACEMENT_POST_TERMINATION) -> JSON:
 def a_pod(
     name: str, group: str, *, leader: bool = True, gated: bool = False, deleted: bool = False
 ) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": "default",
-        "uid": f"uid-{name}",
-        "creationTimestamp": T0,
-        "labels": {
-            c.LABEL_SET_NAME: "lws",
-            c.LABEL_WORKER_INDEX: "0" if leader else "1",
-            c.LABEL_GROUP_KEY: group,
-            c.LABEL_GROUP_INDEX: group,
-        },
-    }
-    if deleted:
-        meta["deletionTimestamp"] = T0
-    spec: JSON = {"containers": [{"name": "c", "image": "pause"}]}
-    if gated:
-        spec["schedulingGates"] = [
-            {"name": "someone-else"},
-            {"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT},
-        ]
-    else:
-        spec["nodeName"] = "n1"
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {}}
+    return pod(
+        name,
+        "default",
+        api_version="v1",
+        kind="Pod",
+        uid=f"uid-{name}",
+        created=T0,
+        deleted=T0 if deleted else None,
+        labels=lws_labels("lws", worker="0" if leader else "1", group_key=group, group_index=group),
+        containers=[container("c", "pause")],
+        gates=["someone-else", c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        node=None if gated else "n1",
+        status={},
+    )
 
 
 def a_node(name: str, status: str = "True", since: str = T0) -> JSON:
@@ -104,31 +96,15 @@ def patched(client: FakeApiClient) -> list[str]:
     return [call.name for call in client.calls_of("patch", "pods")]
 
 
-class Events(EventRecorder):
-    def __init__(self) -> None:
-        # A recorder that never writes: what the reconciler tells it stays here.
-        super().__init__(FakeApiClient(), "test")
-        self.recorded: list[tuple[str, str, str, JSON | None]] = []
-
-    def event(
-        self, regarding: JSON, type_: str, reason: str, action: str, note: str, related: Any
-    ) -> None:
-        name = f"{regarding['kind']}/{regarding['metadata']['name']}"
-        self.recorded.append((name, reason, note, related))
-
-    def reasons(self) -> list[str]:
-        return [reason for _, reason, _, _ in self.recorded]
-
-
 @contextlib.asynccontextmanager
 async def rig(
     *objects: JSON,
     client: FakeApiClient | None = None,
     now: float = T0_SECONDS,
     metrics: GroupMetrics | None = None,
-) -> AsyncIterator[tuple[ReplacementReconciler, FakeApiClient, Events]]:
+) -> AsyncIterator[tuple[ReplacementReconciler, FakeApiClient, RecordedEvents]]:
     client = client or FakeApiClient()
-    events = Events()
+    events = RecordedEvents()
     async with seeded_caches(*objects) as caches:
         yield (
             ReplacementReconciler(
@@ -161,7 +137,7 @@ async def test_an_ordinal_lws_is_not_this_reconcilers() -> None:
     ordinal = lws_object("lws", replicas=1)
     async with rig(ordinal, WAITING) as (replacement, client, events):
         assert await replacement(KEY) is None
-        assert (client.calls_of("patch"), events.recorded, replacement.held.get(KEY)) == (
+        assert (client.calls_of("patch"), events.told, replacement.held.get(KEY)) == (
             [],
             [],
             None,
@@ -252,10 +228,10 @@ async def test_nobody_waiting_needs_no_wake_up() -> None:
 async def test_a_hold_is_told_on_the_lws_about_the_leader() -> None:
     async with rig(hash_lws(), *OLD_GROUP, WAITING, a_node("n1")) as (replacement, _, events):
         await replacement(KEY)
-    ((regarding, reason, note, related),) = events.recorded
-    assert (regarding, reason) == ("LeaderWorkerSet/lws", ev.REASON_REPLACEMENT_HELD)
-    assert related is not None and related["metadata"]["name"] == "new"
-    assert "aaaaaaaa" in note
+    (told,) = events.told
+    assert (told.subject, told.reason) == ("LeaderWorkerSet/lws", ev.REASON_REPLACEMENT_HELD)
+    assert told.related_name == "new"
+    assert "aaaaaaaa" in told.note
 
 
 async def test_an_overrun_release_is_told_with_the_overrun_bound() -> None:
@@ -264,9 +240,9 @@ async def test_an_overrun_release_is_told_with_the_overrun_bound() -> None:
     async with rig(*objects, now=late) as (replacement, client, events):
         await replacement(KEY)
         assert patched(client) == ["new"]
-    ((regarding, reason, note, _),) = events.recorded
-    assert (regarding, reason) == ("LeaderWorkerSet/lws", ev.REASON_REPLACEMENT_RELEASED)
-    assert f"{OVERRUN_BOUND:g}s" in note and f"{NODE_BOUND:g}s" not in note
+    (told,) = events.told
+    assert (told.subject, told.reason) == ("LeaderWorkerSet/lws", ev.REASON_REPLACEMENT_RELEASED)
+    assert f"{OVERRUN_BOUND:g}s" in told.note and f"{NODE_BOUND:g}s" not in told.note
 
 
 def early_releases(metrics: GroupMetrics) -> tuple[float, float]:
@@ -292,7 +268,7 @@ async def test_an_early_release_is_counted_by_its_reason() -> None:
         events,
     ):
         await replacement(KEY)
-    assert f"{NODE_BOUND:g}s" in events.recorded[-1][2]
+    assert f"{NODE_BOUND:g}s" in events.notes[-1]
     after = early_releases(metrics)
     assert after == (before[0] + 1, before[1])
 
@@ -307,13 +283,13 @@ async def test_each_release_is_told_once_and_a_silent_one_is_told_when_it_matter
     async with rig(*base, now=late) as (replacement, _, events):
         # Nobody waits: both groups are released, silently.
         await replacement(KEY)
-        assert events.recorded == []
+        assert events.told == []
     async with rig(*base, WAITING, now=late) as (replacement, client, events):
         await replacement(KEY)
-        assert events.reasons() == [ev.REASON_REPLACEMENT_RELEASED] * 2
+        assert events.reasons == [ev.REASON_REPLACEMENT_RELEASED] * 2
         # The cache still shows the leader gated: nothing is told twice.
         await replacement(KEY)
-        assert events.reasons() == [ev.REASON_REPLACEMENT_RELEASED] * 2
+        assert events.reasons == [ev.REASON_REPLACEMENT_RELEASED] * 2
         assert patched(client) == ["new"]
 
 
@@ -324,7 +300,7 @@ async def test_a_release_nobody_waited_for_is_told_once_someone_does() -> None:
         seeded_caches(hash_lws(), *OLD_GROUP, a_node("n1")) as quiet,
         seeded_caches(hash_lws(), *OLD_GROUP, WAITING, a_node("n1")) as waiting,
     ):
-        events = Events()
+        events = RecordedEvents()
         replacement = ReplacementReconciler(
             FakeApiClient(),
             quiet,
@@ -333,10 +309,10 @@ async def test_a_release_nobody_waited_for_is_told_once_someone_does() -> None:
             clock=lambda: late,
         )
         await replacement(KEY)
-        assert events.recorded == []
+        assert events.told == []
         replacement.caches = waiting
         await replacement(KEY)
-    assert events.reasons() == [ev.REASON_REPLACEMENT_RELEASED]
+    assert events.reasons == [ev.REASON_REPLACEMENT_RELEASED]
 
 
 # --- forgetting --------------------------------------------------------------------------------
@@ -345,7 +321,7 @@ async def test_a_deleted_lws_is_forgotten() -> None:
         seeded_caches(hash_lws(), *OLD_GROUP, WAITING, a_node("n1")) as present,
         seeded_caches() as gone,
     ):
-        events = Events()
+        events = RecordedEvents()
         replacement = ReplacementReconciler(
             FakeApiClient(),
             present,
@@ -363,7 +339,7 @@ async def test_a_deleted_lws_is_forgotten() -> None:
         # Back again with the same leader waiting: the hold is told anew.
         replacement.caches = present
         await replacement(KEY)
-    assert events.reasons() == [ev.REASON_REPLACEMENT_HELD] * 2
+    assert events.reasons == [ev.REASON_REPLACEMENT_HELD] * 2
 
 
 # --- what wakes it -----------------------------------------------------------------------------
@@ -431,7 +407,7 @@ async def test_a_release_is_not_told_again_while_its_leader_keeps_being_refused(
         await replacement(KEY)
         await replacement(KEY)
     assert patched(refused) == ["new", "new"]
-    assert events.reasons() == [ev.REASON_REPLACEMENT_RELEASED]
+    assert events.reasons == [ev.REASON_REPLACEMENT_RELEASED]
 
 
 async def test_a_new_release_is_told_after_one_already_told() -> None:
@@ -446,7 +422,7 @@ async def test_a_new_release_is_told_after_one_already_told() -> None:
         seeded_caches(hash_lws(), *OLD_GROUP, WAITING, a_node("n1")) as first,
         seeded_caches(hash_lws(), *OLD_GROUP, *group_c, WAITING, a_node("n1")) as second,
     ):
-        events = Events()
+        events = RecordedEvents()
         replacement = ReplacementReconciler(
             refused,
             first,
@@ -457,11 +433,11 @@ async def test_a_new_release_is_told_after_one_already_told() -> None:
         await replacement(KEY)
         replacement.caches = second
         await replacement(KEY)
-    notes = [note for _, reason, note, _ in events.recorded]
+    notes = events.notes
     assert len(notes) == 2 and "aaaaaaaa" in notes[0] and "cccccccc" in notes[1]
 
 
 async def test_an_lws_never_seen_is_forgotten_quietly() -> None:
     async with rig() as (replacement, client, events):
         assert await replacement("default/never-seen") is None
-        assert (client.calls_of("patch"), events.recorded) == ([], [])
+        assert (client.calls_of("patch"), events.told) == ([], [])

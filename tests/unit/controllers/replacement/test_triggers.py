@@ -21,6 +21,9 @@ from leaderworkerset.runtime.controller import Controller
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import hash_lws
 from tests.toolkit.manager import new_manager
+from tests.toolkit.pods import container, lws_labels
+from tests.toolkit.pods import pod as a_pod
+from tests.toolkit.statefulsets import controller_ref, statefulset
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
@@ -37,40 +40,30 @@ def deliver(informer: Informer, kind: str, obj: JSON) -> JSON:
 
 
 def pod(name: str, worker: str = "0", *, gated: bool = False, node: str = "") -> JSON:
-    spec: JSON = {"containers": [{"name": "c", "image": "pause"}]}
-    if gated:
-        spec["schedulingGates"] = [{"name": c.SCHEDULING_GATE_GROUP_REPLACEMENT}]
-    if node:
-        spec["nodeName"] = node
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-{name}",
-            "labels": {
-                c.LABEL_SET_NAME: "lws",
-                c.LABEL_WORKER_INDEX: worker,
-                c.LABEL_GROUP_KEY: "k" * 40,
-            },
-        },
-        "spec": spec,
-        "status": {"phase": "Pending"},
-    }
+    return a_pod(
+        name,
+        "default",
+        kind="Pod",
+        uid=f"uid-{name}",
+        labels=lws_labels("lws", worker=worker, group_key="k" * 40),
+        containers=[container("c", "pause")],
+        gates=[c.SCHEDULING_GATE_GROUP_REPLACEMENT] if gated else None,
+        node=node or None,
+        phase="Pending",
+    )
 
 
 def worker_set(*, owned: bool = True) -> JSON:
-    meta: JSON = {
-        "name": "lws-kkkkkkkk",
-        "namespace": "default",
-        "uid": "uid-sts",
-        "labels": {c.LABEL_SET_NAME: "lws"},
-    }
-    if owned:
-        meta["ownerReferences"] = [
-            {"kind": "Pod", "name": "leader", "uid": "uid-leader", "controller": True}
-        ]
-    return {"kind": "StatefulSet", "metadata": meta, "spec": {"replicas": 1}, "status": {}}
+    return statefulset(
+        "lws-kkkkkkkk",
+        "default",
+        kind="StatefulSet",
+        uid="uid-sts",
+        labels={c.LABEL_SET_NAME: "lws"},
+        owners=[controller_ref("Pod", "leader", "uid-leader")] if owned else None,
+        replicas=1,
+        status={},
+    )
 
 
 def node(name: str, ready: str, since: str = "2026-01-01T00:00:00Z") -> JSON:
