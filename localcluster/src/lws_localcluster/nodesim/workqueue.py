@@ -46,6 +46,10 @@ class PodQueue(WorkQueue):
         if not len(self) and not self.processing:
             self._idle.set()
 
+    @property
+    def idle(self) -> bool:
+        return self._idle.is_set()
+
     async def wait_idle(self) -> None:
         """Until no key is queued or being processed."""
         await self._idle.wait()
