@@ -23,6 +23,7 @@ from lws_localcluster.nodesim.simulator import (
 )
 
 from leaderworkerset.api.resources import NODES, PODS
+from leaderworkerset.runtime.cache import DeletedFinalStateUnknown
 from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.nodesim import (
     NodePool,
@@ -401,8 +402,9 @@ def _cached_pod(name: str, uid: str, version: int, node: str = "n1") -> JsonObj:
 
 
 async def test_cache_relist_and_replacement_without_cluster() -> None:
-    """What the watch loop relies on after a 410: a relist forgets pods deleted meanwhile,
-    stale events are ignored, and a recreated pod (same name, new UID) starts afresh."""
+    """What the simulator relies on after a 410: the informer's relist hands over the pods
+    deleted meanwhile, which the cache forgets; stale events are ignored; and a recreated
+    pod (same name, new UID) starts afresh."""
     changed: list[PodKey] = []
     forgotten: list[str] = []
 
@@ -416,20 +418,23 @@ async def test_cache_relist_and_replacement_without_cluster() -> None:
         changed=changed.append,
         forgotten=lambda key, rt: forgotten.append(rt.uid if rt else "-"),
     )
-    cache.on_event("ADDED", _cached_pod("a", "uid-a", 5))
-    cache.on_event("ADDED", _cached_pod("b", "uid-b", 6))
-    cache.on_event("ADDED", _cached_pod("elsewhere", "uid-x", 7, node="n2"))
-    assert changed == [("ns", "a"), ("ns", "b")]
+    cache.on_add(_cached_pod("a", "uid-a", 5))
+    cache.on_add(_cached_pod("b", "uid-b", 6))
+    cache.on_add(_cached_pod("elsewhere", "uid-x", 7, node="n2"))
+    assert changed == ["ns/a", "ns/b"]
 
-    cache.on_event("MODIFIED", _cached_pod("a", "uid-a", 4))  # older than cached
+    older = _cached_pod("a", "uid-a", 4)
+    cache.on_update(older, older)  # older than cached
     assert len(changed) == 2
 
-    cache.on_relist([_cached_pod("a", "uid-a", 8)])
-    assert set(cache.pods) == {("ns", "a")} and forgotten == ["uid-b"]
+    # A relist that no longer finds b, and finds a changed.
+    cache.on_delete(DeletedFinalStateUnknown(_cached_pod("b", "uid-b", 6)))
+    cache.on_update(_cached_pod("a", "uid-a", 5), _cached_pod("a", "uid-a", 8))
+    assert set(cache.pods) == {"ns/a"} and forgotten == ["uid-b"]
 
-    cache.on_event("ADDED", _cached_pod("a", "uid-a2", 9))
+    cache.on_add(_cached_pod("a", "uid-a2", 9))
     assert forgotten == ["uid-b", "uid-a"]
-    assert cache.runtime(("ns", "a")) is cache.runtimes["uid-a2"]
+    assert cache.runtime("ns/a") is cache.runtimes["uid-a2"]
 
 
 async def test_status_patch_is_idempotent_without_cluster() -> None:

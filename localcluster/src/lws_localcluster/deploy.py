@@ -33,6 +33,9 @@ from leaderworkerset.runtime.manager import Manager, ManagerOptions
 from leaderworkerset.wiring import LwsControllers, setup_controllers
 
 WEBHOOK_MANIFESTS = "config/webhook/manifests.yaml"
+# A copy of WEBHOOK_MANIFESTS inside this package, so that an installed lws_localcluster
+# needs no checkout; a unit test holds it equal to the original.
+PACKAGED_WEBHOOK_MANIFESTS = "webhook_manifests.yaml"
 FIELD_MANAGER = "lws-local"
 
 
@@ -44,9 +47,13 @@ def free_port() -> int:
 
 
 def webhook_configurations(port: int, repo: Path | None = None) -> list[JSON]:
-    """The shipped webhook configurations, rewritten to call https://127.0.0.1:<port>."""
-    source = (repo or _repo_root()) / WEBHOOK_MANIFESTS
-    docs = [d for d in yaml.safe_load_all(source.read_text()) if d]
+    """The shipped webhook configurations, rewritten to call https://127.0.0.1:<port>;
+    ``repo``: another checkout's (an older release's), instead of this one's."""
+    if repo is None:
+        text = resources.files("lws_localcluster").joinpath(PACKAGED_WEBHOOK_MANIFESTS).read_text()
+    else:
+        text = (repo / WEBHOOK_MANIFESTS).read_text()
+    docs = [d for d in yaml.safe_load_all(text) if d]
     out = []
     for doc in docs:
         doc = copy.deepcopy(doc)
@@ -55,14 +62,6 @@ def webhook_configurations(port: int, repo: Path | None = None) -> list[JSON]:
             webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}"}
         out.append(doc)
     return out
-
-
-def _repo_root() -> Path:
-    here = Path(str(resources.files("leaderworkerset")))
-    for parent in here.parents:
-        if (parent / WEBHOOK_MANIFESTS).exists():
-            return parent
-    raise FileNotFoundError(f"{WEBHOOK_MANIFESTS} not found above {here}")
 
 
 async def install(client: ApiClient, webhook_port: int) -> None:

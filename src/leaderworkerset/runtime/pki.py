@@ -2,7 +2,7 @@
 
 The one place that builds X.509 material: the webhook certificate rotator keeps a
 `KeyPairs` in a Secret, the metrics server serves a throwaway self-signed certificate,
-and `localcluster.controlplane_pki` issues the local control plane's credentials.
+and `lws_localcluster.controlplane.pki` issues the local control plane's credentials.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from tests.toolkit.fake_client import FakeApiClient
 
 def args_of(cp: ControlPlane, component: str) -> list[str]:
     cp.ports = Ports(1, 2, 3, 4, 5)
-    return cp._args(component)
+    return cp.component_args(component)
 
 
 def flag(args: list[str], name: str) -> str | None:

@@ -7,20 +7,20 @@ terminating, failed, restarted), with faults that tests inject. The demo, the
 benchmarks and the integration tests run it in the same process and event loop as the
 controller.
 
-It has its own pod watch (``watch``), pod cache (``cache``) and work queue
-(``workqueue``) rather than the controller runtime's informer and queue, because it
-plays a different part: it is the cluster the controller is measured against, not a
-controller. The runtime's queue publishes its depth, latency and retries to the
-controller's metrics registry, which the in-process controller serves and the benchmarks
-read, so a simulator queue there would pass for controller work; and the simulator's
-cache keys kubelet state by pod UID and drops the echoes of its own status writes, which
-the informer has no place for. The queue is the small deduplicating part of client-go's
-that it needs, keyed by (namespace, name), with the wait for idleness behind
-:meth:`NodeSimulator.settle`.
+It watches pods with the controller runtime's informer and queues their syncs on the
+runtime's work queue, as a controller would; what a kubelet needs on top is its own. The
+pod cache (``cache``) keeps, beside the informer's store, only the pods of its own nodes,
+the answers to its own status writes ahead of the watch (whose echoes then queue
+nothing), and kubelet state per pod UID. The pod queue (``workqueue``) adds a wait for
+idleness, behind :meth:`NodeSimulator.settle`, and runs without the overall rate limit
+a controller's queue has. In the controller's process (the demo, the integration
+tests) the simulator's queue shows in the workqueue metrics as ``name="nodesim"``, and its
+pod watch in ``lws_watches_open{resource="pods"}``.
 
 Modules: ``simulator`` (:class:`NodeSimulator`, the entry point), ``nodes`` (node
 specs, node and lease objects, the default fleet), ``fleet`` (the running nodes),
-``pods`` (pod status as a kubelet writes it), ``faults`` (injected failures),
+``pods`` (pod status as a kubelet writes it), ``cache`` (the pods of its nodes),
+``workqueue`` (their syncs), ``faults`` (injected failures),
 ``control`` (faults from another process, through a unix socket) and ``api`` (the API
 client and JSON helpers).
 """

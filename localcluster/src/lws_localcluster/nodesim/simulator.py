@@ -5,8 +5,9 @@ bound to them through the lifecycle a kubelet would report: Running with IPs, co
 statuses and conditions; graceful termination followed by the final delete; and faults
 that tests inject (failed pods, container restarts, unready containers, dead nodes).
 
-One pod watch feeds a deduplicating work queue drained by a few workers, so a burst of
-events for one pod costs one sync and thousands of pods need no per-pod loop.
+One pod informer (the controller runtime's) feeds the simulator's pod cache, which queues
+changed pods on the runtime's deduplicating work queue, drained by a few workers: a burst
+of events for one pod costs one sync and thousands of pods need no per-pod loop.
 """
 
 from __future__ import annotations
@@ -29,10 +30,9 @@ from leaderworkerset.runtime.client import (
 from lws_localcluster.nodesim.api import (
     JsonObj,
     delete_if_present,
-    list_all,
     simulator_client,
 )
-from lws_localcluster.nodesim.cache import PodCache, PodKey
+from lws_localcluster.nodesim.cache import NODE_INDEX, PodCache, PodKey, pod_informer
 from lws_localcluster.nodesim.faults import PodChange, PodFaults
 from lws_localcluster.nodesim.fleet import NodeFleet, SimNode
 from lws_localcluster.nodesim.nodes import (
@@ -53,8 +53,7 @@ from lws_localcluster.nodesim.pods import (
     ensure_containers,
     status_patch,
 )
-from lws_localcluster.nodesim.watch import PodWatch
-from lws_localcluster.nodesim.workqueue import WorkQueue
+from lws_localcluster.nodesim.workqueue import PodQueue
 
 __all__ = [
     "DEFAULT_LEASE_INTERVAL",
@@ -138,17 +137,17 @@ class NodeSimulator(PodFaults):
         self._node_status_interval = node_status_interval
         self._workers = workers
         self._write_slots = asyncio.Semaphore(max_concurrent_writes)
-        self._queue: WorkQueue[PodKey] = WorkQueue()
+        self._queue = PodQueue()
         self.cache = PodCache(
             is_our_node=lambda node: node in self.fleet.nodes,
             new_runtime=self._new_runtime,
             changed=self._queue.add,
             forgotten=self._forgotten,
         )
-        self._timers: dict[PodKey, asyncio.TimerHandle] = {}
-        self._retries: dict[PodKey, int] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._watch = PodWatch(api, self._on_event, self.cache.on_relist)
+        self._informer = pod_informer(api)
+        self._informer.add_handler(self._count_event, self._count_event, self._count_event)
+        self.cache.attach(self._informer)
         self.stats = SimulatorStats()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -170,14 +169,14 @@ class NodeSimulator(PodFaults):
         try:
             await asyncio.gather(*(self.fleet.register(spec) for spec in self._initial_nodes))
             await self._wait_schedulable([spec.name for spec in self._initial_nodes])
-            self._tasks.append(asyncio.create_task(self._watch.run(), name="nodesim-watch"))
+            self._tasks.append(self._informer.start())
             heartbeat = self.fleet.heartbeat(self._lease_interval, self._node_status_interval)
             self._tasks.append(asyncio.create_task(heartbeat, name="nodesim-heartbeat"))
             for i in range(self._workers):
                 worker = asyncio.create_task(self._worker(), name=f"nodesim-worker-{i}")
                 self._tasks.append(worker)
             async with asyncio.timeout(60):
-                await self._watch.synced.wait()
+                await self._informer.synced.wait()
         except BaseException:
             # No caller stops a simulator whose start failed: leave no nodes behind.
             await self.stop()
@@ -188,9 +187,8 @@ class NodeSimulator(PodFaults):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
+        # Also cancels the timer of the syncs that wait out a delay.
+        self._queue.shutdown()
         try:
             if self.delete_nodes_on_stop if delete_nodes is None else delete_nodes:
                 for name in list(self.fleet.nodes):
@@ -223,10 +221,9 @@ class NodeSimulator(PodFaults):
         node = await self.fleet.register(spec)
         if wait_schedulable:
             await self._wait_schedulable([spec.name])
-        if self._watch.synced.is_set():
+        if self._informer.has_synced:
             # Pods bound to the name before it was ours produced no event we kept.
-            pods, _ = await list_all(self.api, PODS, field_selector=f"spec.nodeName={spec.name}")
-            for pod in pods:
+            for pod in self._informer.by_index(NODE_INDEX, spec.name):
                 self.cache.remember(pod)
         return node
 
@@ -249,7 +246,7 @@ class NodeSimulator(PodFaults):
                 self._queue.add(key)
 
     async def _change_pod(self, namespace: str, name: str, change: PodChange) -> None:
-        key = (namespace, name)
+        key = f"{namespace}/{name}"
         try:
             async with asyncio.timeout(self.lookup_timeout):
                 await self.cache.wait_for(key)
@@ -264,9 +261,8 @@ class NodeSimulator(PodFaults):
             change(rt, self.cache.pods[key])
             await self._sync_locked(key, rt)
 
-    def _on_event(self, kind: str, pod: JsonObj) -> None:
+    def _count_event(self, *pods: JsonObj) -> None:
         self.stats.events += 1
-        self.cache.on_event(kind, pod)
 
     # -- syncing -----------------------------------------------------------------------
 
@@ -296,11 +292,9 @@ class NodeSimulator(PodFaults):
         return rt
 
     def _forgotten(self, key: PodKey, rt: PodRuntime | None) -> None:
+        # A delayed sync of the key may still come: it finds no pod and does nothing.
         if key not in self.cache.pods:
-            timer = self._timers.pop(key, None)
-            if timer is not None:
-                timer.cancel()
-            self._retries.pop(key, None)
+            self._queue.forget(key)
         if rt is not None:
             self._pod_ips.release(rt.pod_ip)
 
@@ -308,22 +302,19 @@ class NodeSimulator(PodFaults):
         while (key := await self._queue.get()) is not None:
             try:
                 await self._sync(key)
-                self._retries.pop(key, None)
+                self._queue.forget(key)
             except (ApiError, *TRANSPORT_ERRORS) as err:
                 self._retry(key, err)
             except Exception:
                 # One bad pod must not take a worker down with it.
-                log.exception("syncing pod %s/%s failed", *key)
+                log.exception("syncing pod %s failed", key)
             finally:
                 self._queue.done(key)
 
     def _retry(self, key: PodKey, err: Exception) -> None:
         self.stats.write_errors += 1
-        attempts = self._retries.get(key, 0) + 1
-        self._retries[key] = attempts
-        delay = min(0.05 * 2**attempts, 10.0)
-        log.info("pod %s/%s: %s; retrying in %.2fs", *key, err, delay)
-        asyncio.get_running_loop().call_later(delay, self._queue.add, key)
+        self._queue.add_rate_limited(key)
+        log.info("pod %s: %s; retry %d", key, err, self._queue.num_requeues(key))
 
     async def _sync(self, key: PodKey) -> None:
         rt = self.cache.runtime(key)
@@ -422,24 +413,14 @@ class NodeSimulator(PodFaults):
         self.cache.remember_written(updated)
 
     def _wake_at(self, key: PodKey, deadline: float) -> None:
-        """Sync the pod again at ``deadline`` (loop time); keeps an earlier timer."""
-        current = self._timers.get(key)
-        if current is not None:
-            if current.when() <= deadline:
-                return
-            current.cancel()
-
-        def fire() -> None:
-            self._timers.pop(key, None)
-            self._queue.add(key)
-
-        self._timers[key] = asyncio.get_running_loop().call_at(deadline, fire)
+        """Sync the pod again at ``deadline`` (loop time); an earlier wake-up is kept."""
+        self._queue.add_after(key, deadline - asyncio.get_running_loop().time())
 
     # -- introspection for tests -------------------------------------------------------
 
     def cached_pod(self, namespace: str, name: str) -> JsonObj | None:
         """The simulator's latest copy of a pod bound to one of its nodes."""
-        return self.cache.pods.get((namespace, name))
+        return self.cache.pods.get(f"{namespace}/{name}")
 
     async def settle(self) -> None:
         """Return once no pod sync is queued or running (callers bound the wait)."""

@@ -14,8 +14,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from leaderworkerset.runtime.pki import CertKey, PrivateKey, issue_cert
-from lws_localcluster.controlplane import kubeconfig_text
-from lws_localcluster.controlplane_pki import ControlPlanePKI
+from lws_localcluster.controlplane.pki import ControlPlanePKI, kubeconfig_text
 from lws_localcluster.realnode import layout as n
 
 KUBELET = "kubelet"

@@ -1,5 +1,6 @@
-"""The node simulator's pod watch resumes at once after a watch the API server ended
-early but that brought events (how its cache drops a consumer that falls behind)."""
+"""The node simulator's pod watch (the runtime's informer, as the simulator sets it up)
+resumes at once after a watch the API server ended early but that brought events (how
+its cache drops a consumer that falls behind), and backs off from one that brought none."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from lws_localcluster.nodesim.watch import PodWatch
+from lws_localcluster.nodesim.cache import pod_informer
 
 from tests.toolkit.waiting import eventually
 
@@ -38,12 +39,15 @@ class ShortWatches:
 class Watching:
     def __init__(self, api: ShortWatches) -> None:
         self.seen: list[tuple[str, Any]] = []
-        watch = PodWatch(api, lambda k, o: self.seen.append((k, o)), lambda items: None)  # type: ignore[arg-type]
-        self.task = asyncio.create_task(watch.run())
+        self.informer = pod_informer(api)  # type: ignore[arg-type]
+        self.informer.add_handler(
+            lambda o: self.seen.append(("ADDED", o)),
+            lambda old, o: self.seen.append(("MODIFIED", o)),
+        )
+        self.informer.start()
 
     async def stop(self) -> None:
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
+        await self.informer.stop()
 
 
 async def test_a_watch_that_brought_events_is_resumed_at_once_from_its_last_version() -> None:

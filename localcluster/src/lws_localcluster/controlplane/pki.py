@@ -1,13 +1,15 @@
 """The local control plane's credentials: a CA, the API server's serving certificate,
 the components' client certificates, the front-proxy pair and the service-account
-signing key. Only `lws dev` and the tests run a control plane; the manager never
-does, so none of this is in `runtime`."""
+signing key, and the kubeconfigs that carry the client certificates. Only `lws dev` and
+the tests run a control plane; the manager never does, so none of this is in `runtime`."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from cryptography.hazmat.primitives import serialization
 
 from leaderworkerset.runtime.pki import (
@@ -113,3 +115,45 @@ def create_control_plane_pki(directory: Path, *, host_ip: str | None = None) -> 
     pki = ControlPlanePKI(directory)
     write_rsa_key_pair(pki.sa_key, pki.sa_pub)
     return pki
+
+
+def kubeconfig_text(server: str, ca: bytes, cert: bytes, key: bytes, user: str) -> str:
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "lws",
+                    "cluster": {"server": server, "certificate-authority-data": b64(ca)},
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)},
+                }
+            ],
+            "contexts": [{"name": "lws", "context": {"cluster": "lws", "user": user}}],
+            "current-context": "lws",
+        },
+        sort_keys=False,
+    )
+
+
+def write_kubeconfigs(pki: ControlPlanePKI, server: str, workdir: Path) -> None:
+    """``<workdir>/kubeconfig`` for the admin, ``<workdir>/<client>.kubeconfig`` for each
+    component, all owner-only: they hold private keys."""
+    ca = pki.ca_crt.read_bytes()
+    for stem, (user, _groups) in CLIENTS.items():
+        if stem == APISERVER_KUBELET_CLIENT:
+            continue  # the API server's own identity towards kubelets, not a user's
+        text = kubeconfig_text(
+            server, ca, pki.crt(stem).read_bytes(), pki.key(stem).read_bytes(), user
+        )
+        path = workdir / ("kubeconfig" if stem == "admin" else f"{stem}.kubeconfig")
+        path.touch(mode=0o600, exist_ok=True)
+        path.write_text(text)

@@ -1,0 +1,180 @@
+"""The command lines of etcd, kube-apiserver, kube-controller-manager and kube-scheduler:
+pure functions of the ports, the work dir and the credentials, so that what a component
+is started with can be checked without starting it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from lws_localcluster.controlplane.components import (
+    APISERVER,
+    CONTROLLER_MANAGER,
+    ETCD,
+    SCHEDULER,
+    Ports,
+)
+from lws_localcluster.controlplane.pki import ControlPlanePKI
+from lws_localcluster.node_lifecycle import NodeLifecycle
+
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+# node-ipam does nothing without --allocate-node-cidrs. The node lifecycle controller
+# runs only when asked for (see node_lifecycle: the test suite's simulator cannot keep
+# its leases renewed through a synchronous test). Everything else runs.
+KCM_CONTROLLERS = "*,-node-ipam-controller"
+KCM_CONTROLLERS_WITHOUT_NODE_LIFECYCLE = KCM_CONTROLLERS + ",-node-lifecycle-controller"
+
+
+def etcd_args(ports: Ports, workdir: Path) -> list[str]:
+    peer = f"http://127.0.0.1:{ports.etcd_peer}"
+    return [
+        "--name=lws",
+        f"--data-dir={workdir / 'etcd'}",
+        f"--listen-client-urls={ports.etcd_endpoint}",
+        f"--advertise-client-urls={ports.etcd_endpoint}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=lws={peer}",
+        # Throw-away data: fsync only costs test time.
+        "--unsafe-no-fsync",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_args(
+    ports: Ports,
+    workdir: Path,
+    pki: ControlPlanePKI,
+    *,
+    host_ip: str | None = None,
+    node_lifecycle: NodeLifecycle | None = None,
+) -> list[str]:
+    k = pki
+    args = [
+        f"--etcd-servers={ports.etcd_endpoint}",
+        *apiserver_address_args(host_ip),
+        # Otherwise open watches hold a SIGTERM for the 60s request
+        # timeout; in this mode the HTTP server gets 2s after the
+        # in-flight requests drain, and late clients get 429 +
+        # Retry-After (which client-go retries) rather than refusals.
+        "--shutdown-send-retry-after=true",
+        f"--secure-port={ports.apiserver}",
+        f"--cert-dir={workdir / 'certs' / 'apiserver'}",
+        f"--tls-cert-file={k.crt('apiserver')}",
+        f"--tls-private-key-file={k.key('apiserver')}",
+        f"--client-ca-file={k.ca_crt}",
+        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={k.sa_pub}",
+        f"--service-account-signing-key-file={k.sa_key}",
+        "--authorization-mode=Node,RBAC",
+        # As on clusters that harden owner references: a controller that
+        # sets blockOwnerDeletion must be allowed to update the owner's
+        # finalizers, which the RBAC test holds config/rbac to.
+        "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+        "--allow-privileged=true",
+        f"--requestheader-client-ca-file={k.crt('front-proxy-ca')}",
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={k.crt('front-proxy-client')}",
+        f"--proxy-client-key-file={k.key('front-proxy-client')}",
+        f"--kubelet-client-certificate={k.crt('apiserver-kubelet-client')}",
+        f"--kubelet-client-key={k.key('apiserver-kubelet-client')}",
+        # A real node's name is not in this machine's DNS; its address is.
+        "--kubelet-preferred-address-types=InternalIP",
+    ]
+    if node_lifecycle is not None:
+        args += node_lifecycle.apiserver_args()
+    return args
+
+
+def apiserver_address_args(host_ip: str | None) -> list[str]:
+    if host_ip is None:
+        return [
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            # The endpoint reconciler refuses loopback addresses; nothing
+            # routes to the `kubernetes` Service here anyway.
+            "--endpoint-reconciler-type=none",
+        ]
+    # The host address only: pods and this machine reach it, other machines do not.
+    return [f"--bind-address={host_ip}", f"--advertise-address={host_ip}"]
+
+
+def _client_component_args(component: str, ports: Ports, workdir: Path) -> list[str]:
+    """What kube-controller-manager and kube-scheduler share: a kubeconfig of their own,
+    an HTTPS port on loopback, no leader election."""
+    stem = "controller-manager" if component == CONTROLLER_MANAGER else "scheduler"
+    kubeconfig = workdir / f"{stem}.kubeconfig"
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={ports.secure_port(component)}",
+        f"--cert-dir={workdir / 'certs' / component}",
+        "--leader-elect=false",
+        # A local cluster's own figures (its client's requests, the scheduler's
+        # queues) are for anyone on the machine to read, as its health is.
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+    ]
+
+
+def controller_manager_args(
+    ports: Ports,
+    workdir: Path,
+    pki: ControlPlanePKI,
+    *,
+    node_lifecycle: NodeLifecycle | None = None,
+) -> list[str]:
+    args = _client_component_args(CONTROLLER_MANAGER, ports, workdir)
+    controllers = KCM_CONTROLLERS_WITHOUT_NODE_LIFECYCLE
+    if node_lifecycle is not None:
+        controllers = KCM_CONTROLLERS
+        args += node_lifecycle.controller_manager_args()
+    return [
+        *args,
+        f"--controllers={controllers}",
+        "--use-service-account-credentials=true",
+        f"--service-account-private-key-file={pki.sa_key}",
+        f"--root-ca-file={pki.ca_crt}",
+        f"--cluster-signing-cert-file={pki.ca_crt}",
+        f"--cluster-signing-key-file={pki.ca_key}",
+        # At the default 20 qps, minting one token per controller
+        # alone takes ~5s of start-up, and tests creating many
+        # pods at once would queue behind the limiter.
+        "--kube-api-qps=200",
+        "--kube-api-burst=400",
+        "--concurrent-statefulset-syncs=10",
+    ]
+
+
+def scheduler_args(ports: Ports, workdir: Path) -> list[str]:
+    return _client_component_args(SCHEDULER, ports, workdir)
+
+
+def component_args(
+    component: str,
+    ports: Ports,
+    workdir: Path,
+    pki: ControlPlanePKI,
+    *,
+    host_ip: str | None = None,
+    node_lifecycle: NodeLifecycle | None = None,
+    extra_args: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
+    """The full argument list of ``component`` (after its binary), extra arguments last
+    so that they override."""
+    if component == ETCD:
+        args = etcd_args(ports, workdir)
+    elif component == APISERVER:
+        args = apiserver_args(ports, workdir, pki, host_ip=host_ip, node_lifecycle=node_lifecycle)
+    elif component == CONTROLLER_MANAGER:
+        args = controller_manager_args(ports, workdir, pki, node_lifecycle=node_lifecycle)
+    elif component == SCHEDULER:
+        args = scheduler_args(ports, workdir)
+    else:
+        raise ValueError(f"no such control-plane component: {component!r}")
+    return args + list((extra_args or {}).get(component, ()))
