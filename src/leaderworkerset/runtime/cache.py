@@ -129,6 +129,9 @@ class Informer:
     ``indexers`` adds custom index functions. Namespace and controller-owner-UID
     indexes are always kept. ``transform`` rewrites each object before it is
     stored, e.g. :func:`strip_managed_fields` to cache less of what is never read.
+    ``derive`` builds a value from each stored object (a typed reading of it, say),
+    once per version the cache holds: kept beside the object, replaced with it, and
+    dropped when it goes (see :meth:`derived`).
     """
 
     def __init__(
@@ -142,6 +145,7 @@ class Informer:
         label_indexes: Iterable[str] = (),
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Callable[[JSON], JSON] | None = None,
+        derive: Callable[[JSON], Any] | None = None,
         page_size: int = 500,
         min_watch_timeout: int = 300,
         backoff: Backoff | None = None,
@@ -156,6 +160,7 @@ class Informer:
         self.field_selector = field_selector
         self.page_size = page_size
         self._transform = transform
+        self._derive = derive
         self.min_watch_timeout = min_watch_timeout
         self.name = resource.plural + (f"[{label_selector}]" if label_selector else "")
         self._backoff = backoff or Backoff()
@@ -168,6 +173,7 @@ class Informer:
             self._indexers[label_index_name(label)] = by_label(label)
         self._indexers.update(indexers or {})
         self._items: dict[str, JSON] = {}
+        self._derived: dict[str, Any] = {}
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
         self._handlers: list[_Handlers] = []
         self._task: asyncio.Task[None] | None = None
@@ -197,6 +203,13 @@ class Informer:
 
     def get_by_key(self, key: str) -> JSON | None:
         return self._items.get(key)
+
+    def derived(self, namespace: str | None, name: str) -> Any:
+        """What ``derive`` built from the object held under this name, or None."""
+        return self._derived.get(f"{namespace}/{name}" if namespace else name)
+
+    def derived_by_key(self, key: str) -> Any:
+        return self._derived.get(key)
 
     def keys(self) -> builtins.list[str]:
         return list(self._items)
@@ -447,6 +460,10 @@ class Informer:
                 self._call(handlers.on_delete, obj)
 
     def _store(self, key: str, obj: JSON, old: JSON | None) -> None:
+        if self._derive is not None:
+            # Built before the object is stored, so a reader never finds the object
+            # without its value; the value is built from `obj`, so never stale.
+            self._derived[key] = self._derive(obj)
         self._items[key] = obj
         indices = self._indices
         for name, func in self._indexers.items():
@@ -467,6 +484,7 @@ class Informer:
 
     def _remove(self, key: str) -> JSON:
         old = self._items.pop(key)
+        self._derived.pop(key, None)
         for name, func in self._indexers.items():
             index = self._indices[name]
             for value in func(old):

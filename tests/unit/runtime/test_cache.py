@@ -497,6 +497,62 @@ async def test_transform_applies_to_listed_and_watched_objects() -> None:
     await informer.stop()
 
 
+async def test_derived_value_is_built_once_per_version_and_goes_with_the_object() -> None:
+    server = FakeServer()
+    server.create("listed")
+    built: list[tuple[str, str]] = []
+
+    def derive(obj: JSON) -> tuple[str, JSON]:
+        meta = obj["metadata"]
+        built.append((meta["name"], meta["resourceVersion"]))
+        return meta["resourceVersion"], obj
+
+    informer = make(server, derive=derive)
+    informer.start()
+    await informer.wait_synced(5)
+    await eventually(lambda: server.open_streams == 1, "the watch")
+    listed = informer.derived("ns", "listed")
+    assert listed == (
+        server.objects["ns/listed"]["metadata"]["resourceVersion"],
+        informer.get("ns", "listed"),
+    )
+    # Built from the very object stored, so a reader of the value reads that object.
+    assert listed[1] is informer.get("ns", "listed")
+    assert informer.derived("ns", "listed") is listed  # read again: not rebuilt
+    server.update("ns/listed", x="1")
+    await eventually(lambda: informer.derived("ns", "listed") is not listed, "the update")
+    updated = informer.derived_by_key("ns/listed")
+    assert updated[0] == server.objects["ns/listed"]["metadata"]["resourceVersion"]
+    assert updated[1] is informer.get("ns", "listed") and updated[1]["data"] == {"x": "1"}
+    server.delete("ns/listed")
+    await eventually(lambda: "ns/listed" not in informer, "the delete")
+    assert informer.derived("ns", "listed") is None
+    assert [name for name, _ in built] == ["listed", "listed"]
+    await informer.stop()
+
+
+async def test_a_relist_keeps_the_value_of_an_unchanged_object_and_drops_a_gone_one() -> None:
+    server = FakeServer()
+    for name in ("keep", "remove"):
+        server.create(name)
+    gate = Gate()
+    informer = make(server, gate, derive=lambda obj: object())
+    informer.start()
+    await informer.wait_synced(5)
+    await eventually(lambda: server.open_streams == 1, "the watch")
+    kept = informer.derived("ns", "keep")
+    gate.opened.clear()
+    server.break_streams()
+    await eventually(lambda: gate.parked == 1, "the cache to wait for a retry")
+    server.delete("ns/remove")
+    server.compact()
+    gate.opened.set()
+    await eventually(lambda: informer.lists == 2, "a relist")
+    assert informer.derived("ns", "keep") is kept
+    assert informer.derived("ns", "remove") is None
+    await informer.stop()
+
+
 async def test_wait_synced_times_out() -> None:
     informer = make(FakeServer())
     assert await informer.wait_synced(0.01) is False
