@@ -23,6 +23,7 @@ import secrets
 from dataclasses import dataclass
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.api.resources import DEPLOYMENTS, STATEFULSETS, Resource
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
@@ -30,7 +31,6 @@ from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulse
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
 from leaderworkerset.controllers.revisions import snapshot_key
 from leaderworkerset.group import names as naming
-from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 from leaderworkerset.webhooks.leaderworkerset import Cause, TemplateCheck
 
@@ -89,9 +89,7 @@ def throwaway_name() -> str:
 
 
 def stand_in(lws: JSON, name: str, namespace: str) -> JSON:
-    """The LWS under the throwaway name. Without a resourceVersion it is decoded
-    afresh (the view cache keys on uid and resourceVersion, and an UPDATE's new
-    object still carries the old one's)."""
+    """The LWS under the throwaway name, with no version or owner of its own."""
     copied = copy.deepcopy(lws)
     meta = copied.setdefault("metadata", {})
     for member in ("resourceVersion", "generation", "managedFields", "ownerReferences"):
@@ -100,10 +98,9 @@ def stand_in(lws: JSON, name: str, namespace: str) -> JSON:
     return copied
 
 
-def leader_pod(lws: JSON, leader: JSON, key: str) -> JSON:
+def leader_pod(view: LwsView, leader: JSON, key: str) -> JSON:
     """The first group's leader as the pod reconciler would see it: what the worker
     StatefulSet takes from the leader is its name, identity labels and containers."""
-    view = view_of(lws)
     name = f"{view.name}-0"
     group_key = naming.ordinal_group_key(view.namespace, name)
     template_spec = (leader.get("spec") or {}).get("template", {}).get("spec") or {}
@@ -133,20 +130,21 @@ def workloads(lws: JSON, name: str, namespace: str) -> list[Workload]:
     checks the right to block an owner's deletion that would be a refusal about
     the controller, not about the template."""
     renamed = stand_in(lws, name, namespace)
+    # Not an object any cache holds: read once here, for every builder below.
     view = view_of(renamed)
     key = snapshot_key(renamed)
     leader_path = f"{TEMPLATE}.leaderTemplate"
     if view.template.leader_template is None:
         leader_path = f"{TEMPLATE}.workerTemplate"
     if view.hash_mode:
-        leader = Workload(DEPLOYMENTS, leader_deployment(renamed, key), leader_path, True)
+        leader = Workload(DEPLOYMENTS, leader_deployment(view, key), leader_path, True)
     else:
-        body = leader_statefulset(renamed, key, 0, view.replicas)
+        body = leader_statefulset(view, key, 0, view.replicas)
         leader = Workload(STATEFULSETS, body, leader_path, True)
     found = [leader]
     if view.size > 1:
-        pod = leader_pod(renamed, leader.body, key)
-        body = build_worker_statefulset(pod, renamed, renamed)
+        pod = leader_pod(view, leader.body, key)
+        body = build_worker_statefulset(pod, view, view)
         found.append(Workload(STATEFULSETS, body, f"{TEMPLATE}.workerTemplate", False))
     for workload in found:
         meta_of(workload.body).pop("ownerReferences", None)

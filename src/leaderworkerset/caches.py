@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
 from leaderworkerset.api.objects import JSON, controller_ref, meta_of
 from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
@@ -318,6 +319,17 @@ class LwsCaches:
                 keys.add(f"{meta.get('namespace', '')}/{name}")
         return sorted(keys)
 
+    def lws_view(self, namespace: str, name: str) -> LwsView | None:
+        """The cached LeaderWorkerSet, read when its version entered the cache (the
+        view carries the object itself as `obj`); None when it is not cached."""
+        view: LwsView | None = self.leaderworkersets.derived(namespace, name)
+        return view
+
+    def lws_view_by_key(self, key: str) -> LwsView | None:
+        """`lws_view` by its `namespace/name` key."""
+        view: LwsView | None = self.leaderworkersets.derived_by_key(key)
+        return view
+
     @staticmethod
     def of_lws(informer: Informer, namespace: str, lws_name: str) -> list[JSON]:
         """The objects of `informer` labelled with this LeaderWorkerSet's name."""
@@ -362,12 +374,15 @@ def build_caches(
         )
 
     return LwsCaches(
+        # Each version's view is built as it enters the cache: every pod event reads
+        # its LeaderWorkerSet, and decoding it per read was the largest single cost.
         leaderworkersets=Informer(
             client,
             LEADERWORKERSETS,
             namespace=namespace,
             transform=strip_managed_fields,
             metrics=metrics,
+            derive=view_of,
         ),
         statefulsets=labelled(STATEFULSETS, statefulset_fields_read),
         deployments=labelled(DEPLOYMENTS),

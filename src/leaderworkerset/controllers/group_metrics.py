@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.types import group_identity_of, is_hash_mode
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import (
     JSON,
     condition_of,
@@ -39,7 +40,6 @@ from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_index, is_leader, lws_name
 from leaderworkerset.group.state import Group, GroupState, group_state, groups_of
-from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.controller import Controller
 
 LABELS = ("namespace", "leaderworkerset", "group_identity")

@@ -8,9 +8,9 @@ import copy
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.types import LeaderWorkerTemplate
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group.ownership import lws_reference
-from leaderworkerset.group.view import LwsView, view_of
 
 
 def leader_selector(lws_name: str) -> dict[str, str]:
@@ -18,11 +18,10 @@ def leader_selector(lws_name: str) -> dict[str, str]:
     return {c.LABEL_SET_NAME: lws_name, c.LABEL_WORKER_INDEX: c.LEADER_WORKER_INDEX}
 
 
-def leader_pod_template(lws: JSON | LwsView, key: str) -> JSON:
+def leader_pod_template(view: LwsView, key: str) -> JSON:
     """The live leader template (or worker template) with the controller's labels
     and annotations merged over the user's. Built from the live spec, so it always
     describes the newest revision."""
-    view = lws if isinstance(lws, LwsView) else view_of(lws)
     template = view.leader_template()
     labels = {
         c.LABEL_WORKER_INDEX: c.LEADER_WORKER_INDEX,
@@ -120,11 +119,10 @@ def copied_metadata(view: LwsView, labels: dict[str, str]) -> tuple[JSON, JSON]:
     return {**view.labels, **labels}, dict(view.annotations)
 
 
-def leader_workload_metadata(lws: JSON, key: str, **annotations: str) -> JSON:
+def leader_workload_metadata(view: LwsView, key: str, **annotations: str) -> JSON:
     """The metadata of the leader StatefulSet (Ordinal) or Deployment (Hash): named like
     the LWS, owned by it, carrying its labels and annotations, the name and revision
     labels, and `annotations` on top."""
-    view = view_of(lws)
     labels, copied = copied_metadata(
         view, {c.LABEL_SET_NAME: view.name, c.LABEL_TEMPLATE_REVISION_HASH: key}
     )
@@ -133,5 +131,5 @@ def leader_workload_metadata(lws: JSON, key: str, **annotations: str) -> JSON:
         "namespace": view.namespace,
         "labels": labels,
         "annotations": {**copied, **annotations},
-        "ownerReferences": [lws_reference(lws)],
+        "ownerReferences": [lws_reference(view.obj)],
     }

@@ -12,7 +12,7 @@ from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of
 
 if TYPE_CHECKING:
-    from leaderworkerset.group.view import LwsView
+    from leaderworkerset.api.leaderworkerset.view import LwsView
 
 
 def worker_index(pod: JSON) -> str | None:

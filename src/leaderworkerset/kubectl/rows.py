@@ -16,7 +16,6 @@ from leaderworkerset.group.state import (
     ready_pods,
     restarts,
 )
-from leaderworkerset.group.view import view_of
 from leaderworkerset.kubectl.ages import age_since
 from leaderworkerset.kubectl.pairing import Pairing, pair
 from leaderworkerset.kubectl.ranking import victim_order
@@ -93,7 +92,7 @@ def pairing_of(snapshot: Snapshot, now: datetime) -> Pairing:
     return pair(
         snapshot.pods,
         now=now.timestamp(),
-        immediate=view_of(snapshot.lws).replaces_immediately,
+        immediate=snapshot.view.replaces_immediately,
         statefulsets=snapshot.statefulsets,
     )
 

@@ -4,9 +4,11 @@ plain GET and LIST requests (no watch, no write)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
 from leaderworkerset.api.objects import JSON, meta_of, revision_key_of
 from leaderworkerset.api.resources import (
     CORE_EVENTS,
@@ -18,7 +20,6 @@ from leaderworkerset.api.resources import (
     Resource,
 )
 from leaderworkerset.group.state import Group, groups_of
-from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.client import ApiClient, ApiError, list_pages
 
 
@@ -37,8 +38,9 @@ class Snapshot:
     services: list[JSON] = field(default_factory=list)
     events: list[JSON] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def view(self) -> LwsView:
+        """Read once per snapshot: the rows read it for every group."""
         return view_of(self.lws)
 
     @property

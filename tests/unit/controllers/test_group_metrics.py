@@ -344,7 +344,7 @@ def test_refresh_recounts_only_changed_groups_and_agrees_with_a_full_count(clock
     ready-time observations."""
     import random
 
-    from leaderworkerset.group.view import view_of
+    from leaderworkerset.api.leaderworkerset.view import view_of
 
     rng = random.Random(7)
     registry, full_registry = CollectorRegistry(), CollectorRegistry()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.leader_template import leader_pod_template
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
@@ -76,7 +77,7 @@ def test_leader_statefulset_body() -> None:
     lws = _lws(replicas=3, max_unavailable=2, max_surge=1)
     lws["metadata"]["labels"] = {"team": "a", c.LABEL_SET_NAME: "spoofed"}
     lws["metadata"]["annotations"] = {"note": "x", c.ANNOTATION_REPLICAS: "99"}
-    sts = leader_statefulset(lws, "key1", partition=2, replicas=4)
+    sts = leader_statefulset(view_of(lws), "key1", partition=2, replicas=4)
     assert sts["apiVersion"] == "apps/v1" and sts["kind"] == "StatefulSet"
     assert sts["metadata"] == {
         "name": NAME,
@@ -118,7 +119,7 @@ def test_leader_template_is_used_when_present_and_user_metadata_is_kept() -> Non
         "spec": {"containers": [{"name": "leader", "image": "l:1"}]},
     }
     original = copy.deepcopy(lws)
-    template = leader_statefulset(lws, "k", 0, 2)["spec"]["template"]
+    template = leader_statefulset(view_of(lws), "k", 0, 2)["spec"]["template"]
     assert template["spec"]["containers"][0]["name"] == "leader"
     assert template["metadata"]["labels"]["role"] == "leader"
     assert template["metadata"]["labels"][c.LABEL_WORKER_INDEX] == "0"
@@ -133,7 +134,7 @@ def test_leader_template_annotations_for_features() -> None:
         c.ANNOTATION_SUBGROUP_EXCLUSIVE_TOPOLOGY: "host",
     }
     _lwt(lws)["subGroupPolicy"] = {"subGroupSize": 2}
-    sts = leader_statefulset(lws, "k", 0, 2)
+    sts = leader_statefulset(view_of(lws), "k", 0, 2)
     assert _meta(sts)["annotations"] == {
         c.ANNOTATION_SIZE: "2",
         c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "rack",
@@ -148,7 +149,7 @@ def test_leader_template_annotations_for_features() -> None:
 def test_empty_topology_annotations_are_not_copied_to_the_template() -> None:
     lws = _lws()
     lws["metadata"]["annotations"] = {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: ""}
-    sts = leader_statefulset(lws, "k", 0, 2)
+    sts = leader_statefulset(view_of(lws), "k", 0, 2)
     assert c.ANNOTATION_EXCLUSIVE_TOPOLOGY not in _meta(sts)["annotations"]
     assert sts["metadata"]["annotations"][c.ANNOTATION_EXCLUSIVE_TOPOLOGY] == ""
 
@@ -157,7 +158,7 @@ def test_leader_statefulset_claims_and_retention() -> None:
     lws = _lws()
     _lwt(lws)["volumeClaimTemplates"] = [CLAIM]
     _lwt(lws)["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": "Delete"}
-    spec = leader_statefulset(lws, "k", 0, 2)["spec"]
+    spec = leader_statefulset(view_of(lws), "k", 0, 2)["spec"]
     assert spec["volumeClaimTemplates"] == [EXPECTED_CLAIM]
     assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Delete"}
 
@@ -165,7 +166,7 @@ def test_leader_statefulset_claims_and_retention() -> None:
 def test_minimal_claim_keeps_only_its_name() -> None:
     lws = _lws()
     _lwt(lws)["volumeClaimTemplates"] = [{"metadata": {"name": "d"}}]
-    (claim,) = leader_statefulset(lws, "k", 0, 2)["spec"]["volumeClaimTemplates"]
+    (claim,) = leader_statefulset(view_of(lws), "k", 0, 2)["spec"]["volumeClaimTemplates"]
     assert claim == {"metadata": {"name": "d", "namespace": "default"}, "spec": {}}
 
 
@@ -178,7 +179,7 @@ def test_leader_deployment_body() -> None:
     lws = _hash_lws(replicas=3, max_unavailable="25%", max_surge=2)
     lws["metadata"]["labels"] = {"team": "a"}
     lws["metadata"]["annotations"] = {"note": "x"}
-    deploy = leader_deployment(lws, "key1")
+    deploy = leader_deployment(view_of(lws), "key1")
     assert deploy["apiVersion"] == "apps/v1" and deploy["kind"] == "Deployment"
     assert deploy["metadata"] == {
         "name": NAME,
@@ -194,19 +195,19 @@ def test_leader_deployment_body() -> None:
         "type": "RollingUpdate",
         "rollingUpdate": {"maxSurge": 2, "maxUnavailable": "25%"},
     }
-    assert spec["template"] == leader_pod_template(lws, "key1")
+    assert spec["template"] == leader_pod_template(view_of(lws), "key1")
 
 
 def test_ordinal_and_hash_leaders_share_the_template_decoration() -> None:
     lws = _hash_lws()
     lws["metadata"]["annotations"] = {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: "rack"}
     _lwt(lws)["subGroupPolicy"] = {"subGroupSize": 1, "subGroupPolicyType": "LeaderExcluded"}
-    deploy_template = leader_deployment(lws, "k")["spec"]["template"]
-    sts_template = leader_statefulset(lws, "k", 0, 2)["spec"]["template"]
+    deploy_template = leader_deployment(view_of(lws), "k")["spec"]["template"]
+    sts_template = leader_statefulset(view_of(lws), "k", 0, 2)["spec"]["template"]
     assert (
         deploy_template["metadata"]
         == sts_template["metadata"]
-        == (leader_pod_template(lws, "k")["metadata"])
+        == (leader_pod_template(view_of(lws), "k")["metadata"])
     )
     assert deploy_template == sts_template
 
@@ -225,20 +226,20 @@ def test_ordinal_and_hash_leaders_share_the_template_decoration() -> None:
 )
 def test_deployment_strategy_mapping(unavailable: Any, surge: Any, expected: JSON) -> None:
     lws = _hash_lws(replicas=0, max_unavailable=unavailable, max_surge=surge)
-    assert leader_deployment(lws, "k")["spec"]["strategy"]["rollingUpdate"] == expected
+    assert leader_deployment(view_of(lws), "k")["spec"]["strategy"]["rollingUpdate"] == expected
 
 
 def test_deployment_defaults_without_a_rolling_configuration() -> None:
     lws = _hash_lws()
     del lws["spec"]["rolloutStrategy"]
-    rolling = leader_deployment(lws, "k")["spec"]["strategy"]["rollingUpdate"]
+    rolling = leader_deployment(view_of(lws), "k")["spec"]["strategy"]["rollingUpdate"]
     assert rolling == {"maxSurge": 0, "maxUnavailable": 1}
 
 
 # --- Worker StatefulSet -----------------------------------------------------------------
 def _worker_sts(lws: JSON, pod: JSON, revision_of: JSON | None = None, **kw: Any) -> JSON:
     revision = new_revision(revision_of or lws, 1)
-    return build_worker_statefulset(pod, lws, apply_revision(lws, revision), **kw)
+    return build_worker_statefulset(pod, view_of(lws), view_of(apply_revision(lws, revision)), **kw)
 
 
 def test_worker_statefulset_body() -> None:
@@ -343,7 +344,7 @@ def test_hash_mode_worker_statefulset_copies_the_group_key_as_index() -> None:
 
 # --- Services -----------------------------------------------------------------------
 def test_shared_service() -> None:
-    assert shared_service(_lws()) == {
+    assert shared_service(view_of(_lws())) == {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
@@ -362,11 +363,11 @@ def test_shared_service() -> None:
 
 def test_which_policy_wants_the_shared_service() -> None:
     lws = _lws()
-    assert wants_shared_service(lws)
+    assert wants_shared_service(view_of(lws))
     del lws["spec"]["networkConfig"]
-    assert wants_shared_service(lws)
+    assert wants_shared_service(view_of(lws))
     lws["spec"]["networkConfig"] = {"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA}
-    assert not wants_shared_service(lws)
+    assert not wants_shared_service(view_of(lws))
 
 
 @pytest.mark.parametrize(
@@ -385,8 +386,8 @@ def test_group_service(mode: str, leader: str, index: str, service: str) -> None
     if mode == c.GROUP_IDENTITY_HASH:
         lws["spec"]["groupIdentity"] = mode
         pod["metadata"]["labels"][c.LABEL_GROUP_KEY] = index
-    assert group_service_name(lws, pod) == service
-    svc = group_service(lws, pod)
+    assert group_service_name(view_of(lws), pod) == service
+    svc = group_service(view_of(lws), pod)
     assert svc["metadata"]["name"] == service
     assert svc["metadata"]["labels"] == {c.LABEL_SET_NAME: NAME}
     assert svc["metadata"]["ownerReferences"][0]["kind"] == "Pod"

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from leaderworkerset.api.go.ints import GoIntError, go_atoi, go_atoi_or_none, go_div, go_mod
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group import gates, roles
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.tpu import pod_requests_tpus
-from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.events import object_reference
 from leaderworkerset.webhooks.denial import Denied, atoi, display_name
 from tests.toolkit.lws import leaderworkerset

@@ -11,22 +11,21 @@ putting them in the template too would be a second source of truth."""
 from __future__ import annotations
 
 from leaderworkerset.api.go.intstr import IntOrString, is_percent
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.leader_template import (
     leader_pod_template,
     leader_selector,
     leader_workload_metadata,
 )
-from leaderworkerset.group.view import LwsView, view_of
 
 
-def leader_deployment(lws: JSON, key: str) -> JSON:
+def leader_deployment(view: LwsView, key: str) -> JSON:
     """The server-side-apply body of the leader Deployment."""
-    view = view_of(lws)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": leader_workload_metadata(lws, key),
+        "metadata": leader_workload_metadata(view, key),
         "spec": {
             "replicas": view.replicas,
             "selector": {"matchLabels": leader_selector(view.name)},

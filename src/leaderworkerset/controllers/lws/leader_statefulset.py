@@ -5,6 +5,7 @@ replicas come from `rolling_update.rolling_update_parameters`."""
 from __future__ import annotations
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.controllers.leader_template import (
     add_claims_and_retention,
@@ -13,14 +14,12 @@ from leaderworkerset.controllers.leader_template import (
     leader_workload_metadata,
 )
 from leaderworkerset.controllers.lws.rolling_update import leader_max_unavailable
-from leaderworkerset.group.view import view_of
 
 
-def leader_statefulset(lws: JSON, key: str, partition: int, replicas: int) -> JSON:
-    view = view_of(lws)
+def leader_statefulset(view: LwsView, key: str, partition: int, replicas: int) -> JSON:
     # The desired replicas at apply time, so a later reconcile can tell a change of
     # spec.replicas mid-rollout from surge.
-    metadata = leader_workload_metadata(lws, key, **{c.ANNOTATION_REPLICAS: str(view.replicas)})
+    metadata = leader_workload_metadata(view, key, **{c.ANNOTATION_REPLICAS: str(view.replicas)})
     spec: JSON = {
         # The shared Service name, also under UniquePerReplica: the pod webhook
         # points each leader's subdomain at its own Service instead.

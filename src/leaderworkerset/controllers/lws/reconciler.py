@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, controller_ref, format_time, meta_of, revision_key_of
 from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
@@ -40,7 +41,6 @@ from leaderworkerset.controllers.lws.status import (
     ordinal_status,
 )
 from leaderworkerset.group.options import ControllerOptions
-from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.controller import Result
@@ -77,18 +77,17 @@ class LeaderWorkerSetReconciler:
     _observations: dict[str, ObservationMemo] = field(default_factory=dict)
 
     async def __call__(self, key: str) -> Result | None:
-        lws = self.caches.leaderworkersets.get_by_key(key)
-        if lws is None or meta_of(lws).get("deletionTimestamp"):
+        view = self.caches.lws_view_by_key(key)
+        if view is None or meta_of(view.obj).get("deletionTimestamp"):
             self.group_metrics.forget(key)
             self._observations.pop(key, None)
             # Garbage collection removes what the LeaderWorkerSet owned.
             return None
-        view = view_of(lws)
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
         try:
             if view.hash_mode:
-                return await self._reconcile_hashed(lws, view, revisions)
-            return await self._reconcile_ordinal(lws, view, revisions)
+                return await self._reconcile_hashed(view, revisions)
+            return await self._reconcile_ordinal(view, revisions)
         except ApiError as exc:
             # The namespace is going, and the LeaderWorkerSet with it: nothing to retry.
             if exc.namespace_terminating:
@@ -97,45 +96,41 @@ class LeaderWorkerSetReconciler:
 
     # -- Ordinal: a leader StatefulSet -------------------------------------------------
 
-    async def _reconcile_ordinal(
-        self, lws: JSON, view: LwsView, revisions: list[JSON]
-    ) -> Result | None:
-        leader = await self._leader_revision(lws, view, self.caches.statefulsets, revisions)
+    async def _reconcile_ordinal(self, view: LwsView, revisions: list[JSON]) -> Result | None:
+        leader = await self._leader_revision(view, self.caches.statefulsets, revisions)
         if leader is None:
             return Result(requeue_after=DELETING_REQUEUE)
         sts, key = leader.live, leader.key
         leader_pods, worker_sets = self._groups(view)
-        plan = rolling_update_parameters(lws, sts, key, leader.updated, leader_pods, worker_sets)
-        body = leader_statefulset(lws, key, plan.partition, plan.replicas)
-        await self._apply_leader_workload(lws, view, STATEFULSETS, body, leader)
+        plan = rolling_update_parameters(view, sts, key, leader.updated, leader_pods, worker_sets)
+        body = leader_statefulset(view, key, plan.partition, plan.replicas)
+        await self._apply_leader_workload(view, STATEFULSETS, body, leader)
         for event in plan.events:
-            record(self.recorder, lws, event)
-        await self._ensure_shared_service(lws)
+            record(self.recorder, view.obj, event)
+        await self._ensure_shared_service(view)
         memo = self._memo(view)
-        update = ordinal_status(lws, key, sts, leader_pods, worker_sets, format_time(), memo)
-        return await self._finish(lws, view, update, leader)
+        update = ordinal_status(view, key, sts, leader_pods, worker_sets, format_time(), memo)
+        return await self._finish(view, update, leader)
 
     # -- Hash: a leader Deployment ------------------------------------------------------
 
-    async def _reconcile_hashed(
-        self, lws: JSON, view: LwsView, revisions: list[JSON]
-    ) -> Result | None:
-        leader = await self._leader_revision(lws, view, self.caches.deployments, revisions)
+    async def _reconcile_hashed(self, view: LwsView, revisions: list[JSON]) -> Result | None:
+        leader = await self._leader_revision(view, self.caches.deployments, revisions)
         if leader is None:
             return Result(requeue_after=DELETING_REQUEUE)
-        body = leader_deployment(lws, leader.key)
-        await self._apply_leader_workload(lws, view, DEPLOYMENTS, body, leader)
-        await self._ensure_shared_service(lws)
+        body = leader_deployment(view, leader.key)
+        await self._apply_leader_workload(view, DEPLOYMENTS, body, leader)
+        await self._ensure_shared_service(view)
         leader_pods, _ = self._groups(view)
         held = self.held.get(f"{view.namespace}/{view.name}")
         memo = self._memo(view)
-        update = hash_status(lws, leader.key, leader_pods, format_time(), held=held, memo=memo)
-        return await self._finish(lws, view, update, leader)
+        update = hash_status(view, leader.key, leader_pods, format_time(), held=held, memo=memo)
+        return await self._finish(view, update, leader)
 
     # -- shared steps ------------------------------------------------------------------
 
     async def _leader_revision(
-        self, lws: JSON, view: LwsView, informer: Informer, revisions: list[JSON]
+        self, view: LwsView, informer: Informer, revisions: list[JSON]
     ) -> _LeaderRevision | None:
         """The leader workload as cached and the revision it is to run (made now if
         the spec changed); None while that workload is being deleted."""
@@ -146,15 +141,15 @@ class LeaderWorkerSetReconciler:
             # is a wait for the garbage collector, not an error.
             return None
         live = self._owned(cached, view)
-        revision = await self._current_revision(lws, live, revisions)
-        updated = rev.detect_update(lws, live, revision, revisions)
+        revision = await self._current_revision(view, live, revisions)
+        updated = rev.detect_update(view.obj, live, revision, revisions)
         if updated is not None:
-            revision = await self._revision_for_update(lws, updated, revisions)
+            revision = await self._revision_for_update(view, updated, revisions)
         key = revision_key_of(revision)
         return _LeaderRevision(live, revision, key, updated is not None, revisions)
 
     async def _apply_leader_workload(
-        self, lws: JSON, view: LwsView, resource: Resource, body: JSON, leader: _LeaderRevision
+        self, view: LwsView, resource: Resource, body: JSON, leader: _LeaderRevision
     ) -> None:
         """Apply the leader StatefulSet or Deployment; an event when this process
         creates it, or when the API server refuses it."""
@@ -165,11 +160,13 @@ class LeaderWorkerSetReconciler:
             await self._apply(resource, body, leader.live)
         except ApiError as exc:
             failure = ev.leader_create_failed if created else ev.leader_update_failed
-            record(self.recorder, lws, failure(view.name, exc.message, hash_mode=hash_mode))
+            record(self.recorder, view.obj, failure(view.name, exc.message, hash_mode=hash_mode))
             raise
         if first_apply:
             related = object_reference(leader.revision)
-            record(self.recorder, lws, ev.leader_created(view.name, related, hash_mode=hash_mode))
+            record(
+                self.recorder, view.obj, ev.leader_created(view.name, related, hash_mode=hash_mode)
+            )
 
     def _memo(self, view: LwsView) -> ObservationMemo:
         return self._observations.setdefault(f"{view.namespace}/{view.name}", {})
@@ -195,9 +192,9 @@ class LeaderWorkerSetReconciler:
         return leaders, workers
 
     async def _current_revision(
-        self, lws: JSON, leader_workload: JSON | None, revisions: list[JSON]
+        self, view: LwsView, leader_workload: JSON | None, revisions: list[JSON]
     ) -> JSON:
-        choice = rev.current_revision(lws, leader_workload, revisions)
+        choice = rev.current_revision(view.obj, leader_workload, revisions)
         if not choice.create:
             return choice.revision
         if leader_workload is not None:
@@ -205,33 +202,34 @@ class LeaderWorkerSetReconciler:
             # spec under its key. A revision cache that merely lags must not make us do
             # that, so ask the API server first; this path is rare.
             key = revision_key_of(choice.revision)
-            stored = await self._stored_revision(lws, key)
+            stored = await self._stored_revision(view, key)
             if stored is not None:
                 revisions.append(stored)
                 return stored
         created, new = await self._create_revision(choice.revision, revisions)
         if new and choice.event is not None:
-            record(self.recorder, lws, choice.event)
+            record(self.recorder, view.obj, choice.event)
         return created
 
-    async def _stored_revision(self, lws: JSON, key: str) -> JSON | None:
-        view = view_of(lws)
+    async def _stored_revision(self, view: LwsView, key: str) -> JSON | None:
         selector = f"{c.LABEL_SET_NAME}={view.name},{c.LABEL_TEMPLATE_REVISION_HASH}={key}"
         answer = await self.client.list(
             CONTROLLER_REVISIONS, view.namespace, label_selector=selector
         )
-        return rev.find_revision(lws, answer.get("items", []), key)
+        return rev.find_revision(view.obj, answer.get("items", []), key)
 
-    async def _revision_for_update(self, lws: JSON, proposed: JSON, revisions: list[JSON]) -> JSON:
+    async def _revision_for_update(
+        self, view: LwsView, proposed: JSON, revisions: list[JSON]
+    ) -> JSON:
         """The revision of a changed spec: one we already made for it (seen through a
         leader workload the cache has not caught up with), else a new one."""
         key = revision_key_of(proposed)
-        existing = rev.find_revision(lws, revisions, key)
-        if existing is not None and rev.same_content(lws, proposed, existing):
+        existing = rev.find_revision(view.obj, revisions, key)
+        if existing is not None and rev.same_content(view.obj, proposed, existing):
             return existing
         created, new = await self._create_revision(proposed, revisions)
         if new:
-            record(self.recorder, lws, ev.revision_for_update(key, object_reference(created)))
+            record(self.recorder, view.obj, ev.revision_for_update(key, object_reference(created)))
         return created
 
     async def _create_revision(self, revision: JSON, revisions: list[JSON]) -> tuple[JSON, bool]:
@@ -267,22 +265,21 @@ class LeaderWorkerSetReconciler:
         self.applied.record(cache_key, body, answer)
         return answer
 
-    async def _ensure_shared_service(self, lws: JSON) -> None:
-        if not wants_shared_service(lws):
+    async def _ensure_shared_service(self, view: LwsView) -> None:
+        if not wants_shared_service(view):
             return
-        view = view_of(lws)
         if self.caches.services.get(view.namespace, view.name) is not None:
             return
         try:
-            await self.client.create(SERVICES, shared_service(lws))
+            await self.client.create(SERVICES, shared_service(view))
         except ApiError as exc:
             if exc.already_exists:
                 return
-            record(self.recorder, lws, ev.service_create_failed(exc.message))
+            record(self.recorder, view.obj, ev.service_create_failed(exc.message))
             raise
 
     async def _finish(
-        self, lws: JSON, view: LwsView, update: StatusUpdate, leader: _LeaderRevision
+        self, view: LwsView, update: StatusUpdate, leader: _LeaderRevision
     ) -> Result | None:
         key, revisions = leader.key, [*leader.revisions, leader.revision]
         self.group_metrics.refresh(self.caches, view, key)
@@ -292,7 +289,7 @@ class LeaderWorkerSetReconciler:
                 extra={"lws": f"{view.namespace}/{view.name}", "pod": pod},
             )
         if update.changed:
-            body = dict(lws)
+            body = dict(view.obj)
             body["status"] = update.status
             try:
                 await self.client.replace(LEADERWORKERSETS, body, subresource="status")
@@ -302,9 +299,9 @@ class LeaderWorkerSetReconciler:
                     return Result(requeue=True)
                 raise
             if update.event is not None:
-                record(self.recorder, lws, update.event)
+                record(self.recorder, view.obj, update.event)
         if update.done:
-            for old in rev.revisions_to_delete(lws, revisions, key):
+            for old in rev.revisions_to_delete(view.obj, revisions, key):
                 meta = old["metadata"]
                 try:
                     await self.client.delete(CONTROLLER_REVISIONS, meta["name"], meta["namespace"])

@@ -18,11 +18,11 @@ from typing import Any
 from leaderworkerset.api.go.ints import go_atoi_or_none
 from leaderworkerset.api.go.intstr import scaled_value
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
 from leaderworkerset.controllers import events
 from leaderworkerset.group.names import leader_pod_name
 from leaderworkerset.group.readiness import ordinal_group_ready, ordinal_group_updated
-from leaderworkerset.group.view import LwsView, view_of
 
 
 class RollingUpdateError(ValueError):
@@ -65,24 +65,23 @@ class RollingUpdatePlan:
     events: tuple[events.Event, ...] = ()
 
 
-def rolling_budget(lws: JSON | LwsView) -> Budget:
-    view = lws if isinstance(lws, LwsView) else view_of(lws)
+def rolling_budget(view: LwsView) -> Budget:
     r = view.replicas
     surge = min(scaled_value(view.max_surge, r, round_up=True), r)
     unavailable = scaled_value(view.max_unavailable, r, round_up=False)
     return Budget(replicas=r, surge=surge, unavailable=unavailable)
 
 
-def leader_max_unavailable(lws: JSON | LwsView) -> int:
+def leader_max_unavailable(view: LwsView) -> int:
     """The StatefulSet may replace the surge and unavailable budgets at once,
     but at least one pod (the StatefulSet API rejects 0)."""
-    budget = rolling_budget(lws)
+    budget = rolling_budget(view)
     return max(1, budget.unavailable + budget.surge)
 
 
 # --- Replica states ---------------------------------------------------------------
 def replica_states(
-    lws: JSON | LwsView,
+    view: LwsView,
     sts_replicas: int,
     key: str,
     leader_pods: Iterable[JSON],
@@ -90,7 +89,6 @@ def replica_states(
 ) -> list[ReplicaState]:
     """ready/updated of groups 0..S-1 from the leader pods and worker StatefulSets of
     the LWS (the leader StatefulSet may be among them: it has no group index)."""
-    view = lws if isinstance(lws, LwsView) else view_of(lws)
     pods = _by_index(leader_pods, sts_replicas)
     worker_sets = _by_index(statefulsets, sts_replicas)
     no_workers = view.size == 1
@@ -156,7 +154,7 @@ def _updated(states: Sequence[ReplicaState], i: int) -> bool:
 
 # --- The main decision --------------------------------------------------------------
 def rolling_update_parameters(
-    lws: JSON,
+    view: LwsView,
     sts: JSON | None,
     key: str,
     lws_updated: bool,
@@ -169,7 +167,6 @@ def rolling_update_parameters(
     `sts` is the leader StatefulSet as stored (None before creation); `lws_updated`
     says this reconcile created a new revision. `leader_pods` and `statefulsets` are
     the LWS's leader pods and StatefulSets, read only mid-rollout."""
-    view = view_of(lws)
     partition, replicas, deleted = _decide(view, sts, key, lws_updated, leader_pods, statefulsets)
     partition = max(partition, view.partition)
     emitted: list[events.Event] = list(deleted)

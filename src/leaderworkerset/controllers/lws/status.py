@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from leaderworkerset.api.go.ints import go_atoi_or_none
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, labels_of, revision_key_of
 from leaderworkerset.controllers import events
 from leaderworkerset.controllers.held import HeldReplacements
@@ -31,7 +32,6 @@ from leaderworkerset.group.readiness import (
     pod_running_and_ready,
     pod_terminating,
 )
-from leaderworkerset.group.view import LwsView, view_of
 
 # Available excludes the other two; Progressing and UpdateInProgress coexist.
 EXCLUSIVE_PAIRS: Final = frozenset(
@@ -84,7 +84,7 @@ ObservationMemo = dict[str, tuple[JSON, JSON | None, tuple[str, int, int], Any]]
 
 
 def ordinal_groups(
-    lws: JSON | LwsView,
+    view: LwsView,
     key: str,
     leader_pods: Iterable[JSON],
     worker_statefulsets: Iterable[JSON],
@@ -96,7 +96,6 @@ def ordinal_groups(
     With `memo` (kept by the caller between passes, rewritten here), a group whose
     leader and worker StatefulSet are the very objects of the last pass is not looked
     at again."""
-    view = lws if isinstance(lws, LwsView) else view_of(lws)
     by_name = {_name(s): s for s in worker_statefulsets}
     no_workers = view.size == 1
     depends = (key, view.replicas, view.partition)
@@ -137,7 +136,7 @@ def _observe_ordinal(
 
 
 def hash_groups(
-    lws: JSON | LwsView,
+    view: LwsView,
     key: str,
     leader_pods: Iterable[JSON],
     memo: ObservationMemo | None = None,
@@ -150,7 +149,6 @@ def hash_groups(
     Groups have no index, so "desired" is a ranking: the best R groups (updated and
     ready first) play the R desired groups and the rest count as surge, which is
     what the Deployment will scale away. `memo` as for `ordinal_groups`."""
-    view = lws if isinstance(lws, LwsView) else view_of(lws)
     depends = (key, 0, 0)
     last = memo if memo is not None else {}
     fresh: ObservationMemo = {}
@@ -250,7 +248,7 @@ def merge_conditions(
 
 # --- Assembling the status ------------------------------------------------------------------
 def ordinal_status(
-    lws: JSON,
+    view: LwsView,
     key: str,
     leader_sts: JSON | None,
     leader_pods: Iterable[JSON],
@@ -259,14 +257,13 @@ def ordinal_status(
     memo: ObservationMemo | None = None,
 ) -> StatusUpdate:
     """The status of an Ordinal-mode LWS; `replicas` is the leader StatefulSet's."""
-    view = view_of(lws)
     groups, skipped = ordinal_groups(view, key, leader_pods, worker_statefulsets, memo)
     replicas = ((leader_sts or {}).get("status") or {}).get("replicas", 0)
-    return _status_update(lws, view, count_groups(groups), replicas, view.partition, now, skipped)
+    return _status_update(view, count_groups(groups), replicas, view.partition, now, skipped)
 
 
 def hash_status(
-    lws: JSON,
+    view: LwsView,
     key: str,
     leader_pods: Iterable[JSON],
     now: str,
@@ -275,11 +272,10 @@ def hash_status(
     memo: ObservationMemo | None = None,
 ) -> StatusUpdate:
     """The status of a Hash-mode LWS; `replicas` counts every live leader pod."""
-    view = view_of(lws)
     groups = hash_groups(view, key, leader_pods, memo)
     # Partition is rejected in Hash mode; it means nothing to a Deployment.
     counts = count_groups(groups)
-    update = _status_update(lws, view, counts, len(groups), 0, now, [])
+    update = _status_update(view, counts, len(groups), 0, now, [])
     status = update.status
     if held is not None:
         status["conditions"] = with_held_condition(status["conditions"], held, view.generation, now)
@@ -288,7 +284,7 @@ def hash_status(
     return dataclasses.replace(
         update,
         status=status,
-        changed=status_changed(lws.get("status"), status),
+        changed=status_changed(view.obj.get("status"), status),
         done=update.done and counts.updated == len(groups),
     )
 
@@ -353,7 +349,6 @@ def with_held_condition(
 
 
 def _status_update(
-    lws: JSON,
     view: LwsView,
     counts: GroupCounts,
     replicas: int,
@@ -361,7 +356,7 @@ def _status_update(
     now: str,
     skipped: list[str],
 ) -> StatusUpdate:
-    old = lws.get("status") or {}
+    old = view.obj.get("status") or {}
     status = copy.deepcopy(old)
     status["replicas"] = replicas
     status["observedGeneration"] = view.generation

@@ -13,10 +13,10 @@ from typing import Any
 
 from leaderworkerset.api.go.quantity import format_quantity, sum_resources
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.api.resources import VOLCANO_PODGROUPS
 from leaderworkerset.group.ownership import pod_reference
-from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import ApiClient, ApiError
 
 

@@ -3,31 +3,29 @@
 from __future__ import annotations
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, controller_ref, meta_of, name_of, uid_of
 from leaderworkerset.controllers.headless_service import headless_service
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.roles import group_index, group_key
-from leaderworkerset.group.view import view_of
 
 
-def group_service_name(lws: JSON, leader_pod: JSON) -> str:
+def group_service_name(view: LwsView, leader_pod: JSON) -> str:
     """Ordinal: the leader pod's name. Hash: derived from the group key, by the same
     function the pod webhook uses for the leader's subdomain (the leader has no
     name yet at admission)."""
-    view = view_of(lws)
     if view.hash_mode:
         return naming.hash_group_service_name(view.name, group_key(leader_pod) or "")
     return name_of(leader_pod)
 
 
-def group_service(lws: JSON, leader_pod: JSON) -> JSON:
+def group_service(view: LwsView, leader_pod: JSON) -> JSON:
     """Selects the leader and workers of one group through its group-index label (the
     group key in Hash mode); owned by the leader pod, so it goes with the group."""
-    view = view_of(lws)
     meta = meta_of(leader_pod)
     return headless_service(
-        name=group_service_name(lws, leader_pod),
+        name=group_service_name(view, leader_pod),
         namespace=str(meta.get("namespace") or view.namespace),
         lws_name=view.name,
         selector={c.LABEL_SET_NAME: view.name, c.LABEL_GROUP_INDEX: group_index(leader_pod) or ""},

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
 from leaderworkerset.api.objects import (
     JSON,
     labels_of,
@@ -50,7 +51,6 @@ from leaderworkerset.group.readiness import (
     pod_terminating,
 )
 from leaderworkerset.group.roles import group_size, is_leader
-from leaderworkerset.group.view import LwsView, view_of
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
@@ -144,26 +144,25 @@ class PodReconciler:
         if c.LABEL_WORKER_INDEX not in labels:
             raise ValueError(f"{c.LABEL_WORKER_INDEX} label is unexpected missing")
         namespace = namespace_of(pod)
-        lws = self.caches.leaderworkersets.get(namespace, lws_name)
-        if lws is None:
+        view = self.caches.lws_view(namespace, lws_name)
+        if view is None:
             return None
-        view = view_of(lws)
         recreating, event = await self.restarter.handle(pod, view)
         if event is not None:
-            record(self.recorder, lws, event)
+            record(self.recorder, view.obj, event)
         if recreating:
             return _GROUP_RECREATED
         if vanished or not is_leader(pod):
             return None
-        return await self._reconcile_leader(pod, lws, view)
+        return await self._reconcile_leader(pod, view)
 
-    async def _reconcile_leader(self, pod: JSON, lws: JSON, view: LwsView) -> Result | None:
+    async def _reconcile_leader(self, pod: JSON, view: LwsView) -> Result | None:
         meta = meta_of(pod)
         annotations = meta.get("annotations") or {}
         if annotations.get(c.ANNOTATION_LEADER_NAME):
             record(
                 self.recorder,
-                lws,
+                view.obj,
                 ev.misclassified_leader(
                     view.namespace, str(meta.get("name")), object_reference(pod)
                 ),
@@ -172,7 +171,7 @@ class PodReconciler:
         if pod_terminating(pod):
             return None
         if view.hash_mode and pod_finished(pod):
-            await self._take_down_lost_group(pod, lws)
+            await self._take_down_lost_group(pod, view)
             return None
         if view.hash_mode and is_scheduling_gated(pod):
             # PostTermination: nothing exists for a group until it is admitted.
@@ -190,7 +189,7 @@ class PodReconciler:
                     self.client, pod, worker_sts, workers, self.group_ready_writes
                 )
         if view.unique_per_replica:
-            waiting = await self._ensure_group_service(lws, pod)
+            waiting = await self._ensure_group_service(view, pod)
             if waiting is not None:
                 return waiting
         if self.options.gang_scheduling:
@@ -206,32 +205,30 @@ class PodReconciler:
             return Result(requeue_after=left)
         if not self._started_enough(pod, view):
             return None
-        return await self._create_worker_statefulset(pod, lws, view)
+        return await self._create_worker_statefulset(pod, view)
 
-    async def _create_worker_statefulset(
-        self, pod: JSON, lws: JSON, view: LwsView
-    ) -> Result | None:
+    async def _create_worker_statefulset(self, pod: JSON, view: LwsView) -> Result | None:
         """From the revision the leader was created from; waits for that revision to
         reach the cache and, under exclusive placement, for the leader's node."""
         meta = meta_of(pod)
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
         key = revision_key_of(pod)
-        revision = rev.find_revision(lws, revisions, key) if key else None
+        revision = rev.find_revision(view.obj, revisions, key) if key else None
         if revision is None:
             delay, misses = self.waits.next(_wait_key(_WAIT_REVISION, pod))
             if misses == _REVISION_MISSES_BEFORE_EVENT:
                 event = ev.leader_revision_missing(
                     str(meta.get("name")), key, object_reference(pod)
                 )
-                record(self.recorder, lws, event)
+                record(self.recorder, view.obj, event)
             return Result(requeue_after=delay)
         self.waits.forget(_wait_key(_WAIT_REVISION, pod))
         node_selector = await self._exclusive_node_selector(pod, view)
         if node_selector is None:
             return None
-        body = build_worker_statefulset(
-            pod, lws, rev.apply_revision(lws, revision), node_selector or None
-        )
+        # The leader's revision over the live object is an object no cache holds.
+        cur = view_of(rev.apply_revision(view.obj, revision))
+        body = build_worker_statefulset(pod, view, cur, node_selector or None)
         try:
             await self.client.create(STATEFULSETS, body)
         except ApiError as exc:
@@ -244,7 +241,7 @@ class PodReconciler:
                 return None
             record(
                 self.recorder,
-                lws,
+                view.obj,
                 ev.worker_statefulset_create_failed(
                     str(meta.get("name")), exc.message, object_reference(pod)
                 ),
@@ -253,12 +250,12 @@ class PodReconciler:
         self.worker_creates.created(pod)
         record(
             self.recorder,
-            lws,
+            view.obj,
             ev.worker_statefulset_created(str(meta.get("name")), object_reference(pod)),
         )
         return None
 
-    async def _take_down_lost_group(self, leader: JSON, lws: JSON) -> None:
+    async def _take_down_lost_group(self, leader: JSON, view: LwsView) -> None:
         """A Hash leader that failed (or was evicted) is lost whatever the restart policy:
         its ReplicaSet has already created another leader (a new group) beside it and
         never deletes it, so its workers would hold their capacity forever. Deleting it
@@ -271,7 +268,7 @@ class PodReconciler:
         name = str(meta["name"])
         group = str((meta.get("labels") or {}).get(c.LABEL_GROUP_INDEX, ""))
         event = ev.group_recreated(name, name, group, True, object_reference(leader))
-        record(self.recorder, lws, event)
+        record(self.recorder, view.obj, event)
 
     def _started_enough(self, pod: JSON, view: LwsView) -> bool:
         if view.startup_policy != c.STARTUP_POLICY_LEADER_READY:
@@ -295,17 +292,17 @@ class PodReconciler:
             raise TopologyError(f"node {node_name} does not have topology label: {topology_key}")
         return {topology_key: value}
 
-    async def _ensure_group_service(self, lws: JSON, pod: JSON) -> Result | None:
+    async def _ensure_group_service(self, view: LwsView, pod: JSON) -> Result | None:
         """None once the leader's own Service exists; a Result while a Service of that
         name that is not the leader's stands in the way (never shared: the group's DNS
         would reach another group's pods, or whatever the stranger selects)."""
         namespace = namespace_of(pod)
-        name = group_service_name(lws, pod)
+        name = group_service_name(view, pod)
         wait_key = _wait_key(_WAIT_SERVICE, pod)
         service = self.caches.services.get(namespace, name)
         if service is None:
             try:
-                await self.client.create(SERVICES, group_service(lws, pod))
+                await self.client.create(SERVICES, group_service(view, pod))
             except ApiError as exc:
                 if not exc.already_exists:
                     raise
@@ -328,7 +325,7 @@ class PodReconciler:
                 owner_description(service),
                 object_reference(pod),
             )
-            record(self.recorder, lws, event)
+            record(self.recorder, view.obj, event)
         return Result(requeue_after=delay)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, controller_ref, labels_of, meta_of, revision_key_of
 from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
@@ -22,7 +23,6 @@ from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
 from leaderworkerset.group.roles import group_size, is_leader
-from leaderworkerset.group.view import LwsView
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
 

@@ -19,7 +19,6 @@ from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.pod.restart_policy import restart_may_act
 from leaderworkerset.group.readiness import pod_running_and_ready
 from leaderworkerset.group.roles import is_leader, lws_name
-from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.controller import Controller, Predicate, own_key
 from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.manager import Manager
@@ -67,8 +66,8 @@ def hash_leader_of_worker(caches: LwsCaches) -> Callable[[JSON], Iterable[str]]:
         namespace = str(meta.get("namespace", ""))
         if not leader or not name:
             return ()
-        lws = caches.leaderworkersets.get(namespace, name)
-        if lws is None or not view_of(lws).hash_mode:
+        view = caches.lws_view(namespace, name)
+        if view is None or not view.hash_mode:
             return ()
         return (f"{namespace}/{leader}",)
 

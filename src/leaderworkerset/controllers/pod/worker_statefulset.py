@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import (
     JSON,
     controller_uid,
@@ -34,22 +35,20 @@ from leaderworkerset.controllers.leader_template import (
 from leaderworkerset.controllers.pod.group_service import group_service_name
 from leaderworkerset.group.ownership import pod_reference
 from leaderworkerset.group.tpu import pod_requests_tpus
-from leaderworkerset.group.view import LwsView, view_of
 
 
 def build_worker_statefulset(
     leader_pod: JSON,
-    lws: JSON,
-    revision_lws: JSON,
+    live: LwsView,
+    cur: LwsView,
     node_selector: dict[str, str] | None = None,
 ) -> JSON:
     """The CREATE body of the worker StatefulSet of `leader_pod`.
 
-    `revision_lws` is `revisions.apply_revision(lws, <the leader's revision>)`.
+    `live` is the LeaderWorkerSet; `cur` the view of
+    `revisions.apply_revision(live.obj, <the leader's revision>)`.
     `node_selector` pins the workers next to the leader under exclusive placement
     ({topology key: the leader node's value}); it is merged into the template's."""
-    live = view_of(lws)
-    cur = view_of(revision_lws)
     pod_meta = meta_of(leader_pod)
     pod_name = str(pod_meta.get("name", ""))
     pod_labels = pod_meta.get("labels") or {}
@@ -65,9 +64,7 @@ def build_worker_statefulset(
     template = _worker_template(leader_pod, live, cur, group_labels, node_selector)
 
     spec: JSON = {
-        "serviceName": group_service_name(revision_lws, leader_pod)
-        if cur.unique_per_replica
-        else live.name,
+        "serviceName": group_service_name(cur, leader_pod) if cur.unique_per_replica else live.name,
         "replicas": cur.size - 1,
         "podManagementPolicy": "Parallel",
         "ordinals": {"start": 1},

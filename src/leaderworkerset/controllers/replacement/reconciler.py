@@ -37,7 +37,6 @@ from leaderworkerset.group.options import (
 )
 from leaderworkerset.group.post_termination import Decision, decide
 from leaderworkerset.group.roles import is_leader, lws_name
-from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import JSON_PATCH, ApiClient, ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder
@@ -115,11 +114,10 @@ class ReplacementReconciler:
     # -- reconcile --------------------------------------------------------------------
 
     async def __call__(self, key: str) -> Result | None:
-        lws = self.caches.leaderworkersets.get_by_key(key)
-        if lws is None:
+        view = self.caches.lws_view_by_key(key)
+        if view is None:
             self._forget(key)
             return None
-        view = view_of(lws)
         if not view.hash_mode:
             return None
         pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
@@ -137,7 +135,7 @@ class ReplacementReconciler:
             ungating=self.ungating(key),
             worker_sets={name_of(s): s for s in worker_sets},
         )
-        self._tell(key, lws, decision, thresholds)
+        self._tell(key, view.obj, decision, thresholds)
         self.held.publish(key, held_of(decision))
         if decision.admit:
             names = [name_of(p) for p in decision.admit]

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
 from leaderworkerset.controllers.lws.rolling_update import (
     ReplicaState,
@@ -69,9 +70,9 @@ class Cluster:
 
     def reconcile(self, updated: bool = False) -> RollingUpdatePlan:
         plan = rolling_update_parameters(
-            self.lws, self.sts, self.key, updated, self.pods(), self.worker_sets()
+            view_of(self.lws), self.sts, self.key, updated, self.pods(), self.worker_sets()
         )
-        self.sts = leader_statefulset(self.lws, self.key, plan.partition, plan.replicas)
+        self.sts = leader_statefulset(view_of(self.lws), self.key, plan.partition, plan.replicas)
         self.history.append((plan.partition, plan.replicas))
         self._statefulset_controller()
         return plan
@@ -131,9 +132,9 @@ def _pr(plan: RollingUpdatePlan) -> tuple[int, int]:
 
 # --- Budget and StatefulSet maxUnavailable ---------------------------------
 def test_budget_scales_against_desired_replicas_and_caps_surge() -> None:
-    budget = rolling_budget(lws_object(replicas=4, max_unavailable="50%", max_surge="30%"))
+    budget = rolling_budget(view_of(lws_object(replicas=4, max_unavailable="50%", max_surge="30%")))
     assert (budget.unavailable, budget.surge, budget.burst) == (2, 2, 6)
-    capped = rolling_budget(lws_object(replicas=2, max_surge=4))
+    capped = rolling_budget(view_of(lws_object(replicas=2, max_surge=4)))
     assert capped.surge == 2
 
 
@@ -143,13 +144,13 @@ def test_budget_scales_against_desired_replicas_and_caps_surge() -> None:
 )
 def test_leader_max_unavailable(replicas: int, unavailable: Any, surge: Any, expected: int) -> None:
     lws = lws_object(replicas=replicas, max_unavailable=unavailable, max_surge=surge)
-    assert leader_max_unavailable(lws) == expected
+    assert leader_max_unavailable(view_of(lws)) == expected
 
 
 def test_defaults_apply_when_the_configuration_is_absent() -> None:
     lws = lws_object(replicas=4)
     del lws["spec"]["rolloutStrategy"]
-    budget = rolling_budget(lws)
+    budget = rolling_budget(view_of(lws))
     assert (budget.unavailable, budget.surge) == (1, 0)
 
 
@@ -169,7 +170,7 @@ def test_replica_states_combine_leader_and_workers() -> None:
         worker_sts(NAME, 3, "new", ready=False),
         leader_sts(NAME, "new", 4),
     ]
-    assert replica_states(lws, 4, "new", pods, sets) == [
+    assert replica_states(view_of(lws), 4, "new", pods, sets) == [
         ReplicaState(True, True),
         ReplicaState(True, False),
         ReplicaState(False, True),
@@ -185,7 +186,7 @@ def test_replica_states_missing_or_misnamed_objects_are_unready() -> None:
         leader_pod(NAME, 2, "k"),
     ]
     sets = [worker_sts(NAME, 0, "k"), worker_sts(NAME, 1, "k")]
-    assert replica_states(lws, 3, "k", pods, sets) == [
+    assert replica_states(view_of(lws), 3, "k", pods, sets) == [
         ReplicaState(True, True),
         ReplicaState(False, False),
         ReplicaState(False, False),
@@ -195,7 +196,7 @@ def test_replica_states_missing_or_misnamed_objects_are_unready() -> None:
 def test_replica_states_of_size_one_look_at_leaders_only() -> None:
     lws = lws_object(name=NAME, replicas=2, size=1)
     pods = [leader_pod(NAME, 0, "k"), leader_pod(NAME, 1, "old", ready=False)]
-    assert replica_states(lws, 2, "k", pods, []) == [
+    assert replica_states(view_of(lws), 2, "k", pods, []) == [
         ReplicaState(True, True),
         ReplicaState(False, False),
     ]
@@ -209,7 +210,7 @@ def test_replica_states_ignore_bad_and_out_of_range_indexes_and_last_pod_wins() 
         leader_pod(NAME, 0, "old"),
         leader_pod(NAME, 0, "k"),
     ]
-    assert replica_states(lws, 2, "k", pods, []) == [
+    assert replica_states(view_of(lws), 2, "k", pods, []) == [
         ReplicaState(True, True),
         ReplicaState(False, False),
     ]
@@ -511,7 +512,7 @@ def test_unreadable_replicas_annotation_is_a_reconcile_error() -> None:
     sts = leader_sts(NAME, "k", 3, partition=1)
     del sts["metadata"]["annotations"][c.ANNOTATION_REPLICAS]
     with pytest.raises(RollingUpdateError):
-        rolling_update_parameters(lws, sts, "k", False, [], [])
+        rolling_update_parameters(view_of(lws), sts, "k", False, [], [])
 
 
 # --- Properties ----------------------------------------------------------------------------
@@ -534,7 +535,7 @@ def test_rollout_invariants(
     lws = lws_object(
         name=NAME, replicas=replicas, size=size, max_unavailable=unavailable, max_surge=surge
     )
-    budget = rolling_budget(lws)
+    budget = rolling_budget(view_of(lws))
     cluster = _at_rest(lws)
     cluster.change_template("k2")
     flips = iter(readiness)
@@ -561,15 +562,15 @@ def test_replica_states_of_size_one_ignore_a_stale_worker_statefulset() -> None:
     larger says nothing about it."""
     lws = lws_object(name=NAME, replicas=1, size=1)
     pods = [leader_pod(NAME, 0, "k")]
-    assert replica_states(lws, 1, "k", pods, [worker_sts(NAME, 0, "old", ready=False)]) == [
-        ReplicaState(True, True)
-    ]
+    assert replica_states(
+        view_of(lws), 1, "k", pods, [worker_sts(NAME, 0, "old", ready=False)]
+    ) == [ReplicaState(True, True)]
 
 
 def test_replica_states_workers_of_an_older_revision_leave_the_group_outdated() -> None:
     lws = lws_object(name=NAME, replicas=1)
     pods = [leader_pod(NAME, 0, "new")]
-    assert replica_states(lws, 1, "new", pods, [worker_sts(NAME, 0, "old")]) == [
+    assert replica_states(view_of(lws), 1, "new", pods, [worker_sts(NAME, 0, "old")]) == [
         ReplicaState(True, False)
     ]
 
@@ -593,7 +594,7 @@ def test_rolling_partition_moves_up_past_every_unready_group_below_the_base() ->
 
 
 def test_a_new_leader_statefulset_starts_with_every_replica_at_partition_zero() -> None:
-    plan = rolling_update_parameters(lws_object(name=NAME, replicas=3), None, "k", False)
+    plan = rolling_update_parameters(view_of(lws_object(name=NAME, replicas=3)), None, "k", False)
     assert _pr(plan) == (0, 3)
     assert plan.events == ()
 
@@ -601,7 +602,7 @@ def test_a_new_leader_statefulset_starts_with_every_replica_at_partition_zero() 
 def test_a_template_change_during_a_surge_removes_the_surge_replica_it_no_longer_needs() -> None:
     lws = lws_object(name=NAME, replicas=2, max_surge=2, max_unavailable=1)
     sts = leader_sts(NAME, "k", 4, recorded=2)
-    plan = rolling_update_parameters(lws, sts, "k2", True, [], [])
+    plan = rolling_update_parameters(view_of(lws), sts, "k2", True, [], [])
     assert _pr(plan) == (2, 3)
     assert _notes(plan) == [f"deleting surge replica {NAME}-3"]
 
@@ -613,7 +614,7 @@ def test_replicas_raised_during_a_surge_remove_the_surge_replica_by_that_name() 
     sts = leader_sts(NAME, "k", 4, recorded=2)
     pods = [leader_pod(NAME, i, "k") for i in range(4)]
     sets = [worker_sts(NAME, i, "k") for i in range(4)]
-    plan = rolling_update_parameters(lws, sts, "k", False, pods, sets)
+    plan = rolling_update_parameters(view_of(lws), sts, "k", False, pods, sets)
     assert _pr(plan) == (0, 3)
     assert _notes(plan) == [f"deleting surge replica {NAME}-3"]
 
@@ -626,7 +627,7 @@ def test_the_unreadable_replicas_annotation_is_named_with_its_value() -> None:
         f"leader statefulset {NAME}: annotation {c.ANNOTATION_REPLICAS} is not an integer: 'two'"
     )
     with pytest.raises(RollingUpdateError, match=f"^{re.escape(message)}$"):
-        rolling_update_parameters(lws, sts, "k", False, [], [])
+        rolling_update_parameters(view_of(lws), sts, "k", False, [], [])
 
 
 def test_an_unset_or_unreadable_replicas_or_partition_reads_as_the_api_default() -> None:

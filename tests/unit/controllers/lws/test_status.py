@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws.status import (
     CONDITION_REPLACEMENT_HELD,
@@ -59,7 +60,7 @@ def _status(
     lws: JSON, pods: list[JSON], sets: list[JSON], key: str = "k", now: str = NOW
 ) -> StatusUpdate:
     replicas = len(pods)
-    return ordinal_status(lws, key, leader_sts(NAME, key, replicas), pods, sets, now)
+    return ordinal_status(view_of(lws), key, leader_sts(NAME, key, replicas), pods, sets, now)
 
 
 def _conditions(update: StatusUpdate) -> dict[str, str]:
@@ -77,7 +78,7 @@ def test_counts_ready_and_updated_groups() -> None:
     lws = lws_object(name=NAME, replicas=3)
     pods = [leader_pod(NAME, 0, "k"), leader_pod(NAME, 1, "old"), leader_pod(NAME, 2, "k", False)]
     sets = [worker_sts(NAME, 0, "k"), worker_sts(NAME, 1, "old"), worker_sts(NAME, 2, "k")]
-    groups, skipped = ordinal_groups(lws, "k", pods, sets)
+    groups, skipped = ordinal_groups(view_of(lws), "k", pods, sets)
     assert skipped == []
     assert count_groups(groups) == GroupCounts(
         ready=2, updated=2, current=3, part_updated=2, ready_non_burst=2, part_updated_ready=1
@@ -89,21 +90,21 @@ def test_worker_statefulset_must_be_ready_and_updated_too() -> None:
     pods = [leader_pod(NAME, 0, "k"), leader_pod(NAME, 1, "k")]
     sets = [worker_sts(NAME, 0, "k", ready=False), worker_sts(NAME, 1, "old")]
     sets[1]["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] = "old"
-    counts = count_groups(ordinal_groups(lws, "k", pods, sets)[0])
+    counts = count_groups(ordinal_groups(view_of(lws), "k", pods, sets)[0])
     assert (counts.ready, counts.updated) == (1, 1)
 
 
 def test_groups_without_a_worker_statefulset_are_not_counted() -> None:
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2)
-    counts = count_groups(ordinal_groups(lws, "k", pods, sets[:1])[0])
+    counts = count_groups(ordinal_groups(view_of(lws), "k", pods, sets[:1])[0])
     assert (counts.current, counts.ready) == (1, 1)
 
 
 def test_size_one_groups_are_their_leaders() -> None:
     lws = lws_object(name=NAME, replicas=2, size=1)
     pods = [leader_pod(NAME, 0, "k"), leader_pod(NAME, 1, "k", ready=False)]
-    counts = count_groups(ordinal_groups(lws, "k", pods, [])[0])
+    counts = count_groups(ordinal_groups(view_of(lws), "k", pods, [])[0])
     assert (counts.current, counts.ready, counts.updated) == (2, 1, 2)
 
 
@@ -287,7 +288,7 @@ def test_status_replicas_come_from_the_leader_statefulset() -> None:
     lws = lws_object(name=NAME, replicas=2)
     sts = leader_sts(NAME, "k", 3)
     sts["status"] = {"replicas": 7}
-    update = ordinal_status(lws, "k", sts, [], [], NOW)
+    update = ordinal_status(view_of(lws), "k", sts, [], [], NOW)
     assert update.status["replicas"] == 7
 
 
@@ -405,7 +406,7 @@ def test_hash_status_counts_every_live_leader() -> None:
         _hash_leader("c", "k", ready=False),
         _hash_leader("d", "old", terminating=True),
     ]
-    update = hash_status(lws, "k", pods, NOW)
+    update = hash_status(view_of(lws), "k", pods, NOW)
     assert update.status["replicas"] == 3, "gated counts, terminating does not"
     assert update.status["readyReplicas"] == 2
     assert update.status["updatedReplicas"] == 2
@@ -416,10 +417,12 @@ def test_hash_status_counts_every_live_leader() -> None:
 def test_hash_rollout_conditions() -> None:
     lws = _hash_lws(replicas=2)
     old = [_hash_leader("a", "old"), _hash_leader("b", "old")]
-    lws = _write(lws, hash_status(lws, "old", old, NOW))
-    assert _conditions(hash_status(lws, "old", old, NOW)) == {c.CONDITION_AVAILABLE: "True"}
+    lws = _write(lws, hash_status(view_of(lws), "old", old, NOW))
+    assert _conditions(hash_status(view_of(lws), "old", old, NOW)) == {
+        c.CONDITION_AVAILABLE: "True"
+    }
     surge = [*old, _hash_leader("c", "k", ready=False)]
-    update = hash_status(lws, "k", surge, LATER)
+    update = hash_status(view_of(lws), "k", surge, LATER)
     assert _conditions(update) == {
         c.CONDITION_AVAILABLE: "False",
         c.CONDITION_UPDATE_IN_PROGRESS: "True",
@@ -427,11 +430,11 @@ def test_hash_rollout_conditions() -> None:
     }
     lws = _write(lws, update)
     almost = [_hash_leader("a", "old"), _hash_leader("c", "k"), _hash_leader("d", "k")]
-    update = hash_status(lws, "k", almost, LATER)
+    update = hash_status(view_of(lws), "k", almost, LATER)
     assert _conditions(update)[c.CONDITION_AVAILABLE] == "True", "the old surplus is surge"
     # The old leader may still need its revision to rebuild its workers.
     assert not update.done
-    done = hash_status(lws, "k", [_hash_leader("c", "k"), _hash_leader("d", "k")], LATER)
+    done = hash_status(view_of(lws), "k", [_hash_leader("c", "k"), _hash_leader("d", "k")], LATER)
     assert done.done
     assert update.status["replicas"] == 3
 
@@ -443,7 +446,7 @@ def test_hash_groups_rank_updated_and_ready_groups_as_the_desired_ones() -> None
         _hash_leader("b", "k", ready=False),
         _hash_leader("c", "k"),
     ]
-    groups = hash_groups(lws, "k", pods)
+    groups = hash_groups(view_of(lws), "k", pods)
     assert [(g.ready, g.updated, g.desired) for g in groups] == [
         (True, True, True),
         (False, True, True),
@@ -455,7 +458,7 @@ def test_hash_groups_rank_updated_and_ready_groups_as_the_desired_ones() -> None
 
 def test_hash_scale_up_is_progressing() -> None:
     lws = _hash_lws(replicas=3)
-    update = hash_status(lws, "k", [_hash_leader("a", "k"), _hash_leader("b", "k")], NOW)
+    update = hash_status(view_of(lws), "k", [_hash_leader("a", "k"), _hash_leader("b", "k")], NOW)
     assert _conditions(update) == {c.CONDITION_PROGRESSING: "True"}
     assert not update.done
 
@@ -509,8 +512,8 @@ def _observed(
 ) -> Any:
     """One observation pass of `lws`'s mode: Hash mode reads the leaders alone."""
     if lws["spec"].get("groupIdentity") == c.GROUP_IDENTITY_HASH:
-        return hash_groups(lws, "k", pods, memo)
-    return ordinal_groups(lws, "k", pods, sets, memo)
+        return hash_groups(view_of(lws), "k", pods, memo)
+    return ordinal_groups(view_of(lws), "k", pods, sets, memo)
 
 
 @pytest.mark.parametrize("mode", [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH])
@@ -545,13 +548,13 @@ def test_memo_keeps_the_observation_of_the_same_objects() -> None:
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2)
     memo: dict[str, Any] = {}
-    first, _ = ordinal_groups(lws, "k", pods, sets, memo)
+    first, _ = ordinal_groups(view_of(lws), "k", pods, sets, memo)
     pods[0]["status"]["conditions"] = []
-    assert ordinal_groups(lws, "k", pods, sets, memo)[0] == first
+    assert ordinal_groups(view_of(lws), "k", pods, sets, memo)[0] == first
     pods[0] = leader_pod(NAME, 0, "k", False)
-    assert count_groups(ordinal_groups(lws, "k", pods, sets, memo)[0]).ready == 1
+    assert count_groups(ordinal_groups(view_of(lws), "k", pods, sets, memo)[0]).ready == 1
     # What the observation depends on besides the objects is part of the memo.
-    assert count_groups(ordinal_groups(lws, "q", pods, sets, memo)[0]).updated == 0
+    assert count_groups(ordinal_groups(view_of(lws), "q", pods, sets, memo)[0]).updated == 0
 
 
 def test_hash_memo_keeps_the_observation_of_the_same_objects() -> None:
@@ -560,12 +563,12 @@ def test_hash_memo_keeps_the_observation_of_the_same_objects() -> None:
     lws = _hash_lws(replicas=2)
     pods = [_hash_leader("a", "k"), _hash_leader("b", "k")]
     memo: dict[str, Any] = {}
-    first = hash_groups(lws, "k", pods, memo)
+    first = hash_groups(view_of(lws), "k", pods, memo)
     pods[0]["status"]["conditions"] = []
-    assert hash_groups(lws, "k", pods, memo) == first
+    assert hash_groups(view_of(lws), "k", pods, memo) == first
     pods[0] = _hash_leader("a", "k", ready=False)
-    assert count_groups(hash_groups(lws, "k", pods, memo)).ready == 1
-    assert count_groups(hash_groups(lws, "q", pods, memo)).updated == 0
+    assert count_groups(hash_groups(view_of(lws), "k", pods, memo)).ready == 1
+    assert count_groups(hash_groups(view_of(lws), "q", pods, memo)).updated == 0
 
 
 @pytest.mark.parametrize("mode", [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH])
@@ -576,8 +579,8 @@ def test_the_status_of_each_mode_reads_through_its_memo(mode: str) -> None:
 
     def ready() -> int:
         if mode == c.GROUP_IDENTITY_HASH:
-            return int(hash_status(lws, "k", pods, NOW, memo=memo).status["readyReplicas"])
-        update = ordinal_status(lws, "k", leader_sts(NAME, "k", 2), pods, sets, NOW, memo)
+            return int(hash_status(view_of(lws), "k", pods, NOW, memo=memo).status["readyReplicas"])
+        update = ordinal_status(view_of(lws), "k", leader_sts(NAME, "k", 2), pods, sets, NOW, memo)
         return int(update.status["readyReplicas"])
 
     assert ready() == 2
@@ -589,7 +592,7 @@ def test_the_status_of_each_mode_reads_through_its_memo(mode: str) -> None:
 def test_a_size_one_group_ignores_a_stale_worker_statefulset() -> None:
     lws = lws_object(name=NAME, replicas=1, size=1)
     pods = [leader_pod(NAME, 0, "k")]
-    groups, _ = ordinal_groups(lws, "k", pods, [worker_sts(NAME, 0, "old", ready=False)])
+    groups, _ = ordinal_groups(view_of(lws), "k", pods, [worker_sts(NAME, 0, "old", ready=False)])
     counts = count_groups(groups)
     assert (counts.ready, counts.updated) == (1, 1)
 
@@ -597,14 +600,14 @@ def test_a_size_one_group_ignores_a_stale_worker_statefulset() -> None:
 def test_a_group_still_being_built_is_not_reported_as_skipped() -> None:
     lws = lws_object(name=NAME, replicas=2)
     pods, sets = _groups(2)
-    groups, skipped = ordinal_groups(lws, "k", pods, sets[:1])
+    groups, skipped = ordinal_groups(view_of(lws), "k", pods, sets[:1])
     assert (len(groups), skipped) == (1, [])
 
 
 def test_a_group_at_or_above_the_replicas_is_surge() -> None:
     lws = lws_object(name=NAME, replicas=2, partition=1)
     pods, sets = _groups(3)
-    groups, _ = ordinal_groups(lws, "k", pods, sets)
+    groups, _ = ordinal_groups(view_of(lws), "k", pods, sets)
     assert [(g.desired, g.in_range) for g in groups] == [
         (True, False),
         (True, True),
@@ -615,7 +618,7 @@ def test_a_group_at_or_above_the_replicas_is_surge() -> None:
 def test_hash_groups_rank_ready_outdated_groups_before_unready_outdated_ones() -> None:
     lws = _hash_lws(replicas=1)
     pods = [_hash_leader("a", "old", ready=False), _hash_leader("b", "old")]
-    assert [(g.ready, g.desired) for g in hash_groups(lws, "k", pods)] == [
+    assert [(g.ready, g.desired) for g in hash_groups(view_of(lws), "k", pods)] == [
         (True, True),
         (False, False),
     ]
@@ -624,7 +627,7 @@ def test_hash_groups_rank_ready_outdated_groups_before_unready_outdated_ones() -
 def test_hash_status_ignores_another_lws_leaders() -> None:
     lws = _hash_lws(replicas=1)
     stranger = leader_pod("other", "gk", "k", name="other-abc")
-    update = hash_status(lws, "k", [_hash_leader("a", "k"), stranger], NOW)
+    update = hash_status(view_of(lws), "k", [_hash_leader("a", "k"), stranger], NOW)
     assert (update.status["replicas"], update.status["readyReplicas"]) == (1, 1)
 
 
@@ -709,7 +712,7 @@ def test_a_held_condition_without_a_transition_time_gets_now() -> None:
 
 def test_hash_status_reports_held_replacements_at_the_lws_generation() -> None:
     lws = lws_object(name=NAME, replicas=1, generation=3, groupIdentity=c.GROUP_IDENTITY_HASH)
-    update = hash_status(lws, "k", [_hash_leader("a", "k")], LATER, held=_held(1))
+    update = hash_status(view_of(lws), "k", [_hash_leader("a", "k")], LATER, held=_held(1))
     conditions = {cond["type"]: cond for cond in update.status["conditions"]}
     held = conditions[CONDITION_REPLACEMENT_HELD]
     assert (held["status"], held["observedGeneration"], held["lastTransitionTime"]) == (

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group, pod_group
-from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.fake_client import FakeApiClient
 

@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.api.resources import SERVICES
 from leaderworkerset.caches import LwsCaches
@@ -24,7 +25,6 @@ from leaderworkerset.controllers.pod.restart_policy import GroupRestarter
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.roles import group_size
-from leaderworkerset.group.view import view_of
 from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.indexes import object_key

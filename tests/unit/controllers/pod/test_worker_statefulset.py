@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.controllers.pod.worker_statefulset import build_worker_statefulset
 from leaderworkerset.controllers.revisions import apply_revision, new_revision
 from leaderworkerset.webhooks.pods import mutate_pod
@@ -31,7 +32,9 @@ def worker_set(lws: JSON) -> JSON:
     """The worker StatefulSet of group 0, whose leader (like its workers) asks for TPUs."""
     leader = leader_pod("lws", 0, "key")
     leader["spec"]["containers"][0]["resources"] = copy.deepcopy(TPU)
-    return build_worker_statefulset(leader, lws, apply_revision(lws, new_revision(lws, 1)))
+    return build_worker_statefulset(
+        leader, view_of(lws), view_of(apply_revision(lws, new_revision(lws, 1)))
+    )
 
 
 def worker_from(sts: JSON, ordinal: int) -> JSON:

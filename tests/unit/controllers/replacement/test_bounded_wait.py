@@ -17,6 +17,7 @@ from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, de
 from leaderworkerset.api.config.defaults import set_defaults
 from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.api.objects import timestamp_of
 from leaderworkerset.caches import build_caches, node_readiness
 from leaderworkerset.controller_command import Settings, load_configuration
@@ -542,12 +543,12 @@ def test_held_condition_appears_and_clears() -> None:
     waiting = [*running, *old_group(deleted_at=1000), REPLACEMENT]
     leaders = [p for p in waiting if p["metadata"]["labels"][c.LABEL_WORKER_INDEX] == "0"]
 
-    plain = hash_status(lws, "rev", running, T0, held=held_of(lws, running))
+    plain = hash_status(view_of(lws), "rev", running, T0, held=held_of(lws, running))
     assert CONDITION_REPLACEMENT_HELD not in conditions_of(plain.status)
 
     held = held_of(lws, waiting)
     assert held == HeldReplacements(leaders=("new",), groups=("a" * 40,))
-    update = hash_status(lws, "rev", leaders, T0, held=held)
+    update = hash_status(view_of(lws), "rev", leaders, T0, held=held)
     cond = conditions_of(update.status)[CONDITION_REPLACEMENT_HELD]
     assert (cond["status"], cond["reason"]) == ("True", REASON_WAITING_FOR_TERMINATION)
     assert "new" in cond["message"] and "aaaaaaaa" in cond["message"]
@@ -556,26 +557,28 @@ def test_held_condition_appears_and_clears() -> None:
     assert update.event is None or update.event.reason != REASON_WAITING_FOR_TERMINATION
     lws["status"] = update.status
 
-    again = hash_status(lws, "rev", leaders, at(30), held=held)
+    again = hash_status(view_of(lws), "rev", leaders, at(30), held=held)
     assert not again.changed, "no write when nothing changed"
 
     admitted_leaders = [p for p in leaders if p["metadata"]["name"] != "new"]
     admitted_leaders.append({**REPLACEMENT, "spec": {"nodeName": "n1"}})
-    cleared = hash_status(lws, "rev", admitted_leaders, at(60), held=HeldReplacements())
+    cleared = hash_status(view_of(lws), "rev", admitted_leaders, at(60), held=HeldReplacements())
     cond = conditions_of(cleared.status)[CONDITION_REPLACEMENT_HELD]
     assert (cond["status"], cond["reason"]) == ("False", REASON_NO_REPLACEMENT_HELD)
     assert cond["lastTransitionTime"] == at(60) and cleared.changed
     lws["status"] = cleared.status
-    assert not hash_status(lws, "rev", admitted_leaders, at(90), held=HeldReplacements()).changed
+    assert not hash_status(
+        view_of(lws), "rev", admitted_leaders, at(90), held=HeldReplacements()
+    ).changed
 
 
 def test_held_condition_keeps_its_transition_time_while_held() -> None:
     lws = hash_lws()
     pods = [*old_group(deleted_at=1000), REPLACEMENT]
-    first = hash_status(lws, "rev", pods, T0, held=held_of(lws, pods))
+    first = hash_status(view_of(lws), "rev", pods, T0, held=held_of(lws, pods))
     lws["status"] = first.status
     more = [*pods, *old_group("c" * 40, deleted_at=1000), pod("new2", "d" * 40, gated=True)]
-    second = hash_status(lws, "rev", more, at(30), held=held_of(lws, more))
+    second = hash_status(view_of(lws), "rev", more, at(30), held=held_of(lws, more))
     cond = conditions_of(second.status)[CONDITION_REPLACEMENT_HELD]
     assert cond["lastTransitionTime"] == T0 and "cccccccc" in cond["message"]
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.controllers.lws.status import hash_groups
 from leaderworkerset.controllers.replacement.triggers import replacement_events
 from leaderworkerset.group.options import ReleaseThresholds
@@ -145,6 +146,6 @@ def test_hash_status_skips_a_finished_leader() -> None:
         pod("b", "kb", phase="Failed"),
         pod("c", "kc", gated=True, phase="Pending"),
     ]
-    groups = hash_groups(lws, "rev", pods)
+    groups = hash_groups(view_of(lws), "rev", pods)
     assert len(groups) == 2, "the failed leader was replaced; it is no group"
     assert sum(g.ready for g in groups) == 1

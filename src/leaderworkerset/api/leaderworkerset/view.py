@@ -1,16 +1,23 @@
-"""The effective settings of a LeaderWorkerSet, read once from its JSON.
+"""One version of a LeaderWorkerSet, read once: its effective settings beside the
+object itself.
 
 The controllers read objects as the API server returns them (dicts). Absent
 members get the values the CRD schema and the admission webhook would have
 given them, so an object that somehow skipped defaulting is still handled the
 way a defaulted one is.
+
+Decoding into the typed model is the costly part (it was the largest single cost
+in a profile of 1,600 pods coming up: every pod event reads its LWS), so a view is
+built once where an object enters the controller and handed down: by the
+LeaderWorkerSet watch cache for each version it stores (`caches.LwsCaches.lws_view`),
+and by whoever holds an object the cache never saw (an admission request, a
+revision applied to the live object, the admission dry-run).
 """
 
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from leaderworkerset.api.go.intstr import IntOrString
@@ -27,6 +34,11 @@ from leaderworkerset.api.objects import JSON, meta_of
 
 @dataclass(frozen=True)
 class LwsView:
+    """The effective settings of one version of a LeaderWorkerSet, and `obj`, the
+    object they were read from, for what is taken from it whole (owner references,
+    status, events). `obj` is shared with whoever built the view (the watch cache):
+    never change it."""
+
     name: str
     namespace: str
     uid: str
@@ -44,6 +56,7 @@ class LwsView:
     group_identity: str
     replacement_policy: str
     template: LeaderWorkerTemplate
+    obj: JSON = field(repr=False, compare=False)
 
     @property
     def unique_per_replica(self) -> bool:
@@ -69,34 +82,8 @@ class LwsView:
         return copy.deepcopy(self.template.worker_template or {})
 
 
-# Decoding a LeaderWorkerSet into the typed model was the largest single cost in a
-# profile of 1,600 pods coming up (every pod event reads its LWS). The view of a
-# cached object is kept while the cache holds that very dict: an update replaces the
-# dict, and a copy with another spec (a revision applied to the live object keeps its
-# uid and resourceVersion) is a different dict, decoded afresh.
-_VIEWS: OrderedDict[tuple[str, str], tuple[JSON, LwsView]] = OrderedDict()
-_VIEWS_KEPT = 512
-
-
 def view_of(lws: JSON) -> LwsView:
-    meta = meta_of(lws)
-    uid, version = meta.get("uid"), meta.get("resourceVersion")
-    if not (uid and version):
-        return _decode(lws)
-    key = (str(uid), str(version))
-    kept = _VIEWS.get(key)
-    if kept is not None and kept[0] is lws:
-        _VIEWS.move_to_end(key)
-        return kept[1]
-    view = _decode(lws)
-    _VIEWS[key] = (lws, view)
-    _VIEWS.move_to_end(key)
-    if len(_VIEWS) > _VIEWS_KEPT:
-        _VIEWS.popitem(last=False)
-    return view
-
-
-def _decode(lws: JSON) -> LwsView:
+    """Decoded afresh on every call: build it once where the object comes in."""
     model, _ = LeaderWorkerSet.from_json(lws)
     meta = meta_of(lws)
     spec = model.spec
@@ -126,6 +113,7 @@ def _decode(lws: JSON) -> LwsView:
         replacement_policy=(spec.group_replacement_policy if spec else None)
         or c.GROUP_REPLACEMENT_POST_TERMINATION,
         template=template,
+        obj=lws,
     )
 
 

@@ -1,58 +1,40 @@
-"""The effective settings of a LeaderWorkerSet (`group.view`): the defaults an object
-that skipped defaulting is read with, and the views kept per stored version."""
+"""The effective settings of a LeaderWorkerSet (`api.leaderworkerset.view`): the
+defaults an object that skipped defaulting is read with, and the object a view was
+read from. (The view kept per cached version: tests/unit/test_caches.py.)"""
 
 from __future__ import annotations
 
+import copy
+
 from leaderworkerset.api.leaderworkerset import constants as c
-from leaderworkerset.api.objects import JSON
-from leaderworkerset.group.view import view_of
+from leaderworkerset.api.leaderworkerset.view import view_of
 from tests.toolkit.lws import leaderworkerset
 
 
-def stored(name: str, uid: str, version: str) -> JSON:
-    return leaderworkerset(name, "ns", metadata={"uid": uid, "resourceVersion": version})
+def test_a_view_carries_the_object_it_was_read_from() -> None:
+    lws = leaderworkerset("a", "ns", replicas=2, size=3, metadata={"uid": "u1"})
+    view = view_of(lws)
+    assert view.obj is lws
+    assert (view.name, view.namespace, view.uid, view.replicas, view.size) == (
+        "a",
+        "ns",
+        "u1",
+        2,
+        3,
+    )
+    # Equality is about the settings read, not the identity of the object.
+    assert view_of(copy.deepcopy(lws)) == view
 
 
-def test_a_stored_leaderworkerset_is_decoded_once_per_version() -> None:
+def test_every_call_reads_the_object_afresh() -> None:
+    # Nothing is remembered between calls: a revision applied to the live object keeps
+    # its uid and resourceVersion but not its spec, and reads as its own.
     stored = {"uid": "u1", "resourceVersion": "7"}
     lws = leaderworkerset("a", "ns", replicas=2, size=3, metadata=stored)
-    first = view_of(lws)
-    assert view_of(lws) is first
-    changed = {**lws, "metadata": {**lws["metadata"], "resourceVersion": "8"}}
-    changed["spec"] = leaderworkerset(replicas=5, size=3)["spec"]
-    assert view_of(changed).replicas == 5
-    # Partial on purpose: never stored, so without the uid and resourceVersion a view
-    # is remembered by.
-    unstored = {"metadata": {"name": "a"}, "spec": {"replicas": 1}}
-    assert view_of(unstored) is not view_of(unstored)
-    # A revision applied to the live object keeps its uid and resourceVersion but not
-    # its spec: its view is its own.
+    assert view_of(lws) is not view_of(lws)
     applied = {**lws, "spec": leaderworkerset(replicas=2, size=9)["spec"]}
     assert view_of(applied).size == 9
     assert view_of(lws).size == 3
-
-
-def test_views_are_kept_per_object_and_version_side_by_side() -> None:
-    # Same version of two objects, two versions of one object: each keeps its own view
-    # while the others are read in between.
-    a, b = stored("a", "uid-a", "7"), stored("b", "uid-b", "7")
-    a_later = stored("a", "uid-a", "8")
-    views = [view_of(a), view_of(b), view_of(a_later)]
-    for _ in range(2):
-        assert [view_of(a), view_of(b), view_of(a_later)] == views
-        assert all(view_of(o) is v for o, v in zip((a, b, a_later), views, strict=True))
-
-
-def test_the_last_512_views_are_kept_and_the_least_recently_read_goes_first() -> None:
-    objects = [stored(f"lws-{i}", f"uid-keep-{i}", "1") for i in range(513)]
-    views = [view_of(o) for o in objects[:512]]
-    # 512 read since: whatever was kept before has gone, and all of these stay.
-    assert view_of(objects[0]) is views[0]
-    # objects[0] was just read, so objects[1] is now the least recently read.
-    newest = view_of(objects[512])
-    assert view_of(objects[512]) is newest
-    assert view_of(objects[0]) is views[0]
-    assert view_of(objects[1]) is not views[1]
 
 
 def test_an_object_that_skipped_defaulting_reads_with_the_schema_defaults() -> None:
