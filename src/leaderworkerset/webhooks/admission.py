@@ -44,8 +44,7 @@ from leaderworkerset.webhooks.leaderworkerset import (
     VALIDATING_PATH,
     TemplateCheck,
     Verdict,
-    default_object,
-    undecodable,
+    defaulted_or_refused,
     validate_with_workloads,
 )
 from leaderworkerset.webhooks.pods import (
@@ -65,10 +64,10 @@ async def mutate_leaderworkerset(request: JSON) -> AdmissionResponse:
     obj = request.get("object")
     if not isinstance(obj, dict):
         return errored(400, "the admission request carries no object")
-    refused = undecodable(obj)
-    if refused is not None:
-        return deny_status(invalid_status(obj, refused), refused.warnings)
-    return patched(obj, default_object(obj))
+    answer = defaulted_or_refused(obj)
+    if isinstance(answer, Verdict):
+        return deny_status(invalid_status(obj, answer), answer.warnings)
+    return patched(obj, answer)
 
 
 def invalid_status(obj: JSON, verdict: Verdict) -> JSON:

@@ -71,20 +71,24 @@ def invalid_message(name: str, causes: list[Cause]) -> str:
 
 
 def default_object(obj: dict[str, Any]) -> dict[str, Any]:
-    """The defaulted object; the caller turns the difference into add/replace operations,
-    so members this code does not know are never removed."""
+    """The defaulted object, whatever the types of its members; the caller turns the
+    difference into add/replace operations, so members this code does not know are
+    never removed."""
     lws, _ = LeaderWorkerSet.from_json(obj)
     return default_leaderworkerset(lws).to_json()
 
 
-def undecodable(obj: dict[str, Any]) -> Verdict | None:
-    """The refusal of an object with a member of the wrong type, or None.
+def defaulted_or_refused(obj: dict[str, Any]) -> dict[str, Any] | Verdict:
+    """The mutating webhook's answer from one decoding: `default_object`, or the
+    refusal of an object with a member of the wrong type.
 
     Such an object must not be defaulted: the patch would replace the user's value
     (`replicas: "three"` stored as 1) before the API server's schema check sees it.
     Upstream's webhook refuses it too (it cannot decode it)."""
     lws, errors = LeaderWorkerSet.from_json(obj)
-    return _refused(lws.name, errors, warnings=[]) if errors else None
+    if errors:
+        return _refused(lws.name, errors, warnings=[])
+    return default_leaderworkerset(lws).to_json()
 
 
 def _refused(name: str, errors: list[FieldError], warnings: list[str]) -> Verdict:
