@@ -40,6 +40,7 @@ from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSe
 from leaderworkerset.controllers.disaggregatedset.objects import leaderworkerset, role_scaler
 from leaderworkerset.controllers.disaggregatedset.observed import observed_lws
 from leaderworkerset.controllers.disaggregatedset.rollout import (
+    ObservedLWS,
     SlicePlan,
     plan_set,
     target_replicas,
@@ -75,9 +76,14 @@ class _Pass:
     services: list[JSON]
     scalers: dict[str, JSON] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
+    # What the decisions read of each of `lwss`, read once per pass, by name.
+    observed: dict[str, ObservedLWS] = field(init=False)
     rolling_out: bool = False
     requeue_after: float | None = None
     errors: list[Exception] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.observed = {name_of(x): observed_lws(x) for x in self.lwss}
 
     @property
     def namespace(self) -> str:
@@ -128,7 +134,7 @@ class DisaggregatedSetReconciler:
         )
         await self._reconcile_scalers(run)
         replicas = {role: spec_replicas(s) for role, s in run.scalers.items()}
-        plan = plan_set(ds, run.revision, [observed_lws(x) for x in run.lwss], replicas)
+        plan = plan_set(ds, run.revision, [run.observed[name_of(x)] for x in run.lwss], replicas)
         for name in plan.delete_services:
             await self._delete(SERVICES, namespace, name)
         await self._delete_set_level(run, plan.delete)
@@ -215,7 +221,7 @@ class DisaggregatedSetReconciler:
                 self._record(run, ev.removed_slice_lws_deleted(name, int(label or 0)))
 
     async def _reconcile_slice(self, run: _Pass, index: int, plan: SlicePlan) -> None:
-        members = {name_of(x): x for x in run.live(index)}
+        members = {name: run.observed[name] for name in map(name_of, run.live(index))}
         for name in plan.delete:
             await self._delete(LEADERWORKERSETS, run.namespace, name)
             run.deleted.add(name)
@@ -238,8 +244,8 @@ class DisaggregatedSetReconciler:
             run.requeue_after = plan.requeue_after
         await self._reconcile_services(run, index)
 
-    async def _annotate(self, run: _Pass, lws: JSON | None, name: str, value: int) -> None:
-        if lws is not None and observed_lws(lws).initial_replicas == value:
+    async def _annotate(self, run: _Pass, lws: ObservedLWS | None, name: str, value: int) -> None:
+        if lws is not None and lws.initial_replicas == value:
             return
         patch = {"metadata": {"annotations": {c.ANNOTATION_INITIAL_REPLICAS: str(value)}}}
         try:
@@ -259,11 +265,11 @@ class DisaggregatedSetReconciler:
                 if not exc.already_exists:
                     raise
 
-    async def _scale(self, run: _Pass, lws: JSON | None, name: str, replicas: int) -> None:
-        before = observed_lws(lws).desired if lws is not None else 0
+    async def _scale(self, run: _Pass, lws: ObservedLWS | None, name: str, replicas: int) -> None:
+        before = lws.desired if lws is not None else 0
         patch = {"spec": {"replicas": replicas}}
         await self.client.patch(LEADERWORKERSETS, name, patch, namespace=run.namespace)
-        role = str((meta_of(lws).get("labels") or {}).get(c.LABEL_ROLE, "")) if lws else ""
+        role = lws.role if lws is not None else ""
         self._record(run, ev.scaling(role, name, before, replicas))
 
     # -- Services -------------------------------------------------------------------------

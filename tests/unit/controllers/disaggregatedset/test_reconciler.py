@@ -3,14 +3,20 @@ writes for each state, and that a pass over a settled set writes nothing."""
 
 from __future__ import annotations
 
+import pytest
+
 from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.objects import JSON, name_of
 from leaderworkerset.api.resources import (
     DISAGGREGATEDSETS,
     LEADERWORKERSETS,
     ROLE_SCALERS,
     SERVICES,
 )
+from leaderworkerset.controllers.disaggregatedset import reconciler as reconciler_module
+from leaderworkerset.controllers.disaggregatedset.observed import observed_lws
 from leaderworkerset.controllers.disaggregatedset.reconciler import DisaggregatedSetReconciler
+from leaderworkerset.controllers.disaggregatedset.rollout import ObservedLWS
 from tests.toolkit.caches import seeded_ds_caches
 from tests.toolkit.disaggregatedset import UID, cached_role, ds_object, revision_of_object
 from tests.toolkit.fake_client import FakeApiClient
@@ -187,3 +193,30 @@ async def test_a_foreign_scaler_under_the_wanted_name_is_a_conflict_without_api_
     assert not client.calls_of("create", ROLE_SCALERS.plural)
     assert not client.calls_of("get", ROLE_SCALERS.plural)
     assert "ScalerConflict" in recorder.reasons or any("onflict" in r for r in recorder.reasons)
+
+
+async def test_a_pass_reads_each_leaderworkerset_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A rollout step reads the LeaderWorkerSets to plan, to annotate and to scale.
+    read: list[str] = []
+
+    def counting(lws: JSON) -> ObservedLWS:
+        read.append(name_of(lws))
+        return observed_lws(lws)
+
+    monkeypatch.setattr(reconciler_module, "observed_lws", counting)
+    old_revision = revision_of_object(
+        ds_object(cached_role("prefill", 2), cached_role("decode", 1))
+    )
+    ds = ds_object(
+        cached_role("prefill", 2, image="pause:2"), cached_role("decode", 1, image="pause:2")
+    )
+    revision = revision_of_object(ds)
+    lwss = [
+        ds_owned_lws("llm", old_revision, "prefill", 2),
+        ds_owned_lws("llm", old_revision, "decode", 1),
+        ds_owned_lws("llm", revision, "prefill", 0, created="2026-01-02T00:00:00Z"),
+        ds_owned_lws("llm", revision, "decode", 0, created="2026-01-02T00:00:00Z"),
+    ]
+    client, _, _ = await reconcile(ds, *lwss)
+    assert client.calls_of("patch", "leaderworkersets")  # it did annotate and scale
+    assert sorted(read) == sorted(name_of(x) for x in lwss)
