@@ -19,7 +19,7 @@ from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
-from leaderworkerset.api.leaderworkerset.types import group_identity_of
+from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
 from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.caches import LwsCaches
@@ -118,16 +118,18 @@ def leaderworkerset_validator(
 
 
 def pod_context(
-    lws: JSON | None,
+    lws: LwsView | None,
     options: ControllerOptions,
     *,
     new_group_key: Callable[[str], str] = naming.random_group_key,
 ) -> PodAdmissionContext:
-    spec = (lws or {}).get("spec") or {}
+    """The pod's LeaderWorkerSet as the webhook needs it; a pod without one (or whose
+    LeaderWorkerSet is gone) is admitted as an Ordinal one."""
     return PodAdmissionContext(
-        group_identity=group_identity_of(spec),
-        group_replacement_policy=spec.get("groupReplacementPolicy")
-        or c.GROUP_REPLACEMENT_POST_TERMINATION,
+        group_identity=lws.group_identity if lws else c.GROUP_IDENTITY_ORDINAL,
+        group_replacement_policy=lws.replacement_policy
+        if lws
+        else c.GROUP_REPLACEMENT_POST_TERMINATION,
         gang_scheduling=options.gang_scheduling,
         new_group_key=new_group_key,
     )
@@ -158,20 +160,22 @@ def pod_mutator(
     new_group_key: Callable[[str], str] = naming.random_group_key,
 ) -> Any:
     """The pod mutating handler. It runs on the webhook thread while the manager's loop
-    changes the caches: an informer's `get` is one dict lookup, atomic under the GIL,
-    and cached objects are replaced, never changed in place, so what it returns stays
-    whole; `LiveHostnames` locks what it shares with the pod cache's handlers; and
-    `issued` is this handler's own, touched by no other thread."""
+    changes the caches: reading a cached LeaderWorkerSet's view is one dict lookup,
+    atomic under the GIL, and cached objects (with their views) are replaced, never
+    changed in place, so what it returns stays whole; `LiveHostnames` locks what it
+    shares with the pod cache's handlers; and `issued` is this handler's own, touched
+    by no other thread."""
     issued = IssuedHostnames()
     live = LiveHostnames(caches.pods)
 
-    async def owning_lws(namespace: str, name: str) -> JSON | None:
-        lws = caches.leaderworkersets.get(namespace, name)
-        if lws is None and fetch_lws is not None:
-            # A cache still filling (a replica just started) must not make a Hash-mode
-            # pod look like an Ordinal one: ask the API server.
-            lws = await fetch_lws(namespace, name)
-        return lws
+    async def owning_lws(namespace: str, name: str) -> LwsView | None:
+        view = caches.lws_view(namespace, name)
+        if view is not None or fetch_lws is None:
+            return view
+        # A cache still filling (a replica just started) must not make a Hash-mode
+        # pod look like an Ordinal one: ask the API server.
+        fetched = await fetch_lws(namespace, name)
+        return None if fetched is None else view_of(fetched)
 
     async def mutate(request: JSON) -> AdmissionResponse:
         pod = request.get("object")
