@@ -322,13 +322,18 @@ class LwsCaches:
     def lws_view(self, namespace: str, name: str) -> LwsView | None:
         """The cached LeaderWorkerSet, read when its version entered the cache (the
         view carries the object itself as `obj`); None when it is not cached."""
-        view: LwsView | None = self.leaderworkersets.derived(namespace, name)
-        return view
+        return self.lws_view_by_key(f"{namespace}/{name}" if namespace else name)
 
     def lws_view_by_key(self, key: str) -> LwsView | None:
         """`lws_view` by its `namespace/name` key."""
         view: LwsView | None = self.leaderworkersets.derived_by_key(key)
-        return view
+        if view is not None:
+            return view
+        obj = self.leaderworkersets.get_by_key(key)
+        # Not cached; or its view could not be built as it entered the cache: then it
+        # is read here, so that failure is the reader's (a reconcile error, retried),
+        # as it was before views were kept.
+        return None if obj is None else view_of(obj)
 
     @staticmethod
     def of_lws(informer: Informer, namespace: str, lws_name: str) -> list[JSON]:

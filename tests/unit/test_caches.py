@@ -115,3 +115,21 @@ async def test_an_object_made_again_under_its_name_gets_a_view_of_its_own(
 async def test_a_name_never_cached_has_no_view() -> None:
     async with started(build_caches(WatchedLister([]))) as caches:
         assert caches.lws_view("ns", "missing") is None
+
+
+async def test_a_view_the_cache_could_not_build_is_built_by_the_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    def failing_once(lws: JSON) -> LwsView:
+        calls.append(str(lws["metadata"]["resourceVersion"]))
+        if len(calls) == 1:
+            raise ValueError("unreadable")
+        return view_of(lws)
+
+    monkeypatch.setattr(caches_module, "view_of", failing_once)
+    async with started(build_caches(WatchedLister([stored("7")]))) as caches:
+        view = cached(caches)
+        assert view.obj is caches.leaderworkersets.get("ns", "a")
+        assert calls == ["7", "7"]

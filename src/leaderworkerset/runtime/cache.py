@@ -205,7 +205,8 @@ class Informer:
         return self._items.get(key)
 
     def derived(self, namespace: str | None, name: str) -> Any:
-        """What ``derive`` built from the object held under this name, or None."""
+        """What ``derive`` built from the object held under this name; None when no
+        object is, or when ``derive`` failed on it."""
         return self._derived.get(f"{namespace}/{name}" if namespace else name)
 
     def derived_by_key(self, key: str) -> Any:
@@ -463,7 +464,7 @@ class Informer:
         if self._derive is not None:
             # Built before the object is stored, so a reader never finds the object
             # without its value; the value is built from `obj`, so never stale.
-            self._derived[key] = self._derive(obj)
+            self._derived[key] = self._derived_of(self._derive, obj)
         self._items[key] = obj
         indices = self._indices
         for name, func in self._indexers.items():
@@ -481,6 +482,15 @@ class Informer:
                 _discard(index, value, key)
             for value in new_set - old_set:
                 index.setdefault(value, set()).add(key)
+
+    def _derived_of(self, derive: Callable[[JSON], Any], obj: JSON) -> Any:
+        try:
+            return derive(obj)
+        except Exception:
+            # An object `derive` cannot read must not stop the cache for every other:
+            # its value is None, and a reader that needs one reads the object itself.
+            log.exception("%s: deriving a value from %s failed", self.name, object_key(obj))
+            return None
 
     def _remove(self, key: str) -> JSON:
         old = self._items.pop(key)

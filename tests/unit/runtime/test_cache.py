@@ -754,3 +754,24 @@ async def test_an_open_watch_is_counted_while_it_lasts() -> None:
     assert gauge._value.get() == before + 1  # the ended one no longer counts
     await informer.stop()
     assert gauge._value.get() == before
+
+
+async def test_an_object_the_derivation_fails_on_is_still_cached_without_a_value() -> None:
+    server = FakeServer()
+    server.create("good")
+    server.create("bad")
+
+    def derive(obj: JSON) -> str:
+        if obj["metadata"]["name"] == "bad":
+            raise ValueError("unreadable")
+        return str(obj["metadata"]["name"])
+
+    informer = make(server, derive=derive)
+    informer.start()
+    await informer.wait_synced(5)
+    await eventually(lambda: server.open_streams == 1, "the watch")
+    assert informer.get("ns", "bad") is not None and informer.derived("ns", "bad") is None
+    assert informer.derived("ns", "good") == "good"
+    server.create("later")
+    await eventually(lambda: informer.derived("ns", "later") == "later", "a later add")
+    await informer.stop()
