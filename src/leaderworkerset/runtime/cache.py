@@ -193,10 +193,10 @@ class Informer:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    # `get`, `get_by_key` and `by_index` may be called from another thread (the webhook
-    # server's) while the watch loop changes the store: a dict lookup, and the copy of
-    # an index's key set, are each one step under the GIL; `by_index` skips a key whose
-    # object was removed between the two.
+    # `get`, `get_by_key`, `derived` and `by_index` may be called from another thread
+    # (the webhook server's) while the watch loop changes the store: a dict lookup, and
+    # the copy of an index's key set, are each one step under the GIL; `by_index` skips
+    # a key whose object was removed between the two.
 
     def get(self, namespace: str | None, name: str) -> JSON | None:
         return self._items.get(f"{namespace}/{name}" if namespace else name)
