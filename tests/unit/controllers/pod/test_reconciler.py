@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.api.resources import SERVICES
@@ -822,3 +823,27 @@ async def test_a_deleted_leaders_group_ready_write_is_forgotten() -> None:
         assert pods.group_ready_writes.unseen != {}
         pods.remember_deleted(leader)
         assert pods.group_ready_writes.unseen == {}, "nothing kept for a pod that is gone"
+
+
+# --- the LeaderWorkerSet is read from the cache, not decoded per event ----------------------
+async def test_pod_events_read_the_cached_view_of_their_leaderworkerset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lws = hash_lws()
+    revision = rev.new_revision(lws, 1)
+    leader = hash_leader(revision_key_of(revision))
+    client, events = FakeApiClient(), RecordedEvents()
+    async with seeded_caches(lws, revision, leader, worker_set(leader, ready=True)) as caches:
+        decoded: list[object] = []
+        original = LeaderWorkerSet.from_json.__func__  # type: ignore[attr-defined]
+
+        def counting(cls: type[LeaderWorkerSet], obj: Any, *args: Any, **kwargs: Any) -> Any:
+            decoded.append(obj)
+            return original(cls, obj, *args, **kwargs)
+
+        monkeypatch.setattr(LeaderWorkerSet, "from_json", classmethod(counting))
+        pods = reconciler(client, caches, events)
+        for _ in range(3):
+            assert await pods(object_key(leader)) is None
+    # Decoded once, as it entered the cache; never by the reconciles.
+    assert decoded == []
