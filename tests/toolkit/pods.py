@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from tests.toolkit.metadata import envelope, object_meta
 
 JSON = dict[str, Any]
 NOW = "2026-01-01T00:00:00Z"
@@ -85,31 +86,22 @@ def pod(
     ``node`` the nodeName, ``gates`` the names of its scheduling gates, ``spec`` more
     members. Status: ``ready`` a Ready condition (True or False; ``ready_since`` its
     lastTransitionTime), ``status`` more members."""
-    meta: JSON = {}
-    for key, value in (
-        ("name", name),
-        ("generateName", generate_name),
-        ("namespace", namespace),
-        ("uid", uid),
-        ("resourceVersion", resource_version),
-        ("creationTimestamp", created),
-        ("deletionTimestamp", deleted),
-        ("deletionGracePeriodSeconds", grace),
-    ):
-        if value is not None:
-            meta[key] = value
-    if labels is not None:
-        meta["labels"] = dict(labels)
-    if annotations is not None:
-        meta["annotations"] = dict(annotations)
-    if owners is not None:
-        meta["ownerReferences"] = [dict(owner) for owner in owners]
-    body: JSON = {}
-    if api_version is not None:
-        body["apiVersion"] = api_version
-    if kind is not None:
-        body["kind"] = kind
-    body["metadata"] = meta
+    meta = object_meta(
+        (
+            ("name", name),
+            ("generateName", generate_name),
+            ("namespace", namespace),
+            ("uid", uid),
+            ("resourceVersion", resource_version),
+            ("creationTimestamp", created),
+            ("deletionTimestamp", deleted),
+            ("deletionGracePeriodSeconds", grace),
+        ),
+        labels=labels,
+        annotations=annotations,
+        owners=owners,
+    )
+    body = envelope(api_version, kind, meta)
 
     pod_spec: JSON | None = None if spec is None else {}
     for key, value in (

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from tests.toolkit.metadata import envelope, object_meta
 
 JSON = dict[str, Any]
 
@@ -48,29 +49,14 @@ def statefulset(
 ) -> JSON:
     """A StatefulSet. ``owners`` are its ownerReferences; ``replicas`` and ``partition``
     (a RollingUpdate strategy) spec members, ``spec`` more; ``status`` its status."""
-    meta: JSON = {}
-    for key, value in (
-        ("name", name),
-        ("namespace", namespace),
-        ("uid", uid),
-        ("deletionTimestamp", deleted),
-    ):
-        if value is not None:
-            meta[key] = value
-    if finalizers is not None:
-        meta["finalizers"] = list(finalizers)
-    if labels is not None:
-        meta["labels"] = dict(labels)
-    if annotations is not None:
-        meta["annotations"] = dict(annotations)
-    if owners is not None:
-        meta["ownerReferences"] = [dict(owner) for owner in owners]
-    body: JSON = {}
-    if api_version is not None:
-        body["apiVersion"] = api_version
-    if kind is not None:
-        body["kind"] = kind
-    body["metadata"] = meta
+    meta = object_meta(
+        (("name", name), ("namespace", namespace), ("uid", uid), ("deletionTimestamp", deleted)),
+        finalizers=finalizers,
+        labels=labels,
+        annotations=annotations,
+        owners=owners,
+    )
+    body = envelope(api_version, kind, meta)
     sts_spec: JSON | None = None if spec is None else {}
     if replicas is not None:
         sts_spec = {**(sts_spec or {}), "replicas": replicas}
