@@ -6,7 +6,7 @@ expired (410 Gone) it lists again and hands the handlers the difference between
 what it held and what the list returned, so no change is lost to the gap.
 
 Stored objects are shared, not copied: callers must not mutate what ``get``,
-``list`` or ``by_index`` return, nor what handlers receive.
+``list``, ``by_index`` or ``derived`` return, nor what handlers receive.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Upstream has no defaulting webhook for the kind (the CRD schema's defaults are all);
 the validator defaults the object it is handed the same way before checking it, so a
 request that reached it without the API server's defaulting is judged alike. The rules
-are the pure functions of `disaggregatedset.api.validation`; a refusal is upstream's
+are the pure functions of `api.disaggregatedset.validation`; a refusal is upstream's
 (a denial whose message lists every field error, `[spec.slices: Forbidden: ...]`),
 with the warnings upstream gives.
 """

@@ -13,9 +13,9 @@ pod cache (``cache``) keeps, beside the informer's store, only the pods of its o
 the answers to its own status writes ahead of the watch (whose echoes then queue
 nothing), and kubelet state per pod UID. The pod queue (``workqueue``) adds a wait for
 idleness, behind :meth:`NodeSimulator.settle`, and runs without the overall rate limit
-a controller's queue has. In the controller's process (the demo, the integration
-tests) the simulator's queue shows in the workqueue metrics as ``name="nodesim"``, and its
-pod watch in ``lws_watches_open{resource="pods"}``.
+a controller's queue has. Its queue and its watch record their metrics on a registry of
+their own, which nothing serves: even in the controller's process (the demo, the
+integration tests) they never reach the controller's ``/metrics``.
 
 Modules: ``simulator`` (:class:`NodeSimulator`, the entry point), ``nodes`` (node
 specs, node and lease objects, the default fleet), ``fleet`` (the running nodes),

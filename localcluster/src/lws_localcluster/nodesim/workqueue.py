@@ -9,9 +9,8 @@ Keys waiting out a delay (a backoff, a startup or termination deadline) do not c
 work: a pod held back for seconds must not hold up a test that only wants the simulator
 to have caught up.
 
-Its metrics are the runtime queue's, under ``name="nodesim"``: where the simulator runs
-in the controller's process (the demo, the integration tests), readers of the workqueue
-metrics tell the two apart by that label.
+Its metrics are the runtime queue's, named ``nodesim``, on a registry of its own that
+nothing serves, so the controller's ``/metrics`` never counts the simulator's work.
 """
 
 from __future__ import annotations

@@ -4,6 +4,6 @@ status.
 
 It imports no other controller's package (an import-linter contract): what they
 share lives in controllers/ or group/. Its decisions beside the reconciler
-(`rolling_update`, `leader_statefulset`, `leader_deployment`) are pure: no runtime,
-caches or webhooks.
+(`rolling_update`, `status`, `leader_statefulset`, `leader_deployment`,
+`shared_service`) are pure: no runtime, caches or webhooks.
 """

@@ -4,5 +4,5 @@ for every group pod, the group restart policy.
 
 It imports no other controller's package (an import-linter contract): what they
 share lives in controllers/ or group/. Its decisions beside the reconciler
-(`worker_statefulset`) are pure: no runtime, caches or webhooks.
+(`worker_statefulset`, `group_service`) are pure: no runtime, caches or webhooks.
 """

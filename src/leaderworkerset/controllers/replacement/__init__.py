@@ -1,7 +1,8 @@
-"""Hash mode's PostTermination group replacement: the rule that decides which gated
-leaders to release, and the reconciler that removes their scheduling gates.
+"""Hash mode's PostTermination group replacement: the reconciler that removes the
+scheduling gates of the leaders the rule admits, and the triggers that wake it.
 
-It imports no other controller's package (an import-linter contract): what they
-share lives in controllers/ or group/. Its decisions beside the reconciler
-(`post_termination`) are pure: no runtime, caches or webhooks.
+The rule itself (which gated leaders to release, T tearing down, G gated) is
+`group.post_termination`, pure and shared with `kubectl lws`, which shows the same
+pairing. This package imports no other controller's package (an import-linter
+contract): what they share lives in controllers/ or group/.
 """
