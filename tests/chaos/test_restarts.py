@@ -38,7 +38,9 @@ pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900
 # The API server is away for several seconds: a lease that outlives the restart keeps
 # the leader leading (a lost lease makes the process exit; it is started again anyway).
 SLOW_ELECTION = {"leaseDuration": "30s", "renewDeadline": "25s", "retryPeriod": "2s"}
-RELISTED = re.compile(r'"msg":"([^"]+): version \S+ expired, relisting"')
+# The message in either log format the controller writes: JSON (`"msg":"..."`) or the
+# console's tab-separated fields (the default), where it follows the logger's name.
+RELISTED = re.compile(r'(?:"msg":"|\t)([^"\t]+): version \S+ expired, relisting')
 
 
 def log_sizes(paths: list[Path]) -> dict[Path, int]:
