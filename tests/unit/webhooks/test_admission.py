@@ -10,26 +10,18 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
-from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.webhooks.admission import mutate_leaderworkerset, pod_mutator
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.decodes import count_lws_decodes
 from tests.toolkit.lws import leaderworkerset
 from tests.toolkit.pods import unadmitted_leader
 
 
 @pytest.fixture
 def decodes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    decoded: list[object] = []
-    original = LeaderWorkerSet.from_json.__func__  # type: ignore[attr-defined]
-
-    def counting(cls: type[LeaderWorkerSet], obj: Any, *args: Any, **kwargs: Any) -> Any:
-        decoded.append(obj)
-        return original(cls, obj, *args, **kwargs)
-
-    monkeypatch.setattr(LeaderWorkerSet, "from_json", classmethod(counting))
-    return decoded
+    return count_lws_decodes(monkeypatch)
 
 
 @pytest.mark.parametrize("replicas", [3, "three"], ids=["defaulted", "refused"])

@@ -12,7 +12,6 @@ from typing import Any, cast
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
-from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.api.objects import revision_key_of
 from leaderworkerset.api.resources import SERVICES
@@ -38,6 +37,7 @@ from leaderworkerset.webhooks.pods import (
     mutate_pod,
 )
 from tests.toolkit.caches import seeded_caches
+from tests.toolkit.decodes import count_lws_decodes
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
 from tests.toolkit.pods import container, leader_pod, lws_labels, pod
@@ -834,14 +834,7 @@ async def test_pod_events_read_the_cached_view_of_their_leaderworkerset(
     leader = hash_leader(revision_key_of(revision))
     client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, worker_set(leader, ready=True)) as caches:
-        decoded: list[object] = []
-        original = LeaderWorkerSet.from_json.__func__  # type: ignore[attr-defined]
-
-        def counting(cls: type[LeaderWorkerSet], obj: Any, *args: Any, **kwargs: Any) -> Any:
-            decoded.append(obj)
-            return original(cls, obj, *args, **kwargs)
-
-        monkeypatch.setattr(LeaderWorkerSet, "from_json", classmethod(counting))
+        decoded = count_lws_decodes(monkeypatch)
         pods = reconciler(client, caches, events)
         for _ in range(3):
             assert await pods(object_key(leader)) is None
