@@ -180,6 +180,12 @@ def defaulted(data: JSON) -> LeaderWorkerSet:
     return default_leaderworkerset(decoded(data))
 
 
+def defaulted_json(data: JSON) -> JSON:
+    """The object as the mutating webhook and the API server store it."""
+    stored: JSON = defaulted(data).to_json()
+    return stored
+
+
 def template(data: JSON) -> JSON:
     result: JSON = data["spec"]["leaderWorkerTemplate"]
     return result

@@ -70,17 +70,11 @@ def invalid_message(name: str, causes: list[Cause]) -> str:
     return f"{c.KIND}.{c.GROUP} {json.dumps(name)} is invalid: {body}"
 
 
-def default_object(obj: dict[str, Any]) -> dict[str, Any]:
-    """The defaulted object, whatever the types of its members; the caller turns the
-    difference into add/replace operations, so members this code does not know are
-    never removed."""
-    lws, _ = LeaderWorkerSet.from_json(obj)
-    return default_leaderworkerset(lws).to_json()
-
-
 def defaulted_or_refused(obj: dict[str, Any]) -> dict[str, Any] | Verdict:
-    """The mutating webhook's answer from one decoding: `default_object`, or the
-    refusal of an object with a member of the wrong type.
+    """The mutating webhook's answer from one decoding: the defaulted object (the
+    caller turns the difference into add/replace operations, so members this code does
+    not know are never removed), or the refusal of an object with a member of the
+    wrong type.
 
     Such an object must not be defaulted: the patch would replace the user's value
     (`replicas: "three"` stored as 1) before the API server's schema check sees it.

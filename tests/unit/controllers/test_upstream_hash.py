@@ -17,7 +17,7 @@ import pytest
 
 from leaderworkerset.controllers.revisions import snapshot_key
 from leaderworkerset.controllers.semantic_json import normalized
-from leaderworkerset.webhooks.leaderworkerset import default_object
+from tests.toolkit.lws import defaulted_json
 from tests.toolkit.upstream_revision import (
     CASES,
     JSON,
@@ -32,12 +32,12 @@ from tests.toolkit.upstream_revision import (
 def test_revision_hash_matches_upstream(manifest: JSON, patch: JSON, pinned: str) -> None:
     expected = upstream_hash(patch)
     assert expected == pinned, "the independent rendering drifted"
-    stored = default_object(copy.deepcopy(manifest))
+    stored = defaulted_json(copy.deepcopy(manifest))
     assert snapshot_key(stored) == expected
 
 
 def test_template_metadata_and_container_resources_are_stored() -> None:
-    stored = default_object(copy.deepcopy(LEADER_WORKER_MANIFEST))
+    stored = defaulted_json(copy.deepcopy(LEADER_WORKER_MANIFEST))
     lwt = stored["spec"]["leaderWorkerTemplate"]
     worker, leader = lwt["workerTemplate"], lwt["leaderTemplate"]
     assert worker["metadata"] == {}
@@ -54,7 +54,7 @@ def test_given_members_are_kept() -> None:
     worker["metadata"] = {"annotations": {"a": "b"}}
     env = {"name": "M", "valueFrom": {"resourceFieldRef": {"resource": "x", "divisor": "1Mi"}}}
     worker["spec"]["containers"][0]["env"] = [env]
-    stored = default_object(manifest)["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    stored = defaulted_json(manifest)["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     assert stored["metadata"] == {"annotations": {"a": "b"}}
     container = stored["spec"]["containers"][0]
     assert container["resources"] == {"limits": {"cpu": "100m"}, "requests": {"cpu": "50m"}}
@@ -66,7 +66,7 @@ def test_volume_claim_templates_get_struct_members() -> None:
     manifest["spec"]["leaderWorkerTemplate"]["volumeClaimTemplates"] = [
         {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
     ]
-    stored = default_object(manifest)
+    stored = defaulted_json(manifest)
     (claim,) = stored["spec"]["leaderWorkerTemplate"]["volumeClaimTemplates"]
     assert claim == {
         "metadata": {"name": "data"},
@@ -76,8 +76,8 @@ def test_volume_claim_templates_get_struct_members() -> None:
 
 
 def test_filling_is_idempotent() -> None:
-    once = default_object(copy.deepcopy(LEADER_WORKER_MANIFEST))
-    assert default_object(copy.deepcopy(once)) == once
+    once = defaulted_json(copy.deepcopy(LEADER_WORKER_MANIFEST))
+    assert defaulted_json(copy.deepcopy(once)) == once
 
 
 def test_a_zero_divisor_is_no_template_change() -> None:

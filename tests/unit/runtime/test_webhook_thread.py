@@ -23,10 +23,10 @@ from leaderworkerset.runtime import keypair_files, webhook
 from leaderworkerset.runtime.pki import KeyPairs
 from leaderworkerset.runtime.webhook import AdmissionResponse, RunsOn, WebhookServer, allow
 from leaderworkerset.webhooks.admission import POD_MUTATING_PATH, register_webhooks
-from leaderworkerset.webhooks.leaderworkerset import VALIDATING_PATH, default_object
+from leaderworkerset.webhooks.leaderworkerset import VALIDATING_PATH
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import Call, FakeApiClient
-from tests.toolkit.lws import leaderworkerset
+from tests.toolkit.lws import defaulted_json, leaderworkerset
 from tests.toolkit.pods import unadmitted_leader
 from tests.toolkit.waiting import eventually
 from tests.toolkit.webhook_client import (
@@ -300,7 +300,7 @@ async def test_registered_webhooks_call_the_api_on_the_starting_loop(tmp_path: P
             assert threads == [threading.current_thread()]
             container = {"name": "c", "image": "i"}
             lws = leaderworkerset("lws", "ns", replicas=1, size=1, container=container)
-            body = review(default_object(lws))
+            body = review(defaulted_json(lws))
             body["request"]["namespace"] = "ns"
             status, answer = await post(srv, pairs, VALIDATING_PATH, body)
             assert status == 200 and answer["response"]["allowed"], answer
