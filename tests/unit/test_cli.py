@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from leaderworkerset.cli import main
 from tests.toolkit.paths import REPO
+from tests.toolkit.upstream_module import upstream_file
 
 SAMPLES = REPO / "config" / "samples"
 
@@ -104,6 +106,21 @@ def test_validate_prints_the_defaulted_disaggregatedset() -> None:
     assert decode["spec"]["leaderWorkerTemplate"]["size"] == 1
     # The CRD schema gives a role no Group Identity: the LeaderWorkerSet webhook does.
     assert "groupIdentity" not in decode["spec"] and "rolloutStrategy" not in decode["spec"]
+
+
+@pytest.mark.parametrize(
+    "sample", ["disaggregatedset_v1_disaggregatedset.yaml", "disaggregatedset_v1_3role.yaml"]
+)
+def test_validate_admits_upstream_s_own_disaggregatedset_samples(sample: str) -> None:
+    """The samples upstream ships (its module at the pinned version, fetched at run
+    time), which `lws validate` once answered with "no LeaderWorkerSet found"."""
+    text = upstream_file(f"config/samples/{sample}")
+    result = CliRunner().invoke(main, ["validate", "-"], input=text)
+    assert result.exit_code == 0, result.output
+    judged = [d for d in yaml.safe_load_all(result.stdout) if d]
+    expected = [d for d in yaml.safe_load_all(text) if d and d.get("kind") == "DisaggregatedSet"]
+    assert judged and len(judged) == len(expected)
+    assert [d["metadata"]["name"] for d in judged] == [d["metadata"]["name"] for d in expected]
 
 
 def test_validate_refuses_a_disaggregatedset_with_field_paths() -> None:
