@@ -27,9 +27,11 @@ from leaderworkerset.api.resources import (
     DEPLOYMENTS,
     LEADERWORKERSETS,
     NODES,
+    POD_GROUPS,
     PODS,
     SERVICES,
     STATEFULSETS,
+    WORKLOADS,
 )
 from leaderworkerset.runtime.cache import Informer, ListerWatcher, strip_managed_fields
 from leaderworkerset.runtime.indexes import OWNER_UID_INDEX, label_index_name
@@ -61,7 +63,7 @@ _OWNER_REFERENCE_READ = ("apiVersion", "kind", "name", "uid", "controller")
 _POD_ANNOTATIONS_READ_OUTSIDE_PREFIX = (c.ANNOTATION_POD_GROUP_NAME,)
 _POD_META_SHARED = frozenset(("namespace", "creationTimestamp"))
 # Spec: the node, the gates, and of each container its name and TPU requests.
-_POD_SPEC_READ = ("nodeName", "schedulingGates", "readinessGates")
+_POD_SPEC_READ = ("nodeName", "schedulingGates", "readinessGates", "schedulingGroup")
 _POD_CONTAINER_LISTS = ("containers", "initContainers")
 _RESOURCE_LISTS = ("limits", "requests")
 # Status: reason (Evicted, NodeLost), the conditions read, and restart counts.
@@ -290,6 +292,9 @@ class LwsCaches:
     revisions: Informer
     # Cluster-scoped; None where a caller builds caches without it (tests).
     nodes: Informer | None = None
+    # The Workload API's objects; None unless groups are Kubernetes PodGroups.
+    workloads: Informer | None = None
+    pod_groups: Informer | None = None
 
     def all(self) -> list[Informer]:
         informers = [
@@ -300,7 +305,8 @@ class LwsCaches:
             self.services,
             self.revisions,
         ]
-        return informers if self.nodes is None else [*informers, self.nodes]
+        optional = (self.nodes, self.workloads, self.pod_groups)
+        return [*informers, *(informer for informer in optional if informer is not None)]
 
     def node_map(self) -> Mapping[str, JSON] | None:
         """Cached (cut-down) Nodes by name; None until the node cache has synced (or
@@ -353,10 +359,15 @@ class LwsCaches:
 
 
 def build_caches(
-    client: ListerWatcher, namespace: str | None = None, *, metrics: RuntimeMetrics | None = None
+    client: ListerWatcher,
+    namespace: str | None = None,
+    *,
+    metrics: RuntimeMetrics | None = None,
+    workload_api: bool = False,
 ) -> LwsCaches:
     """Caches for all namespaces, or for one (a controller scoped to a namespace);
-    `metrics`: where they count their open watches (the Manager's)."""
+    `metrics`: where they count their open watches (the Manager's); `workload_api`:
+    also Workloads and PodGroups (never watched on a cluster that does not serve them)."""
     selector = c.LABEL_SET_NAME
     metrics = metrics or RuntimeMetrics()
 
@@ -399,4 +410,12 @@ def build_caches(
         services=labelled(SERVICES),
         revisions=labelled(CONTROLLER_REVISIONS, label_selector=REVISIONS_SELECTOR),
         nodes=Informer(client, NODES, transform=node_readiness, metrics=metrics),
+        # Not by label: a Workload the Go manager made carries none, and there is one
+        # per LeaderWorkerSet with scheduling.
+        workloads=Informer(
+            client, WORKLOADS, namespace=namespace, transform=strip_managed_fields, metrics=metrics
+        )
+        if workload_api
+        else None,
+        pod_groups=labelled(POD_GROUPS) if workload_api else None,
     )

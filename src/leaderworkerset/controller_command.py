@@ -39,9 +39,18 @@ from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.go.durations import Duration, parse_duration
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.scheduling import (
+    FEATURE_WORKLOAD_AWARE_SCHEDULING,
+    PROVIDER_KUBERNETES,
+    PROVIDER_VOLCANO,
+    SchedulingSupport,
+)
+from leaderworkerset.api.resources import POD_GROUPS, WORKLOADS
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
+from leaderworkerset.runtime.client import ApiClient
+from leaderworkerset.runtime.discovery import serves
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
 from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
 from leaderworkerset.runtime.logging import ENCODERS, TIME_ENCODINGS
@@ -491,6 +500,27 @@ GC_THRESHOLDS = (10_000, 50, 100)
 GIL_SWITCH_INTERVAL = 0.001
 
 
+async def scheduling_support(client: ApiClient, settings: Settings) -> SchedulingSupport:
+    """What spec.scheduling can be served with; the Workload API is asked for only when
+    the kubernetes provider and its feature gate are configured."""
+    provider = settings.gang_scheduling_provider
+    gates = settings.configuration.feature_gates or {}
+    gate = bool(gates.get(FEATURE_WORKLOAD_AWARE_SCHEDULING, False))
+    available = True
+    if provider == PROVIDER_KUBERNETES and gate:
+        available = await serves(client, WORKLOADS, POD_GROUPS)
+        log = logging.getLogger("setup")
+        if available:
+            log.info("gang scheduling by the Kubernetes Workload API")
+        else:
+            log.warning(
+                "the kubernetes scheduler provider is configured, but the API server does "
+                "not serve scheduling.k8s.io/v1beta1 Workload and PodGroup: LeaderWorkerSets "
+                "with spec.scheduling are refused until it does and the controller restarts"
+            )
+    return SchedulingSupport(provider=provider, feature_gate=gate, api_available=available)
+
+
 def run_controller(settings: Settings) -> None:
     """The manager with the LeaderWorkerSet controllers and webhooks."""
     gc.set_threshold(*GC_THRESHOLDS)
@@ -507,11 +537,13 @@ def run_controller(settings: Settings) -> None:
         logging.getLogger("setup").info("event loop", extra={"eventLoop": loop})
         metrics.event_loop_tasks.set_function(lambda: len(asyncio.all_tasks(running)))
         manager = Manager(settings.manager_options(), metrics=metrics)
+        scheduling = await scheduling_support(manager.client, settings)
         setup_controllers(
             manager,
             enable_webhooks=settings.enable_webhooks,
             enable_disaggregatedset=settings.enable_disaggregatedset,
-            gang_scheduling=settings.gang_scheduling_provider is not None,
+            gang_scheduling=settings.gang_scheduling_provider == PROVIDER_VOLCANO,
+            scheduling=scheduling,
             replacement_release=settings.replacement_release,
             limits=settings.size_limits,
         )

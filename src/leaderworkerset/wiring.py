@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from leaderworkerset.admission_dryrun import dry_run_check
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
 from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_ds_caches
 from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSetMetrics
@@ -25,6 +26,7 @@ from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.lws.triggers import LWS_WORKERS, setup_lws_controller
+from leaderworkerset.controllers.lws.workload_scheduling import WorkloadScheduler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.pod.triggers import POD_WORKERS, setup_pod_controller
 from leaderworkerset.controllers.replacement.reconciler import ReplacementReconciler
@@ -60,14 +62,17 @@ def setup_controllers(
     replacement_release: ReleaseThresholds | None = None,
     limits: SizeLimits | None = None,
     enable_disaggregatedset: bool = True,
+    scheduling: SchedulingSupport | None = None,
 ) -> LwsControllers:
     client, recorder = manager.client, manager.recorder
     options = ControllerOptions(
         gang_scheduling=gang_scheduling,
         replacement_release=replacement_release or ReleaseThresholds(),
         limits=limits or SizeLimits(),
+        scheduling=scheduling or SchedulingSupport(),
     )
-    caches = build_caches(client, namespace, metrics=manager.metrics)
+    workload_api = options.scheduling.kubernetes
+    caches = build_caches(client, namespace, metrics=manager.metrics, workload_api=workload_api)
     for informer in caches.all():
         manager.add_cache(informer, name=informer.name)
 
@@ -79,6 +84,8 @@ def setup_controllers(
     lws = LeaderWorkerSetReconciler(
         client, caches, recorder, options=options, held=held, group_metrics=group_metrics
     )
+    if workload_api:
+        lws.scheduler = WorkloadScheduler(client, caches, options.scheduling)
     lws_controller = setup_lws_controller(manager, lws, workers=lws_workers)
 
     pods = PodReconciler(client, caches, recorder, options=options, group_metrics=group_metrics)

@@ -25,10 +25,19 @@ import yaml
 from leaderworkerset.api.disaggregatedset.crd import build_disaggregatedset_crd, build_scaler_crd
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.crd import build_crd
+from leaderworkerset.api.leaderworkerset.scheduling import PROVIDER_KUBERNETES, SchedulingSupport
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.api.resources import CRDS, MUTATING_WEBHOOKS, NAMESPACES, VALIDATING_WEBHOOKS
+from leaderworkerset.api.resources import (
+    CRDS,
+    MUTATING_WEBHOOKS,
+    NAMESPACES,
+    POD_GROUPS,
+    VALIDATING_WEBHOOKS,
+    WORKLOADS,
+)
 from leaderworkerset.runtime.certs import CertRotatorOptions
 from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.discovery import serves
 from leaderworkerset.runtime.manager import Manager, ManagerOptions
 from leaderworkerset.wiring import LwsControllers, setup_controllers
 
@@ -143,7 +152,14 @@ class RunningController:
             self.kubeconfig, self.webhook_port, self.cert_dir, namespace=self.namespace
         )
         self.manager = Manager(options)
-        self.controllers = setup_controllers(self.manager)
+        # As `lws dev` configures it: spec.scheduling served by Kubernetes' Workload
+        # API wherever the cluster serves it (the local control plane does).
+        scheduling = SchedulingSupport(
+            provider=PROVIDER_KUBERNETES,
+            feature_gate=True,
+            api_available=await serves(self.manager.client, WORKLOADS, POD_GROUPS),
+        )
+        self.controllers = setup_controllers(self.manager, scheduling=scheduling)
         self.task = asyncio.create_task(self.manager.run(), name="lws-manager")
         await _wait_ready(self)
 

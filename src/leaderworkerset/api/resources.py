@@ -84,3 +84,7 @@ DISAGGREGATEDSETS = Resource(ds.GROUP, ds.VERSION, ds.PLURAL, ds.KIND)
 ROLE_SCALERS = Resource(ds.GROUP, ds.VERSION, ds.SCALER_PLURAL, ds.SCALER_KIND)
 # Volcano's PodGroup, for `gangSchedulingManagement.schedulerProvider: volcano`.
 VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+# Kubernetes' Workload API (KEP-4671), for `gangSchedulingManagement.schedulerProvider:
+# kubernetes`: one Workload per LeaderWorkerSet, one PodGroup per group and revision.
+WORKLOADS = Resource("scheduling.k8s.io", "v1beta1", "workloads", "Workload")
+POD_GROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup")

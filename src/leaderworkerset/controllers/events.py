@@ -208,6 +208,12 @@ def replacement_released(
     return Event(WARNING, REASON_REPLACEMENT_RELEASED, ACTION_UPDATE, note)
 
 
+# --- Workload-Aware Scheduling -------------------------------------------
+def workload_scheduling_failed(reason: str, message: str) -> Event:
+    """The WorkloadSchedulingReady condition turned False (reason as the condition's)."""
+    return Event(WARNING, reason, "Reconcile", message)
+
+
 class Recorder(Protocol):
     """What records an event (the runtime's `EventRecorder`); a protocol, so that the
     decisions that return events stay free of the runtime."""

@@ -7,10 +7,12 @@ from __future__ import annotations
 import copy
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset import scheduling as s
 from leaderworkerset.api.leaderworkerset.types import LeaderWorkerTemplate
 from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.group.ownership import lws_reference
+from leaderworkerset.group.workload_objects import scheduling_of
 
 
 def leader_selector(lws_name: str) -> dict[str, str]:
@@ -31,6 +33,7 @@ def leader_pod_template(view: LwsView, key: str) -> JSON:
     annotations = {c.ANNOTATION_SIZE: str(view.size)}
     annotations.update(exclusive_topology_annotations(view))
     annotations.update(subgroup_annotations(view, view.template, leader=True))
+    annotations.update(workload_scheduling_annotations(view))
     if view.unique_per_replica:
         annotations[c.ANNOTATION_SUBDOMAIN_POLICY] = c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA
     merge_metadata(template, labels, annotations)
@@ -40,6 +43,14 @@ def leader_pod_template(view: LwsView, key: str) -> JSON:
 def exclusive_topology_annotations(view: LwsView) -> dict[str, str]:
     topology = view.annotation(c.ANNOTATION_EXCLUSIVE_TOPOLOGY)
     return {c.ANNOTATION_EXCLUSIVE_TOPOLOGY: topology} if topology else {}
+
+
+def workload_scheduling_annotations(view: LwsView) -> dict[str, str]:
+    """With spec.scheduling, the mark that makes the pod webhook name each pod's
+    PodGroup (spec.scheduling cannot be added or removed, so the live spec decides)."""
+    if scheduling_of(view) is None:
+        return {}
+    return {s.ANNOTATION_WORKLOAD_AWARE_SCHEDULING: "true"}
 
 
 def subgroup_annotations(

@@ -131,6 +131,7 @@ def pod_context(
         if lws
         else c.GROUP_REPLACEMENT_POST_TERMINATION,
         gang_scheduling=options.gang_scheduling,
+        workload_scheduling=options.scheduling.kubernetes,
         new_group_key=new_group_key,
     )
 

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset import scheduling as s
 from leaderworkerset.api.leaderworkerset.types import is_hash_mode
 from leaderworkerset.api.objects import labels_of, namespace_of
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.gates import add_group_ready_gate, add_scheduling_gate
 from leaderworkerset.group.roles import is_leader
 from leaderworkerset.group.tpu import pod_requests_tpus
+from leaderworkerset.group.workload_objects import pod_group_for_labels
 from leaderworkerset.webhooks.affinity import add_exclusive_affinity
 from leaderworkerset.webhooks.denial import Denied, atoi, display_name
 from leaderworkerset.webhooks.env import add_lws_env
@@ -56,6 +58,8 @@ class PodAdmissionContext:
     group_identity: str = c.GROUP_IDENTITY_ORDINAL
     group_replacement_policy: str = c.GROUP_REPLACEMENT_POST_TERMINATION
     gang_scheduling: bool = False
+    # Groups are Kubernetes PodGroups (spec.scheduling with the kubernetes provider).
+    workload_scheduling: bool = False
     # Injectable so that tests can pin Hash-mode keys.
     new_group_key: Callable[[str], str] = naming.random_group_key
     # Hostnames (first key characters) of this LWS's live groups: a new key must not
@@ -143,6 +147,13 @@ def mutate_pod_in_place(pod: Pod, ctx: PodAdmissionContext = DEFAULT_CONTEXT) ->
 
     if ctx.gang_scheduling:
         _set_pod_group_name(meta, labels)
+    if (
+        ctx.workload_scheduling
+        and annotations.get(s.ANNOTATION_WORKLOAD_AWARE_SCHEDULING) == "true"
+    ):
+        # The group's PodGroup, which the LWS reconciler makes (before an Ordinal
+        # group's leader; right after a Hash leader, whose key is drawn above).
+        child_map(pod, "spec")["schedulingGroup"] = {"podGroupName": pod_group_for_labels(labels)}
     if pod_requests_tpus(pod):
         leader_host = naming.hash_hostname(labels.get(c.LABEL_GROUP_KEY, ""))
         add_tpu_env(pod, size, leader_host=leader_host if ctx.hash_mode else None)

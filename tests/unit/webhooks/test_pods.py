@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset import scheduling as s
 from leaderworkerset.group import names as naming
 from leaderworkerset.group.names import (
     hash_worker_hostname,
@@ -377,6 +378,40 @@ def test_no_pod_group_without_gang_scheduling() -> None:
     assert (
         c.ANNOTATION_POD_GROUP_NAME not in mutate_pod(leader("test-1"))["metadata"]["annotations"]
     )
+
+
+# --- Workload-Aware Scheduling (the Kubernetes provider) ------------------------------
+
+MARKED = {s.ANNOTATION_WORKLOAD_AWARE_SCHEDULING: "true"}
+WAS = PodAdmissionContext(workload_scheduling=True)
+HASH_WAS = PodAdmissionContext(
+    group_identity=c.GROUP_IDENTITY_HASH, workload_scheduling=True, new_group_key=lambda _: KEY
+)
+
+
+@pytest.mark.parametrize(
+    ("mode", "ctx", "group_index"),
+    [(c.GROUP_IDENTITY_ORDINAL, WAS, "1"), (c.GROUP_IDENTITY_HASH, HASH_WAS, KEY)],
+    ids=MODES,
+)
+def test_workload_scheduling_stamps_the_group_pod_group_on_leader_and_workers(
+    mode: str, ctx: PodAdmissionContext, group_index: str
+) -> None:
+    rev = {c.LABEL_TEMPLATE_REVISION_HASH: "abc123"}
+    leader_out = mutate_pod(leader_in(mode, labels=rev, annotations=MARKED), ctx)
+    worker_out = mutate_pod(worker_in(mode, 2, labels=rev, annotations=MARKED), ctx)
+    for out in (leader_out, worker_out):
+        assert out["spec"]["schedulingGroup"] == {"podGroupName": f"test-{group_index}-abc123"}
+        # Not Volcano's annotation: the two providers do not mix.
+        assert c.ANNOTATION_POD_GROUP_NAME not in out["metadata"]["annotations"]
+
+
+def test_no_scheduling_group_without_the_mark_or_without_the_provider() -> None:
+    rev = {c.LABEL_TEMPLATE_REVISION_HASH: "abc123"}
+    unmarked = mutate_pod(leader("test-1", labels=rev), WAS)
+    assert "schedulingGroup" not in unmarked["spec"]
+    off = mutate_pod(leader("test-1", labels=rev, annotations=MARKED))
+    assert "schedulingGroup" not in off["spec"]
 
 
 # --- Subgroups ---------------------------------------------------------------------------

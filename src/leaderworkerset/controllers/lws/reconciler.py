@@ -9,6 +9,7 @@ share: a StatefulSet steered by the rolling-update arithmetic (`leader_statefuls
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 
@@ -39,8 +40,15 @@ from leaderworkerset.controllers.lws.status import (
     StatusUpdate,
     hash_status,
     ordinal_status,
+    with_condition,
+)
+from leaderworkerset.controllers.lws.workload_scheduling import (
+    SchedulingOutcome,
+    WorkloadScheduler,
+    support_refusal,
 )
 from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.workload_objects import GroupRevision, scheduling_of
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.controller import Result
@@ -50,6 +58,36 @@ log = logging.getLogger(__name__)
 
 # A leader workload being deleted is waited out, as upstream does.
 DELETING_REQUEUE = 5.0
+
+
+@dataclass(frozen=True)
+class ScheduledUpdate:
+    """A status pass's update, with the WorkloadSchedulingReady condition merged in."""
+
+    status: StatusUpdate
+    # When the scheduling step wants another pass (a PodGroup to delete later).
+    requeue_after: float | None = None
+
+
+def _with_scheduling(
+    view: LwsView, update: StatusUpdate, outcome: SchedulingOutcome | None, now: str
+) -> ScheduledUpdate:
+    if outcome is None:
+        return ScheduledUpdate(update)
+    status = dict(update.status)
+    status["conditions"] = with_condition(
+        status.get("conditions") or [], outcome.condition(view.generation, now)
+    )
+    changed = update.changed or status["conditions"] != (
+        (view.obj.get("status") or {}).get("conditions") or []
+    )
+    merged = dataclasses.replace(update, status=status, changed=changed)
+    return ScheduledUpdate(merged, outcome.requeue_after)
+
+
+def _split(key: str) -> tuple[str, str]:
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
 
 
 @dataclass(frozen=True)
@@ -73,6 +111,9 @@ class LeaderWorkerSetReconciler:
     # The replacement reconciler's last word on what it holds back (Hash mode).
     held: HeldBoard = field(default_factory=HeldBoard)
     group_metrics: GroupMetrics = field(default_factory=GroupMetrics)
+    # Workload-Aware Scheduling (spec.scheduling); None when the cluster has no
+    # Workload API or no provider asks for it (an LWS with scheduling is then refused).
+    scheduler: WorkloadScheduler | None = None
     # Per LWS key, the group observations of its last status pass.
     _observations: dict[str, ObservationMemo] = field(default_factory=dict)
 
@@ -81,6 +122,8 @@ class LeaderWorkerSetReconciler:
         if view is None or meta_of(view.obj).get("deletionTimestamp"):
             self.group_metrics.forget(key)
             self._observations.pop(key, None)
+            if self.scheduler is not None:
+                self.scheduler.forget(*_split(key))
             # Garbage collection removes what the LeaderWorkerSet owned.
             return None
         revisions = LwsCaches.of_lws(self.caches.revisions, view.namespace, view.name)
@@ -103,14 +146,19 @@ class LeaderWorkerSetReconciler:
         sts, key = leader.live, leader.key
         leader_pods, worker_sets = self._groups(view)
         plan = rolling_update_parameters(view, sts, key, leader.updated, leader_pods, worker_sets)
+        planned = [GroupRevision(str(i), key) for i in range(plan.replicas)]
+        scheduling = await self._schedule(view, planned)
+        if scheduling is not None and scheduling.blocked:
+            return await self._blocked(view, scheduling)
         body = leader_statefulset(view, key, plan.partition, plan.replicas)
         await self._apply_leader_workload(view, STATEFULSETS, body, leader)
         for event in plan.events:
             record(self.recorder, view.obj, event)
         await self._ensure_shared_service(view)
         memo = self._memo(view)
-        update = ordinal_status(view, key, sts, leader_pods, worker_sets, format_time(), memo)
-        return await self._finish(view, update, leader)
+        now = format_time()
+        update = ordinal_status(view, key, sts, leader_pods, worker_sets, now, memo)
+        return await self._finish(view, _with_scheduling(view, update, scheduling, now), leader)
 
     # -- Hash: a leader Deployment ------------------------------------------------------
 
@@ -118,14 +166,52 @@ class LeaderWorkerSetReconciler:
         leader = await self._leader_revision(view, self.caches.deployments, revisions)
         if leader is None:
             return Result(requeue_after=DELETING_REQUEUE)
+        # A Hash group's key is drawn when its leader is admitted: its PodGroup follows
+        # the leader, so the pass plans none ahead.
+        scheduling = await self._schedule(view, [])
+        if scheduling is not None and scheduling.blocked:
+            return await self._blocked(view, scheduling)
         body = leader_deployment(view, leader.key)
         await self._apply_leader_workload(view, DEPLOYMENTS, body, leader)
         await self._ensure_shared_service(view)
         leader_pods, _ = self._groups(view)
         held = self.held.get(f"{view.namespace}/{view.name}")
         memo = self._memo(view)
-        update = hash_status(view, leader.key, leader_pods, format_time(), held=held, memo=memo)
-        return await self._finish(view, update, leader)
+        now = format_time()
+        update = hash_status(view, leader.key, leader_pods, now, held=held, memo=memo)
+        return await self._finish(view, _with_scheduling(view, update, scheduling, now), leader)
+
+    # -- Workload-Aware Scheduling ----------------------------------------------------
+
+    async def _schedule(
+        self, view: LwsView, planned: list[GroupRevision]
+    ) -> SchedulingOutcome | None:
+        if self.scheduler is not None:
+            return await self.scheduler.reconcile(view, planned)
+        if scheduling_of(view) is None:
+            return None
+        return support_refusal(self.options.scheduling)
+
+    async def _blocked(self, view: LwsView, outcome: SchedulingOutcome) -> Result | None:
+        """The leader workload waits; the condition and an event say why."""
+        old = view.obj.get("status") or {}
+        conditions = with_condition(
+            old.get("conditions") or [], outcome.condition(view.generation, format_time())
+        )
+        if conditions != (old.get("conditions") or []):
+            body = dict(view.obj)
+            body["status"] = {**old, "conditions": conditions}
+            try:
+                await self.client.replace(LEADERWORKERSETS, body, subresource="status")
+            except ApiError as exc:
+                if exc.conflict:
+                    return Result(requeue=True)
+                raise
+            failed = ev.workload_scheduling_failed(outcome.reason, outcome.message)
+            record(self.recorder, view.obj, failed)
+        if outcome.requeue_after is not None:
+            return Result(requeue_after=outcome.requeue_after)
+        return None
 
     # -- shared steps ------------------------------------------------------------------
 
@@ -279,6 +365,15 @@ class LeaderWorkerSetReconciler:
             raise
 
     async def _finish(
+        self, view: LwsView, update: ScheduledUpdate, leader: _LeaderRevision
+    ) -> Result | None:
+        result = await self._finish_status(view, update.status, leader)
+        after = update.requeue_after
+        if result is None and after is not None:
+            return Result(requeue_after=after)
+        return result
+
+    async def _finish_status(
         self, view: LwsView, update: StatusUpdate, leader: _LeaderRevision
     ) -> Result | None:
         key, revisions = leader.key, [*leader.revisions, leader.revision]

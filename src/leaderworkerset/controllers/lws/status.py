@@ -348,6 +348,21 @@ def with_held_condition(
     return out
 
 
+def with_condition(conditions: Sequence[JSON], condition: JSON) -> list[JSON]:
+    """The conditions with `condition` set in place of one of its type (added if
+    there is none); lastTransitionTime moves only with the status."""
+    out = [copy.deepcopy(cond) for cond in conditions]
+    new = copy.deepcopy(condition)
+    for i, old in enumerate(out):
+        if old.get("type") == new["type"]:
+            if old.get("status") == new["status"]:
+                new["lastTransitionTime"] = old.get("lastTransitionTime", new["lastTransitionTime"])
+            out[i] = new
+            return out
+    out.append(new)
+    return out
+
+
 def _status_update(
     view: LwsView,
     counts: GroupCounts,

@@ -13,6 +13,7 @@ from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.group.roles import is_leader
+from leaderworkerset.group.workload_objects import pod_group_of_pod
 from leaderworkerset.runtime.controller import NOT_STATUS_ONLY, Controller, Predicate, own_key
 from leaderworkerset.runtime.manager import Manager
 
@@ -20,6 +21,13 @@ LWS_CONTROLLER = "leaderworkerset"
 LWS_WORKERS = 4
 
 LEADER_PODS = Predicate.for_objects(is_leader)
+
+# A worker pod naming a PodGroup has gone: that PodGroup may now be unused.
+GROUP_MEMBER_GONE = Predicate(
+    create=lambda pod: False,
+    update=lambda old, new: False,
+    delete=lambda pod: not is_leader(pod) and pod_group_of_pod(pod) is not None,
+)
 
 
 def _watch_for_lws(controller: Controller, caches: LwsCaches, pace: float) -> None:
@@ -36,6 +44,13 @@ def _watch_for_lws(controller: Controller, caches: LwsCaches, pace: float) -> No
     # reach it through their StatefulSet's status, so they are left out.
     controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME, pace=pace)
     controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, LEADER_PODS, pace=pace)
+    # With Workload scheduling: its Workload and PodGroups (one deleted is made
+    # again), and the last members of a group leaving its PodGroup unused.
+    for scheduling_informer in (caches.workloads, caches.pod_groups):
+        if scheduling_informer is not None:
+            controller.watch_owned(scheduling_informer, c.KIND, c.API_VERSION, pace=pace)
+    if caches.pod_groups is not None:
+        controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, GROUP_MEMBER_GONE, pace=pace)
 
 
 def setup_lws_controller(

@@ -31,6 +31,7 @@ from leaderworkerset.controllers.leader_template import (
     exclusive_topology_annotations,
     merge_metadata,
     subgroup_annotations,
+    workload_scheduling_annotations,
 )
 from leaderworkerset.controllers.pod.group_service import group_service_name
 from leaderworkerset.group.ownership import pod_reference
@@ -102,6 +103,7 @@ def _worker_template(
         c.ANNOTATION_LEADER_NAME: name_of(leader_pod),
         **exclusive_topology_annotations(live),
         **subgroup_annotations(live, cur.template, leader=False),
+        **workload_scheduling_annotations(live),
     }
     if pod_requests_tpus(leader_pod):
         template_annotations[c.ANNOTATION_LEADER_REQUESTS_TPUS] = "true"

@@ -1,0 +1,406 @@
+"""Gang scheduling by Kubernetes itself: spec.scheduling with the kubernetes provider, on
+the real control plane and the real kube-scheduler (Workload API on), simulated nodes.
+
+The partial-placement deadlock users hit is reproduced without gangs and is gone with
+them; the objects come in Kubernetes' order; rollouts, scaling, crashes and Hash mode
+keep one PodGroup per group and revision and leave none behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.nodes import NodeSpec
+
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset import scheduling as s
+from leaderworkerset.api.resources import LEADERWORKERSETS, POD_GROUPS, PODS, WORKLOADS
+from leaderworkerset.runtime.client import ApiClient, ApiError
+from tests.fixtures.nodesim import NodePool, isolated, isolated_pod_spec, unique_node_name
+from tests.toolkit.cluster import (
+    condition,
+    get_lws,
+    labels,
+    live_pods,
+    lws_pods,
+    name_of,
+    wait_ready,
+)
+from tests.toolkit.lws import hash_lws, lws_manifest
+from tests.toolkit.waiting import eventually, stays
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+JSON = dict[str, Any]
+GPU = "nvidia.com/gpu"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def gangs(lws_controller: RunningController) -> AsyncIterator[RunningController]:
+    """The session's controller, serving spec.scheduling with the kubernetes provider."""
+    assert lws_controller.controllers is not None
+    support = lws_controller.controllers.options.scheduling
+    assert support.kubernetes, f"the test controller does not serve spec.scheduling: {support}"
+    yield lws_controller
+
+
+def gang(body: JSON, scheduling: JSON | None = None) -> JSON:
+    body["spec"]["scheduling"] = scheduling if scheduling is not None else {}
+    return body
+
+
+async def pod_groups(api: ApiClient, namespace: str, name: str) -> dict[str, JSON]:
+    answer = await api.list(POD_GROUPS, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")
+    return {name_of(g): g for g in answer.get("items", [])}
+
+
+def scheduling_group(pod: JSON) -> str | None:
+    return ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+
+
+def bound(pod: JSON) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+class CreationOrder:
+    """The etcd revision at which each pod and PodGroup of a namespace was created: one
+    counter across kinds, so it orders a PodGroup against the pods that name it."""
+
+    def __init__(self, api: ApiClient, namespace: str) -> None:
+        self.api, self.namespace = api, namespace
+        self.created: dict[tuple[str, str], int] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def __aenter__(self) -> CreationOrder:
+        for resource in (PODS, POD_GROUPS):
+            listed = await self.api.list(resource, self.namespace)
+            version = listed["metadata"]["resourceVersion"]
+            self._tasks.append(asyncio.create_task(self._watch(resource.kind, version)))
+        return self
+
+    async def _watch(self, kind: str, version: str) -> None:
+        resource = PODS if kind == "Pod" else POD_GROUPS
+        async for event in self.api.watch(resource, self.namespace, resource_version=version):
+            obj = event.get("object") or {}
+            if event.get("type") == "ADDED":
+                meta = obj.get("metadata") or {}
+                self.created.setdefault((kind, meta["name"]), int(meta["resourceVersion"]))
+
+    async def __aexit__(self, *exc: object) -> None:
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def test_objects_come_in_kubernetes_order(
+    gangs: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    """One Workload controlled by the LWS, then a PodGroup per group, then the group's
+    pods, each naming it; the condition says the prerequisites are ready."""
+    api = nodesim_api
+    async with CreationOrder(api, namespace) as order:
+        await api.create(LEADERWORKERSETS, gang(lws_manifest("ordered", namespace, size=3)))
+        await wait_ready(api, namespace, "ordered", 2)
+        pods = await live_pods(api, namespace, "ordered")
+        await eventually(
+            lambda: all(("Pod", name_of(p)) in order.created for p in pods), what="pods seen"
+        )
+    workload = await api.get(WORKLOADS, "ordered", namespace)
+    lws = await get_lws(api, namespace, "ordered")
+    assert workload["spec"]["controllerRef"] == {
+        "apiGroup": c.GROUP,
+        "kind": c.KIND,
+        "name": "ordered",
+    }
+    assert workload["metadata"]["ownerReferences"][0]["uid"] == lws["metadata"]["uid"]
+    template = workload["spec"]["podGroupTemplates"][0]
+    assert template["name"] == "replica"
+    assert template["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    groups = await pod_groups(api, namespace, "ordered")
+    revision = labels(pods[0])[c.LABEL_TEMPLATE_REVISION_HASH]
+    assert set(groups) == {f"ordered-0-{revision}", f"ordered-1-{revision}"}
+    for group in groups.values():
+        assert group["spec"]["workloadRef"] == {
+            "workloadName": "ordered",
+            "templateName": "replica",
+        }
+        assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    assert len(pods) == 6
+    for pod in pods:
+        expected = f"ordered-{labels(pod)[c.LABEL_GROUP_INDEX]}-{revision}"
+        assert scheduling_group(pod) == expected, name_of(pod)
+        assert order.created[("PodGroup", expected)] < order.created[("Pod", name_of(pod))]
+    assert condition(lws, s.CONDITION_WORKLOAD_SCHEDULING_READY) == "True"
+
+
+# --- the deadlock ----------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def full_cluster(extra_nodes: NodePool) -> str:
+    """Two nodes of 8 GPUs that only this test's pods use: room for four 4-GPU pods."""
+    group = unique_node_name("gang")
+    for _ in range(2):
+        await extra_nodes.add_spec(isolated(NodeSpec(name=unique_node_name("gpu"), gpus=8), group))
+    return group
+
+
+def gpu_lws(name: str, namespace: str, group: str, *, with_gangs: bool) -> JSON:
+    """One group of three 4-GPU pods on the isolated nodes: two such groups cannot both fit."""
+    body = lws_manifest(name, namespace, replicas=1, size=3)
+    spec = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]
+    spec.update(isolated_pod_spec(group))
+    spec["containers"][0]["resources"] = {"requests": {"cpu": "10m"}, "limits": {GPU: "4"}}
+    return gang(body) if with_gangs else body
+
+
+async def placement(api: ApiClient, namespace: str, names: list[str]) -> dict[str, tuple[int, int]]:
+    """Per LWS: (pods bound, pods pending)."""
+    out = {}
+    for name in names:
+        pods = await live_pods(api, namespace, name)
+        out[name] = (sum(bound(p) for p in pods), sum(not bound(p) for p in pods))
+    return out
+
+
+def partial(counts: dict[str, tuple[int, int]]) -> list[str]:
+    """The LWSs with part of their group bound and the rest pending."""
+    return [name for name, (on, off) in counts.items() if on and off]
+
+
+async def test_partial_placement_deadlock_without_gangs(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str, full_cluster: str
+) -> None:
+    api, names = nodesim_api, ["a", "b"]
+    for name in names:
+        await api.create(LEADERWORKERSETS, gpu_lws(name, namespace, full_cluster, with_gangs=False))
+
+    async def stuck() -> dict[str, tuple[int, int]] | None:
+        counts = await placement(api, namespace, names)
+        total = [sum(v) for v in counts.values()]
+        return counts if total == [3, 3] and sum(on for on, _ in counts.values()) == 4 else None
+
+    counts = await eventually(stuck, what="four pods bound, two pending", within=60)
+    # Four 4-GPU pods fit, in two groups of three: at least one group holds GPUs it
+    # cannot use, waiting for pods that can never be placed.
+    assert partial(counts), counts
+
+
+async def test_gangs_place_a_group_whole_or_not_at_all(
+    gangs: RunningController, nodesim_api: ApiClient, namespace: str, full_cluster: str
+) -> None:
+    api, names = nodesim_api, ["a", "b"]
+    for name in names:
+        await api.create(LEADERWORKERSETS, gpu_lws(name, namespace, full_cluster, with_gangs=True))
+
+    async def one_whole() -> dict[str, tuple[int, int]] | None:
+        counts = await placement(api, namespace, names)
+        return counts if sorted(counts.values()) == [(0, 3), (3, 0)] else None
+
+    counts = await eventually(one_whole, what="one group whole, the other unplaced", within=60)
+
+    async def never_partial() -> bool:
+        counts = await placement(api, namespace, names)
+        return not partial(counts) and sum(on for on, _ in counts.values()) == 3
+
+    await stays(never_partial, seconds=8, what="no group partly placed")
+    placed = next(name for name, (on, _) in counts.items() if on)
+    waiting = next(name for name in names if name != placed)
+    await api.delete(LEADERWORKERSETS, placed, namespace)
+
+    async def waiting_placed_whole() -> bool:
+        on, off = (await placement(api, namespace, [waiting]))[waiting]
+        assert not (on and off) or on == 3, f"{waiting} partly placed: {on} bound, {off} pending"
+        return on == 3
+
+    await eventually(waiting_placed_whole, what=f"{waiting} placed whole", within=90)
+
+
+# --- rollouts and scaling ---------------------------------------------------------------
+
+
+async def test_a_rollout_gets_fresh_pod_groups_and_the_old_ones_go_with_their_pods(
+    gangs: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    await api.create(LEADERWORKERSETS, gang(lws_manifest("roll", namespace, size=2)))
+    await wait_ready(api, namespace, "roll", 2)
+    old = set(await pod_groups(api, namespace, "roll"))
+    lws = await get_lws(api, namespace, "roll")
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] = {"labels": {"v": "2"}}
+    await api.replace(LEADERWORKERSETS, lws)
+
+    async def rolled() -> set[str] | None:
+        pods = await live_pods(api, namespace, "roll")
+        revisions = {labels(p)[c.LABEL_TEMPLATE_REVISION_HASH] for p in pods}
+        if len(pods) != 4 or len(revisions) != 1 or not all(bound(p) for p in pods):
+            return None
+        return {scheduling_group(p) or "" for p in pods}
+
+    named = await eventually(rolled, what="every pod on the new revision", within=90)
+    assert not named & old
+    assert len(named) == 2
+
+    async def only_new() -> bool:
+        return set(await pod_groups(api, namespace, "roll")) == named
+
+    await eventually(only_new, what="old PodGroups deleted once their pods are gone", within=60)
+
+
+async def test_scale_up_makes_the_pod_group_first_and_scale_down_removes_it_after_its_pods(
+    gangs: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    await api.create(LEADERWORKERSETS, gang(lws_manifest("scale", namespace, replicas=1)))
+    await wait_ready(api, namespace, "scale", 1)
+    async with CreationOrder(api, namespace) as order:
+        lws = await get_lws(api, namespace, "scale")
+        lws["spec"]["replicas"] = 3
+        await api.replace(LEADERWORKERSETS, lws)
+        await wait_ready(api, namespace, "scale", 3)
+        pods = await live_pods(api, namespace, "scale")
+        await eventually(
+            lambda: all(("Pod", name_of(p)) in order.created for p in pods), what="pods seen"
+        )
+    new_pods = [p for p in pods if labels(p)[c.LABEL_GROUP_INDEX] in ("1", "2")]
+    assert len(new_pods) == 4
+    for pod in new_pods:
+        group = scheduling_group(pod)
+        assert group is not None
+        assert order.created[("PodGroup", group)] < order.created[("Pod", name_of(pod))]
+    lws = await get_lws(api, namespace, "scale")
+    lws["spec"]["replicas"] = 1
+    await api.replace(LEADERWORKERSETS, lws)
+
+    async def one_left() -> bool:
+        groups = await pod_groups(api, namespace, "scale")
+        return [labels(g)[c.LABEL_GROUP_INDEX] for g in groups.values()] == ["0"]
+
+    await eventually(one_left, what="the PodGroups of groups 1 and 2 gone", within=60)
+    assert not [
+        p for p in await lws_pods(api, namespace, "scale") if labels(p)[c.LABEL_GROUP_INDEX] != "0"
+    ]
+
+
+# --- Hash mode --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "policy", [c.GROUP_REPLACEMENT_POST_TERMINATION, c.GROUP_REPLACEMENT_IMMEDIATE]
+)
+async def test_hash_groups_are_gangs_and_a_replacement_gets_its_own(
+    gangs: RunningController, nodesim_api: ApiClient, namespace: str, policy: str
+) -> None:
+    """A Hash leader's PodGroup follows it (the key is drawn at admission); the
+    PostTermination gate is lifted first and the gang then waits for the whole group."""
+    api = nodesim_api
+    body = gang(hash_lws("hashed", namespace, size=3, groupReplacementPolicy=policy))
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, "hashed", 2)
+    pods = await live_pods(api, namespace, "hashed")
+    groups = await pod_groups(api, namespace, "hashed")
+    assert {scheduling_group(p) for p in pods} == set(groups)
+    assert len(groups) == 2
+    leader = next(p for p in pods if labels(p)[c.LABEL_WORKER_INDEX] == "0")
+    old_group = scheduling_group(leader)
+    await api.delete(PODS, name_of(leader), namespace)
+
+    async def replaced() -> set[str] | None:
+        pods = await live_pods(api, namespace, "hashed")
+        if len(pods) != 6 or not all(bound(p) for p in pods):
+            return None
+        named = {scheduling_group(p) or "" for p in pods}
+        return named if old_group not in named else None
+
+    named = await eventually(replaced, what="the group replaced, whole", within=90)
+    assert len(named) == 2
+
+    async def old_gone() -> bool:
+        return set(await pod_groups(api, namespace, "hashed")) == named
+
+    await eventually(old_gone, what="the replaced group's PodGroup deleted", within=60)
+
+
+# --- crashes ----------------------------------------------------------------------------
+
+
+async def test_a_controller_crash_at_any_step_leaves_nothing_behind(
+    gangs: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    """Crash the controller as soon as each kind of object appears; the restarted one
+    finishes the work without duplicates, and deleting the LWS leaves nothing."""
+    api = nodesim_api
+    await api.create(LEADERWORKERSETS, gang(lws_manifest("crashy", namespace, replicas=3)))
+
+    async def workload_made() -> bool:
+        return await api.get_or_none(WORKLOADS, "crashy", namespace) is not None
+
+    await eventually(workload_made, what="the Workload", within=30, interval=0.01)
+    await gangs.restart(crash=True)
+
+    async def some_groups() -> bool:
+        return bool(await pod_groups(api, namespace, "crashy"))
+
+    await eventually(some_groups, what="a PodGroup", within=30, interval=0.01)
+    await gangs.restart(crash=True)
+    await wait_ready(api, namespace, "crashy", 3)
+    groups = await pod_groups(api, namespace, "crashy")
+    pods = await live_pods(api, namespace, "crashy")
+    assert len(groups) == 3
+    assert {scheduling_group(p) for p in pods} == set(groups)
+    workloads = (await api.list(WORKLOADS, namespace)).get("items", [])
+    assert [name_of(w) for w in workloads] == ["crashy"]
+
+    await api.delete(LEADERWORKERSETS, "crashy", namespace)
+
+    async def nothing_left() -> bool:
+        left = (await api.list(WORKLOADS, namespace)).get("items", [])
+        return not left and not await pod_groups(api, namespace, "crashy")
+
+    await eventually(nothing_left, what="Workload and PodGroups collected", within=60)
+
+
+# --- refusals ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (
+            lambda b: b["spec"].update(startupPolicy=c.STARTUP_POLICY_LEADER_READY),
+            "spec.scheduling.schedulingPolicy.gang",
+        ),
+        (
+            lambda b: b["spec"]["scheduling"].update(schedulingPolicy={"gang": {"minCount": 1}}),
+            "spec.scheduling.schedulingPolicy.gang.minCount",
+        ),
+        (
+            lambda b: b["spec"]["scheduling"].update(schedulingPolicy={}),
+            "spec.scheduling.schedulingPolicy",
+        ),
+    ],
+    ids=["leader-ready", "min-count", "empty-policy"],
+)
+async def test_refusals_name_the_field_and_create_nothing(
+    gangs: RunningController,
+    nodesim_api: ApiClient,
+    namespace: str,
+    change: Callable[[JSON], None],
+    field: str,
+) -> None:
+    api = nodesim_api
+    body = gang(lws_manifest("refused", namespace, size=3))
+    change(body)
+    with pytest.raises(ApiError) as refused:
+        await api.create(LEADERWORKERSETS, body)
+    assert refused.value.status in (400, 422), refused.value
+    assert field in refused.value.message, refused.value.message
+    assert await api.get_or_none(LEADERWORKERSETS, "refused", namespace) is None
+    assert not (await api.list(WORKLOADS, namespace)).get("items")
