@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
 
 # How long a tearing-down group may hold back its replacement in the two cases where
 # the capacity it holds will not come back by waiting (see docs/hash-mode.md).
@@ -49,3 +50,4 @@ class ControllerOptions:
     child_event_pace: float = DEFAULT_CHILD_EVENT_PACE
     # leaderWorkerSetLimits in the manager Configuration, enforced at admission.
     limits: SizeLimits = field(default_factory=SizeLimits)
+    scheduling: SchedulingSupport = field(default_factory=SchedulingSupport)
