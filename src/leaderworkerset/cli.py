@@ -34,9 +34,24 @@ from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset import validation as lws_validation
 from leaderworkerset.api.leaderworkerset.crd import CRD_FILE, render_crd_yaml
 from leaderworkerset.api.leaderworkerset.defaults import default_leaderworkerset
+from leaderworkerset.api.leaderworkerset.scheduling import (
+    FEATURE_WORKLOAD_AWARE_SCHEDULING,
+    KNOWN_FEATURE_GATES,
+    PROVIDER_KUBERNETES,
+    PROVIDER_VOLCANO,
+    SchedulingSupport,
+)
+from leaderworkerset.api.leaderworkerset.scheduling_validation import validate_scheduling
 from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 from leaderworkerset.api.schema_check import check_against_schema
 from leaderworkerset.controller_command import controller
+
+NO_PROVIDER = "none"
+# What `lws validate` assumes of the manager by default: everything spec.scheduling
+# can ask for is served, so a manifest is judged on its own merits.
+OFFLINE_SCHEDULING = SchedulingSupport(
+    provider=PROVIDER_KUBERNETES, feature_gate=True, api_available=True
+)
 
 
 @dataclass(frozen=True)
@@ -124,13 +139,48 @@ main.add_command(controller)
     help="Members the schema does not declare: refused, warned about or dropped, as the "
     "API server's fieldValidation (kubectl's --validate=strict|warn|ignore).",
 )
-def validate(manifest: Any, old_manifest: Any, output: str, field_validation: str) -> None:
+@click.option(
+    "--scheduler-provider",
+    type=click.Choice([PROVIDER_KUBERNETES, PROVIDER_VOLCANO, NO_PROVIDER]),
+    default=PROVIDER_KUBERNETES,
+    show_default=True,
+    help="The manager's gangSchedulingManagement.schedulerProvider that spec.scheduling "
+    "is judged against (none: not configured).",
+)
+@click.option(
+    "--feature-gates",
+    default=f"{FEATURE_WORKLOAD_AWARE_SCHEDULING}=true",
+    show_default=True,
+    help="The manager's featureGates, as Name=true|false,...",
+)
+@click.option(
+    "--no-scheduling-api",
+    is_flag=True,
+    help="Judge spec.scheduling as for an API server that does not serve "
+    "scheduling.k8s.io/v1beta1 Workload and PodGroup.",
+)
+def validate(
+    manifest: Any,
+    old_manifest: Any,
+    output: str,
+    field_validation: str,
+    scheduler_provider: str,
+    feature_gates: str,
+    no_scheduling_api: bool,
+) -> None:
     """Default and validate the LeaderWorkerSets and DisaggregatedSets in MANIFEST ('-'
     for stdin), as the API server and this project's webhooks would admit them.
 
     Prints each defaulted object, or every error with its field path; exits 1
-    when any object is invalid. Documents of other kinds are skipped.
+    when any object is invalid. Documents of other kinds are skipped. spec.scheduling
+    is judged as by a manager with the kubernetes scheduler provider and the
+    WorkloadAwareScheduling gate on, on a cluster serving the API, unless told otherwise.
     """
+    support = SchedulingSupport(
+        provider=None if scheduler_provider == NO_PROVIDER else scheduler_provider,
+        feature_gate=_gates(feature_gates).get(FEATURE_WORKLOAD_AWARE_SCHEDULING, False),
+        api_available=not no_scheduling_api,
+    )
     stored: dict[tuple[str, str], Any] = {}
     if old_manifest is not None:
         for judged, doc in _judged_documents(old_manifest):
@@ -140,13 +190,35 @@ def validate(manifest: Any, old_manifest: Any, output: str, field_validation: st
     found = 0
     for judged, doc in _judged_documents(manifest):
         found += 1
-        failed |= not _check_and_print(judged, doc, output, stored, field_validation.lower())
+        failed |= not _check_and_print(
+            judged, doc, output, stored, field_validation.lower(), support
+        )
     if found == 0:
         raise click.ClickException(
             f"no {c.KIND} ({c.API_VERSION}) or {ds.KIND} ({ds.API_VERSION}) found in the manifest"
         )
     if failed:
         sys.exit(1)
+
+
+def _gates(text: str) -> dict[str, bool]:
+    """`Name=true,Other=false` as the manager's featureGates map; an unknown name or a
+    value other than true/false is a usage error."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if name not in KNOWN_FEATURE_GATES:
+            supported = ", ".join(json.dumps(g) for g in KNOWN_FEATURE_GATES)
+            raise click.BadParameter(
+                f"unknown feature gate {json.dumps(name)}: supported values: {supported}",
+                param_hint="--feature-gates",
+            )
+        if not sep or value.lower() not in ("true", "false"):
+            raise click.BadParameter(
+                f"{item!r}: want {name}=true or {name}=false", param_hint="--feature-gates"
+            )
+        gates[name] = value.lower() == "true"
+    return gates
 
 
 @main.command("check-samples")
@@ -227,6 +299,8 @@ class Judged:
     validate_create: Callable[[Any], list[FieldError]]
     validate_update: Callable[[Any, Any], list[FieldError]]
     warnings: Callable[[Any], list[str]]
+    # The rules that depend on the manager's configuration: spec.scheduling.
+    configured: Callable[[Any, Any | None, SchedulingSupport], list[FieldError]] | None = None
 
 
 JUDGED_KINDS = (
@@ -238,6 +312,7 @@ JUDGED_KINDS = (
         lws_validation.validate_create,
         lws_validation.validate_update,
         lws_validation.warnings_for,
+        validate_scheduling,
     ),
     # What webhooks/disaggregatedset.py runs: the CRD schema's defaults, then its rules.
     Judged(
@@ -258,6 +333,7 @@ def _check_and_print(
     output: str,
     stored: dict[tuple[str, str], Any],
     field_validation: str = "strict",
+    scheduling: SchedulingSupport = OFFLINE_SCHEDULING,
 ) -> bool:
     """Default and validate one object (as an update when it is in `stored`); print
     the defaulted object or its errors. True when valid."""
@@ -277,6 +353,8 @@ def _check_and_print(
         if previous is None
         else judged.validate_update(defaulted, previous)
     )
+    if judged.configured is not None:
+        rules = rules + judged.configured(defaulted, previous, scheduling)
     # The API server's order: the mutating webhook refuses what it cannot decode, the
     # schema refuses next, and only then do the validating webhook's rules run. The
     # first that refuses is what `kubectl apply` shows; the rest are printed after it,

@@ -244,3 +244,78 @@ def test_crd_generate_check_names_the_kind(tmp_path: Path) -> None:
     )
     assert stale.exit_code == 1
     assert "--kind disaggregatedsets" in stale.output
+
+
+SCHEDULED = """
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata:
+  name: inference
+spec:
+  replicas: 4
+  scheduling:
+    schedulingPolicy:
+      gang: {minCount: 2}
+    disruptionMode:
+      all: {}
+  leaderWorkerTemplate:
+    size: 2
+    workerTemplate:
+      spec:
+        priorityClassName: inference-high
+        containers: [{name: worker, image: example/worker:latest}]
+"""
+
+
+def test_validate_judges_scheduling_as_a_kubernetes_provider_with_the_gate_on() -> None:
+    result = CliRunner().invoke(main, ["validate", "-"], input=SCHEDULED)
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.stdout)["spec"]["scheduling"]["disruptionMode"] == {"all": {}}
+    wrong = SCHEDULED.replace("minCount: 2", "minCount: 3")
+    result = CliRunner().invoke(main, ["validate", "-"], input=wrong)
+    assert result.exit_code == 1
+    assert (
+        "spec.scheduling.schedulingPolicy.gang.minCount: Invalid value: 3: "
+        "must equal leaderWorkerTemplate.size" in result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--scheduler-provider", "volcano"],
+            "spec.scheduling.disruptionMode: Forbidden: "
+            "the Volcano provider does not support typed disruption mode",
+        ),
+        (
+            ["--scheduler-provider", "none"],
+            "spec.scheduling: Required value: requires a configured scheduler provider",
+        ),
+        (
+            ["--feature-gates", "WorkloadAwareScheduling=false"],
+            "spec.scheduling: Forbidden: requires the WorkloadAwareScheduling feature gate",
+        ),
+        (
+            ["--no-scheduling-api"],
+            "spec.scheduling: Forbidden: scheduling.k8s.io/v1beta1 Workload API is not available",
+        ),
+    ],
+    ids=["volcano", "no-provider", "gate-off", "no-api"],
+)
+def test_validate_judges_scheduling_against_the_given_manager(
+    options: list[str], message: str
+) -> None:
+    result = CliRunner().invoke(main, ["validate", *options, "-"], input=SCHEDULED)
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr
+
+
+def test_validate_refuses_an_unknown_feature_gate() -> None:
+    result = CliRunner().invoke(
+        main, ["validate", "--feature-gates", "Gang=true", "-"], input=SCHEDULED
+    )
+    assert result.exit_code == 2
+    assert 'unknown feature gate "Gang": supported values: "WorkloadAwareScheduling"' in (
+        result.output
+    )

@@ -65,6 +65,9 @@ managerConfig on top, merged key by key. */}}
 {{- with .Values.gangSchedulingManagement }}
 {{- $_ := set $config "gangSchedulingManagement" (deepCopy .) }}
 {{- end }}
+{{- with .Values.featureGates }}
+{{- $_ := set $config "featureGates" (deepCopy .) }}
+{{- end }}
 {{- $config = mustMergeOverwrite $config (deepCopy (.Values.managerConfig | default dict)) -}}
 {{- toYaml $config -}}
 {{- end -}}

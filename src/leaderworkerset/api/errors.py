@@ -22,6 +22,7 @@ class ErrorType(Enum):
     FORBIDDEN = "Forbidden"
     DUPLICATE = "Duplicate value"
     TOO_LONG = "Too long"
+    TOO_MANY = "Too many"
     # apimachinery renders a type mismatch as "Invalid value" too; only the reason
     # (FieldValueTypeInvalid) tells it apart.
     TYPE = "Invalid value"
@@ -36,6 +37,7 @@ class ErrorType(Enum):
             ErrorType.FORBIDDEN: "FieldValueForbidden",
             ErrorType.DUPLICATE: "FieldValueDuplicate",
             ErrorType.TOO_LONG: "FieldValueTooLong",
+            ErrorType.TOO_MANY: "FieldValueTooMany",
             ErrorType.TYPE: "FieldValueTypeInvalid",
         }[self]
 
@@ -139,6 +141,16 @@ def out_of_range(field: str, value: Any, fmt: str) -> FieldError:
 
 def too_long(field: str, value: Any, limit: int) -> FieldError:
     return FieldError(ErrorType.TOO_LONG, field, value, f"must have at most {limit} bytes")
+
+
+def too_many(field: str, actual: int, limit: int) -> FieldError:
+    """A list longer than its maxItems, as apimachinery's field.TooMany words it."""
+    noun = "item" if limit == 1 else "items"
+    return FieldError(ErrorType.TOO_MANY, field, actual, f"must have at most {limit} {noun}")
+
+
+def duplicate(field: str, value: Any) -> FieldError:
+    return FieldError(ErrorType.DUPLICATE, field, value)
 
 
 def immutable(field: str, value: Any) -> FieldError:

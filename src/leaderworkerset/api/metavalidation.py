@@ -179,3 +179,90 @@ def _validate_annotations(annotations: Any, path: str) -> list[FieldError]:
     if total > TOTAL_ANNOTATION_SIZE_MAX:
         errs.append(too_long(path, "", TOTAL_ANNOTATION_SIZE_MAX))
     return errs
+
+
+# --- The wording of Kubernetes' declarative validation (apimachinery's validate/content),
+# which the scheduling.k8s.io types use: lengths in bytes, and a DNS label with dots
+# told apart from one with other bad characters.
+
+
+def _content_regex_msg(msg: str, regex: str, *examples: str) -> str:
+    quoted = " or ".join(f"'{example}', " for example in examples)
+    return f"{msg} (e.g. {quoted}regex used for validation is '{regex}')"
+
+
+_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_FMT = _LABEL_FMT + "(\\." + _LABEL_FMT + ")*"
+_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_CONTENT_DNS1123_LABEL_MSG = _content_regex_msg(
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character",
+    _LABEL_FMT,
+    "my-name",
+    "123-abc",
+)
+_CONTENT_DNS1123_SUBDOMAIN_MSG = _content_regex_msg(
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character",
+    _SUBDOMAIN_FMT,
+    "example.com",
+)
+_CONTENT_LABEL_KEY_MSG = _content_regex_msg(
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+    "an alphanumeric character",
+    _LABEL_KEY_FMT,
+    "MyName",
+    "my.name",
+    "123-abc",
+)
+
+
+def content_dns1123_label_errors(value: str) -> list[str]:
+    """A DNS label (a ShortName), worded as Kubernetes' declarative validation words it."""
+    msgs: list[str] = []
+    if len(value.encode()) > DNS1123_LABEL_MAX:
+        msgs.append(f"must be no more than {DNS1123_LABEL_MAX} bytes")
+    if not _DNS1123_LABEL.fullmatch(value):
+        if _DNS1123_SUBDOMAIN.fullmatch(value):
+            msgs.append("must not contain dots")
+        else:
+            msgs.append(_CONTENT_DNS1123_LABEL_MSG)
+    return msgs
+
+
+def content_dns1123_subdomain_errors(value: str) -> list[str]:
+    """A DNS subdomain (a LongName), worded as Kubernetes' declarative validation."""
+    msgs: list[str] = []
+    if len(value.encode()) > DNS1123_SUBDOMAIN_MAX:
+        msgs.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX} bytes")
+    if not _DNS1123_SUBDOMAIN.fullmatch(value):
+        msgs.append(_CONTENT_DNS1123_SUBDOMAIN_MSG)
+    return msgs
+
+
+def content_label_key_errors(value: str) -> list[str]:
+    """A label key (optional DNS subdomain prefix, '/', a name), worded as Kubernetes'
+    declarative validation."""
+    msgs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            msgs.append("prefix part must be non-empty")
+        else:
+            msgs.extend("prefix part " + m for m in content_dns1123_subdomain_errors(prefix))
+    else:
+        return [
+            "a valid label key "
+            + _CONTENT_LABEL_KEY_MSG
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        msgs.append("name part must be non-empty")
+    elif len(name.encode()) > QUALIFIED_NAME_MAX:
+        msgs.append(f"name part must be no more than {QUALIFIED_NAME_MAX} bytes")
+    if not _QUALIFIED_NAME.fullmatch(name):
+        msgs.append("name part " + _CONTENT_LABEL_KEY_MSG)
+    return msgs

@@ -19,6 +19,7 @@ from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
 from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
 from leaderworkerset.api.objects import JSON, meta_of, name_of
 from leaderworkerset.api.resources import LEADERWORKERSETS
@@ -41,6 +42,7 @@ from leaderworkerset.webhooks.denial import Denied
 from leaderworkerset.webhooks.hostnames import IssuedHostnames, LiveHostnames
 from leaderworkerset.webhooks.leaderworkerset import (
     MUTATING_PATH,
+    UNCONFIGURED,
     VALIDATING_PATH,
     TemplateCheck,
     Verdict,
@@ -89,11 +91,13 @@ def invalid_status(obj: JSON, verdict: Verdict) -> JSON:
 
 
 def leaderworkerset_validator(
-    check: TemplateCheck | None = None, limits: SizeLimits | None = None
+    check: TemplateCheck | None = None,
+    limits: SizeLimits | None = None,
+    scheduling: SchedulingSupport = UNCONFIGURED,
 ) -> AdmissionHandler:
     """The LWS validating handler; `check` (when given) asks the API server about the
     workloads built from an LWS that passes its own rules; `limits` are the cluster's
-    own bounds on its size."""
+    own bounds on its size; `scheduling` what the controller serves of spec.scheduling."""
 
     async def validate(request: JSON) -> AdmissionResponse:
         obj = request.get("object")
@@ -109,6 +113,7 @@ def leaderworkerset_validator(
             old if isinstance(old, dict) else None,
             check,
             limits,
+            scheduling,
         )
         if verdict.allowed:
             return allow(warnings=verdict.warnings)
@@ -233,7 +238,9 @@ def register_webhooks(
     if template_check is not None:
         check = server.on_manager_loop(template_check)
     server.register(MUTATING_PATH, mutate_leaderworkerset)
-    server.register(VALIDATING_PATH, leaderworkerset_validator(check, options.limits))
+    server.register(
+        VALIDATING_PATH, leaderworkerset_validator(check, options.limits, options.scheduling)
+    )
     server.register(POD_MUTATING_PATH, pod_mutator(caches, options, fetch_lws))
     server.register(POD_VALIDATING_PATH, validate_pod)
     server.register_conversion()

@@ -21,6 +21,8 @@ from leaderworkerset.api.errors import FieldError, InvalidObjectError
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.defaults import default_leaderworkerset
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
+from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
+from leaderworkerset.api.leaderworkerset.scheduling_validation import validate_scheduling
 from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 from leaderworkerset.api.leaderworkerset.validation import (
     validate_create,
@@ -29,6 +31,8 @@ from leaderworkerset.api.leaderworkerset.validation import (
 )
 
 MUTATING_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
+# A controller with no scheduler provider and the WorkloadAwareScheduling gate off.
+UNCONFIGURED = SchedulingSupport()
 VALIDATING_PATH = "/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 
 
@@ -95,7 +99,10 @@ def validate_object(
     obj: dict[str, Any],
     old: dict[str, Any] | None = None,
     limits: SizeLimits | None = None,
+    scheduling: SchedulingSupport = UNCONFIGURED,
 ) -> Verdict:
+    """`scheduling`: what this controller serves of `spec.scheduling` (the default, no
+    provider and the gate off, refuses every object that sets it)."""
     lws, errors = LeaderWorkerSet.from_json(obj)
     previous = None
     if operation == "UPDATE" and old is not None:
@@ -103,6 +110,7 @@ def validate_object(
         errors += validate_update(lws, previous)
     else:
         errors += validate_create(lws)
+    errors += validate_scheduling(lws, previous, scheduling)
     if limits is not None:
         errors += limits.errors(lws, previous)
     warnings = warnings_for(lws)
@@ -117,10 +125,11 @@ async def validate_with_workloads(
     old: dict[str, Any] | None,
     check: TemplateCheck | None,
     limits: SizeLimits | None = None,
+    scheduling: SchedulingSupport = UNCONFIGURED,
 ) -> Verdict:
     """`validate_object`, then, for an object that passes, the template check: the
     workloads are only worth asking about once the LWS's own rules hold."""
-    verdict = validate_object(operation, obj, old, limits)
+    verdict = validate_object(operation, obj, old, limits, scheduling)
     if not verdict.allowed or check is None or operation not in ("CREATE", "UPDATE"):
         return verdict
     causes = await check(obj, old if operation == "UPDATE" else None)

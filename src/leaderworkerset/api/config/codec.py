@@ -83,6 +83,18 @@ def _decode_value(hint: Any, raw: Any, where: str, unknown: list[str]) -> Any:
             _decode_value(get_args(hint)[0], item, f"{where}[{i}]", unknown)
             for i, item in enumerate(raw)
         ]
+    if get_origin(hint) is dict:
+        key_hint, value_hint = get_args(hint)
+        if not isinstance(raw, dict):
+            raise _type_error(where, raw, f"map[string]{_GO_SCALARS[value_hint]}")
+        out = {}
+        for key, item in raw.items():
+            if not isinstance(key, str):  # YAML allows `1: true`; a Go map[string] does not
+                raise _type_error(where, key, f"map[string]{_GO_SCALARS[value_hint]}")
+            out[_decode_scalar(key_hint, key, where)] = _decode_value(
+                value_hint, item, f"{where}.{key}", unknown
+            )
+        return out
     if hint is Duration:
         return _decode_duration(raw, where)
     return _decode_scalar(hint, raw, where)
@@ -117,10 +129,16 @@ def _decode_scalar(hint: Any, raw: Any, where: str) -> Any:
     raise TypeError(f"no decoder for {hint!r}")
 
 
+_GO_SCALARS = {bool: "bool", int: "int", float: "float64", str: "string"}
+
+
 def _zero(hint: Any) -> Any:
-    return {bool: False, int: 0, float: 0.0, str: ""}.get(
-        hint, [] if get_origin(hint) is list else None
-    )
+    origin = get_origin(hint)
+    if origin is list:
+        return []
+    if origin is dict:
+        return {}
+    return {bool: False, int: 0, float: 0.0, str: ""}.get(hint)
 
 
 def _type_error(where: str, raw: Any, want: str) -> ConfigError:

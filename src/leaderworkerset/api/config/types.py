@@ -111,6 +111,9 @@ class Configuration:
     tls: TLS | None = None
     internal_cert_management: InternalCertManagement | None = None
     gang_scheduling_management: GangSchedulingManagement | None = None
+    # Alpha features of this controller by name (upstream's featureGates); an unknown
+    # name is an error, an absent one is off.
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     client_connection: ClientConnection | None = None
     group_replacement: GroupReplacement | None = None
     leader_worker_set_limits: LeaderWorkerSetLimits | None = None
@@ -136,4 +139,11 @@ def _encode(value: Any) -> Any:
         return int(value)
     if isinstance(value, list):
         return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
     return value
+
+
+def feature_enabled(cfg: Configuration, name: str) -> bool:
+    """Whether the feature gate `name` is on: alpha gates are off unless set true."""
+    return cfg.feature_gates.get(name, False) is True

@@ -13,10 +13,15 @@ from leaderworkerset.api.config.types import (
 )
 from leaderworkerset.api.errors import FieldError, invalid, not_supported, required
 from leaderworkerset.api.go.durations import format_duration
+from leaderworkerset.api.leaderworkerset.scheduling import (
+    KNOWN_FEATURE_GATES,
+    PROVIDER_KUBERNETES,
+    PROVIDER_VOLCANO,
+)
 from leaderworkerset.api.metavalidation import dns1035_label_errors, dns1123_subdomain_errors
 
 SUPPORTED_RESOURCE_LOCKS = ("leases",)
-SUPPORTED_GANG_SCHEDULERS = ("volcano",)
+SUPPORTED_GANG_SCHEDULERS = (PROVIDER_KUBERNETES, PROVIDER_VOLCANO)
 SECURE_TLS_VERSIONS = ("VersionTLS12", "VersionTLS13")
 
 
@@ -29,6 +34,9 @@ def validate(cfg: Configuration) -> list[FieldError]:
         errs += _validate_cert_management(icm)
     if cfg.gang_scheduling_management is not None:
         errs += _validate_gang_scheduling(cfg.gang_scheduling_management)
+    if any(name not in KNOWN_FEATURE_GATES for name in cfg.feature_gates):
+        # As upstream: the whole map is the bad value.
+        errs.append(not_supported("featureGates", cfg.feature_gates, KNOWN_FEATURE_GATES))
     le = cfg.leader_election
     if le.leader_elect and le.resource_lock not in SUPPORTED_RESOURCE_LOCKS:
         errs.append(

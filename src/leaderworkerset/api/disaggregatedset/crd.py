@@ -7,7 +7,7 @@ ones. Each role embeds the LeaderWorkerSet spec: upstream's, plus our Group Iden
 members (`groupIdentity`, `groupReplacementPolicy`) with the LeaderWorkerSet's enums
 but without its schema defaults, so that a set which does not use them is stored as
 upstream's CRD stores it (the LeaderWorkerSet webhook defaults them on the role's
-LeaderWorkerSets).
+LeaderWorkerSets). Like upstream's, a role carries no `scheduling`.
 
 The rendered YAML lives in config/crd/bases/ and charts/lws/crds/ (`make crd`); a
 unit test fails when either is stale.
@@ -31,6 +31,10 @@ DISAGGREGATEDSET_CRD_FILE = f"config/crd/bases/{c.GROUP}_{c.PLURAL}.yaml"
 SCALER_CRD_FILE = f"config/crd/bases/{c.GROUP}_{c.SCALER_PLURAL}.yaml"
 # LeaderWorkerSet spec members that are ours, not upstream's (Group Identity).
 PROJECT_ONLY_LWS_MEMBERS = ("groupIdentity", "groupReplacementPolicy")
+# LeaderWorkerSet spec members upstream's DisaggregatedSet CRD does not carry: its roles
+# are generated from an LWS API without them, so the API server drops (or, strict,
+# refuses) them in a role, and so does this CRD.
+LWS_MEMBERS_NOT_IN_ROLES = ("scheduling",)
 _ROLE_MEMBER_DESCRIPTIONS = {
     "groupIdentity": (
         "How the role's groups are named and which controller manages its leaders: Ordinal "
@@ -55,6 +59,8 @@ def build_disaggregatedset_crd() -> dict[str, Any]:
     )
     role = root["properties"]["spec"]["properties"]["roles"]["items"]
     members = role["properties"]["spec"]["properties"]
+    for member in LWS_MEMBERS_NOT_IN_ROLES:
+        del members[member]
     for member in PROJECT_ONLY_LWS_MEMBERS:
         del members[member]["default"]
         members[member]["description"] = _ROLE_MEMBER_DESCRIPTIONS[member]

@@ -119,6 +119,8 @@ DEFAULT_MAX_SURGE: Final = 0
 DEFAULT_PARTITION: Final = 0
 MAX_REPLICAS: Final = 1_000_000
 MAX_INT32: Final = 2_147_483_647
+# spec.scheduling.resourceClaims: the most a Kubernetes PodGroup holds (CRD maxItems).
+MAX_SCHEDULING_RESOURCE_CLAIMS: Final = 4
 
 # --- Status conditions ----------------------------------------------------------
 CONDITION_AVAILABLE: Final = "Available"

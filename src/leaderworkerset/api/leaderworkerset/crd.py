@@ -175,7 +175,9 @@ def model_schema(model: type) -> dict[str, Any]:
         properties[spec.json] = _field_schema(spec)
         if spec.required:
             required.append(spec.json)
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    schema: dict[str, Any] = {"type": "object"}
+    if properties:  # a marker object (`basic: {}`) declares no members
+        schema["properties"] = properties
     if required:
         schema["required"] = sorted(required)
     return schema

@@ -166,6 +166,161 @@ class LeaderWorkerTemplate:
 
 
 @dataclass
+class BasicSchedulingPolicy:
+    extra: JSON = extra_field()
+
+
+@dataclass
+class GangSchedulingPolicy:
+    min_count: int | None = api_field(
+        "minCount",
+        Kind.INT32,
+        "Pods of a group that must be placeable together before kube-scheduler binds any "
+        "of them. Must equal leaderWorkerTemplate.size; it may change with the size.",
+        required=True,
+    )
+    extra: JSON = extra_field()
+
+
+@dataclass
+class SchedulingPolicy:
+    basic: BasicSchedulingPolicy | None = api_field(
+        "basic",
+        Kind.MODEL,
+        "Place the pods of a group one by one, as kube-scheduler does without a gang. "
+        "Chosen at creation; it cannot be unset later.",
+        model=BasicSchedulingPolicy,
+        schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "self == oldSelf", "message": "field is immutable"}
+            ]
+        },
+    )
+    gang: GangSchedulingPolicy | None = api_field(
+        "gang",
+        Kind.MODEL,
+        "Place a group all at once or not at all (all-or-nothing).",
+        model=GangSchedulingPolicy,
+    )
+    extra: JSON = extra_field()
+
+
+@dataclass
+class TopologyConstraint:
+    key: str | None = api_field(
+        "key",
+        Kind.STRING,
+        "Node label whose value names a topology domain (e.g. topology.kubernetes.io/rack); "
+        "every pod of a group lands in one such domain.",
+        required=True,
+    )
+    extra: JSON = extra_field()
+
+
+@dataclass
+class SchedulingConstraints:
+    topology: list[TopologyConstraint] | None = api_field(
+        "topology",
+        Kind.MODEL_LIST,
+        "Topology a group must fit in; at most one entry for now.",
+        model=TopologyConstraint,
+        schema_extra={"x-kubernetes-list-type": "atomic"},
+    )
+    extra: JSON = extra_field()
+
+
+@dataclass
+class SingleDisruptionMode:
+    extra: JSON = extra_field()
+
+
+@dataclass
+class AllDisruptionMode:
+    extra: JSON = extra_field()
+
+
+@dataclass
+class DisruptionMode:
+    single: SingleDisruptionMode | None = api_field(
+        "single",
+        Kind.MODEL,
+        "The pods of a group may be evicted or preempted one at a time.",
+        model=SingleDisruptionMode,
+    )
+    all_: AllDisruptionMode | None = api_field(
+        "all",
+        Kind.MODEL,
+        "The pods of a group are evicted or preempted together, never one alone.",
+        model=AllDisruptionMode,
+    )
+    extra: JSON = extra_field()
+
+
+@dataclass
+class PodGroupResourceClaim:
+    name: str | None = api_field(
+        "name",
+        Kind.STRING,
+        "Name of the claim within the group (a DNS label); the leader and worker templates "
+        "refer to it by the same name in spec.resourceClaims.",
+        required=True,
+    )
+    resource_claim_name: str | None = api_field(
+        "resourceClaimName",
+        Kind.STRING,
+        "An existing ResourceClaim of the namespace, reserved for the whole group. Set "
+        "this or resourceClaimTemplateName, not both.",
+    )
+    resource_claim_template_name: str | None = api_field(
+        "resourceClaimTemplateName",
+        Kind.STRING,
+        "A ResourceClaimTemplate of the namespace from which each group gets a "
+        "ResourceClaim of its own, deleted with the group's PodGroup. Set this or "
+        "resourceClaimName, not both.",
+    )
+    extra: JSON = extra_field()
+
+
+@dataclass
+class LeaderWorkerSetSchedulingConfiguration:
+    scheduling_policy: SchedulingPolicy | None = api_field(
+        "schedulingPolicy",
+        Kind.MODEL,
+        "basic or gang. Absent means gang with minCount equal to the size.",
+        model=SchedulingPolicy,
+        schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(oldSelf.basic) || has(self.basic)",
+                    "message": "field basic is immutable once set",
+                }
+            ]
+        },
+    )
+    scheduling_constraints: SchedulingConstraints | None = api_field(
+        "schedulingConstraints",
+        Kind.MODEL,
+        "Placement constraints on a whole group (topology).",
+        model=SchedulingConstraints,
+    )
+    disruption_mode: DisruptionMode | None = api_field(
+        "disruptionMode",
+        Kind.MODEL,
+        "Whether the pods of a group may be disrupted one by one (single) or only together (all).",
+        model=DisruptionMode,
+    )
+    resource_claims: list[PodGroupResourceClaim] | None = api_field(
+        "resourceClaims",
+        Kind.MODEL_LIST,
+        "Dynamic resource claims shared by all pods of a group, at most 4.",
+        model=PodGroupResourceClaim,
+        list_map_keys=("name",),
+        schema_extra={"maxItems": c.MAX_SCHEDULING_RESOURCE_CLAIMS},
+    )
+    extra: JSON = extra_field()
+
+
+@dataclass
 class LeaderWorkerSetSpec:
     replicas: int | None = api_field(
         "replicas",
@@ -219,6 +374,15 @@ class LeaderWorkerSetSpec:
         "replaces is gone; Immediate does not wait (Hash only).",
         enum=c.GROUP_REPLACEMENT_POLICIES,
         schema_default=c.GROUP_REPLACEMENT_POST_TERMINATION,
+    )
+    scheduling: LeaderWorkerSetSchedulingConfiguration | None = api_field(
+        "scheduling",
+        Kind.MODEL,
+        "Workload-Aware Scheduling (alpha): each group becomes a Kubernetes "
+        "scheduling.k8s.io PodGroup, placed as one unit by kube-scheduler. Needs the "
+        "WorkloadAwareScheduling feature gate and a scheduler provider in the manager's "
+        "Configuration. Cannot be added or removed after creation.",
+        model=LeaderWorkerSetSchedulingConfiguration,
     )
     extra: JSON = extra_field()
 

@@ -22,6 +22,10 @@ from leaderworkerset.api.errors import (
 from leaderworkerset.api.fields import Kind, api_fields
 from leaderworkerset.api.go.intstr import IntOrString, is_percent, scaled_value
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.scheduling_validation import (
+    crd_schema_errors,
+    crd_transition_errors,
+)
 from leaderworkerset.api.leaderworkerset.types import (
     LeaderWorkerSet,
     LeaderWorkerSetSpec,
@@ -145,6 +149,7 @@ def _validate_spec(lws: LeaderWorkerSet) -> list[FieldError]:
     # webhook has a rule for the same field, report the webhook's wording only.
     ruled = {e.field for e in rule_errs}
     schema_errs = [e for e in schema_errors(spec, SPEC) if e.field not in ruled]
+    schema_errs.extend(crd_schema_errors(spec))
     return schema_errs + rule_errs
 
 
@@ -378,6 +383,7 @@ def _validate_transition(new: LeaderWorkerSet, old: LeaderWorkerSet) -> list[Fie
         errs.append(invalid(SUBDOMAIN_POLICY, None, "cannot set subdomainPolicy as null"))
     if group_identity_of(new_spec) != group_identity_of(old_spec):
         errs.append(immutable(GROUP_IDENTITY, group_identity_of(new_spec)))
+    errs.extend(crd_transition_errors(new, old))
     return errs
 
 

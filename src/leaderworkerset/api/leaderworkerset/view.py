@@ -56,6 +56,10 @@ class LwsView:
     group_identity: str
     replacement_policy: str
     template: LeaderWorkerTemplate
+    # spec.scheduling as stored (a copy), or None: Workload-Aware Scheduling is off for
+    # this LWS. Nothing is defaulted into it: an absent or empty schedulingPolicy means
+    # a gang of `size` pods (see api/leaderworkerset/scheduling_validation.is_gang).
+    scheduling: JSON | None
     obj: JSON = field(repr=False, compare=False)
 
     @property
@@ -113,8 +117,15 @@ def view_of(lws: JSON) -> LwsView:
         replacement_policy=(spec.group_replacement_policy if spec else None)
         or c.GROUP_REPLACEMENT_POST_TERMINATION,
         template=template,
+        scheduling=_scheduling(lws),
         obj=lws,
     )
+
+
+def _scheduling(lws: JSON) -> JSON | None:
+    spec = lws.get("spec")
+    scheduling = spec.get("scheduling") if isinstance(spec, dict) else None
+    return copy.deepcopy(scheduling) if isinstance(scheduling, dict) else None
 
 
 def _or(value: Any, default: Any) -> Any:

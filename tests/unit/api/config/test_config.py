@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from leaderworkerset.api.config.codec import ConfigError, configuration_yaml, decode_configuration
 from leaderworkerset.api.config.defaults import set_defaults
+from leaderworkerset.api.config.types import feature_enabled
 from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.go.durations import format_duration, parse_duration
 from leaderworkerset.controller_command import (
@@ -284,15 +285,84 @@ def test_disabled_cert_management_neither_defaults_nor_checks_names() -> None:
     assert errors_of("internalCertManagement: {enable: false, webhookServiceName: 1-bad}") == []
 
 
-def test_gang_scheduling_provider_is_required_and_must_be_volcano() -> None:
+def test_gang_scheduling_provider_is_required_and_volcano_or_kubernetes() -> None:
     assert errors_of("gangSchedulingManagement: {schedulerProvider: volcano}") == []
+    assert errors_of("gangSchedulingManagement: {schedulerProvider: kubernetes}") == []
     (missing,) = errors_of("gangSchedulingManagement: {}")
     assert missing == "gangSchedulingManagement.schedulerProvider: Required value"
     (other,) = errors_of("gangSchedulingManagement: {schedulerProvider: kueue}")
     assert other == (
         'gangSchedulingManagement.schedulerProvider: Unsupported value: "kueue": '
-        'supported values: "volcano"'
+        'supported values: "kubernetes", "volcano"'
     )
+
+
+# --- featureGates (upstream #982) ----------------------------------------------------------
+
+
+def test_feature_gates_decode_and_default_off() -> None:
+    cfg = decode_configuration(HEADER + "featureGates: {WorkloadAwareScheduling: true}\n")
+    assert cfg.feature_gates == {"WorkloadAwareScheduling": True}
+    assert feature_enabled(cfg, "WorkloadAwareScheduling")
+    off = decode_configuration(HEADER + "featureGates: {WorkloadAwareScheduling: false}\n")
+    assert not feature_enabled(off, "WorkloadAwareScheduling")
+    absent = set_defaults(decode_configuration(HEADER))
+    assert absent.feature_gates == {} and not feature_enabled(absent, "WorkloadAwareScheduling")
+    assert errors_of("featureGates: {WorkloadAwareScheduling: true}") == []
+    # YAML null is Go's zero value for a map.
+    assert decode_configuration(HEADER + "featureGates:\n").feature_gates == {}
+
+
+def test_an_unknown_feature_gate_is_refused_naming_the_known_ones() -> None:
+    (err,) = errors_of("featureGates: {WorkloadAwareScheduling: true, Gang: true}")
+    assert err == (
+        'featureGates: Unsupported value: {"Gang": true, "WorkloadAwareScheduling": true}: '
+        'supported values: "WorkloadAwareScheduling"'
+    )
+    # Off is no excuse: the name itself is unknown.
+    (err,) = errors_of("featureGates: {workloadawarescheduling: false}")
+    assert err.startswith("featureGates: Unsupported value:")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "featureGates: [WorkloadAwareScheduling]",
+            'cannot unmarshal array into field "featureGates" of type map[string]bool',
+        ),
+        (
+            "featureGates: {WorkloadAwareScheduling: yes please}",
+            'cannot unmarshal string into field "featureGates.WorkloadAwareScheduling" '
+            "of type bool",
+        ),
+        (
+            "featureGates: {WorkloadAwareScheduling: 1}",
+            'cannot unmarshal number into field "featureGates.WorkloadAwareScheduling" '
+            "of type bool",
+        ),
+    ],
+)
+def test_feature_gates_of_the_wrong_type_are_decoding_errors(body: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        decode_configuration(HEADER + body + "\n")
+    assert str(info.value) == message
+
+
+def test_feature_gates_round_trip() -> None:
+    cfg = decode_configuration(
+        HEADER
+        + "gangSchedulingManagement: {schedulerProvider: kubernetes}\n"
+        + "featureGates: {WorkloadAwareScheduling: true}\n"
+    )
+    rendered = configuration_yaml(cfg)
+    assert "featureGates:\n  WorkloadAwareScheduling: true\n" in rendered
+    again = decode_configuration(rendered)
+    assert again == cfg
+    assert again.gang_scheduling_management is not None
+    assert again.gang_scheduling_management.scheduler_provider == "kubernetes"
+    # An empty map is left out, as Go's omitempty does.
+    assert "featureGates" not in configuration_yaml(decode_configuration(HEADER))
 
 
 def test_only_lease_locks_are_supported() -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from leaderworkerset.api.disaggregatedset.crd import build_disaggregatedset_crd
 from leaderworkerset.api.leaderworkerset.crd import CRD_FILE, build_crd, render_crd_yaml
 from tests.toolkit.paths import REPO
 
@@ -15,6 +16,7 @@ ALLOWED_EXTENSIONS = {
     "x-kubernetes-list-map-keys",
     "x-kubernetes-map-type",
     "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-validations",
 }
 
 
@@ -106,3 +108,59 @@ def test_subresources_names_and_columns() -> None:
 def test_rendered_yaml_parses_back() -> None:
     rendered = render_crd_yaml()
     assert yaml.safe_load(rendered.split("---\n", 1)[1]) == build_crd()
+
+
+def test_scheduling_schema_as_upstream_982() -> None:
+    scheduling = _schema()["properties"]["spec"]["properties"]["scheduling"]
+    members = scheduling["properties"]
+    assert set(members) == {
+        "schedulingPolicy",
+        "schedulingConstraints",
+        "disruptionMode",
+        "resourceClaims",
+    }
+    assert "default" not in scheduling and "required" not in scheduling
+    policy = members["schedulingPolicy"]
+    assert policy["x-kubernetes-validations"] == [
+        {
+            "rule": "!has(oldSelf.basic) || has(self.basic)",
+            "message": "field basic is immutable once set",
+        }
+    ]
+    basic = policy["properties"]["basic"]
+    assert basic["type"] == "object" and "properties" not in basic
+    assert basic["x-kubernetes-validations"] == [
+        {"rule": "self == oldSelf", "message": "field is immutable"}
+    ]
+    gang = policy["properties"]["gang"]
+    assert gang["required"] == ["minCount"]
+    assert gang["properties"]["minCount"] == {
+        "type": "integer",
+        "format": "int32",
+        "description": gang["properties"]["minCount"]["description"],
+    }
+    topology = members["schedulingConstraints"]["properties"]["topology"]
+    assert topology["x-kubernetes-list-type"] == "atomic" and "maxItems" not in topology
+    assert topology["items"]["required"] == ["key"]
+    assert set(members["disruptionMode"]["properties"]) == {"single", "all"}
+    claims = members["resourceClaims"]
+    assert claims["maxItems"] == 4
+    assert (claims["x-kubernetes-list-type"], claims["x-kubernetes-list-map-keys"]) == (
+        "map",
+        ["name"],
+    )
+    assert claims["items"]["required"] == ["name"]
+    assert set(claims["items"]["properties"]) == {
+        "name",
+        "resourceClaimName",
+        "resourceClaimTemplateName",
+    }
+
+
+def test_disaggregatedset_roles_carry_no_scheduling() -> None:
+    """Upstream's DisaggregatedSet CRD embeds an LWS spec without spec.scheduling."""
+    crd = build_disaggregatedset_crd()
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    role_spec = root["properties"]["spec"]["properties"]["roles"]["items"]["properties"]["spec"]
+    assert "scheduling" not in role_spec["properties"]
+    assert "leaderWorkerTemplate" in role_spec["properties"]

@@ -85,3 +85,19 @@ def test_the_templates_handed_out_are_copies_the_caller_may_change() -> None:
     assert (
         view.leader_template()["spec"]["containers"] == view.worker_template()["spec"]["containers"]
     )
+
+
+def test_scheduling_is_the_stored_block_or_none() -> None:
+    block = {"schedulingPolicy": {"gang": {"minCount": 3}}, "disruptionMode": {"all": {}}}
+    lws = leaderworkerset("a", "ns", size=3, scheduling=copy.deepcopy(block))
+    view = view_of(lws)
+    assert view.scheduling == block
+    # A copy: whoever reads the view cannot change the cached object through it.
+    assert view.scheduling is not lws["spec"]["scheduling"]
+    view.scheduling["disruptionMode"] = {}
+    assert lws["spec"]["scheduling"] == block
+    # Present but empty is not absent: a gang of `size` pods.
+    assert view_of(leaderworkerset("b", "ns", scheduling={})).scheduling == {}
+    assert view_of(leaderworkerset("c", "ns")).scheduling is None
+    assert view_of(leaderworkerset("d", "ns", scheduling="gang")).scheduling is None
+    assert view_of({"metadata": {"name": "e"}}).scheduling is None
