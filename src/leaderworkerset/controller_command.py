@@ -49,7 +49,6 @@ from leaderworkerset.api.resources import POD_GROUPS, WORKLOADS
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
-from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.runtime.discovery import serves
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
 from leaderworkerset.runtime.eventloop import EVENT_LOOPS, loop_factory
@@ -500,7 +499,7 @@ GC_THRESHOLDS = (10_000, 50, 100)
 GIL_SWITCH_INTERVAL = 0.001
 
 
-async def scheduling_support(client: ApiClient, settings: Settings) -> SchedulingSupport:
+async def scheduling_support(manager: Manager, settings: Settings) -> SchedulingSupport:
     """What spec.scheduling can be served with; the Workload API is asked for only when
     the kubernetes provider and its feature gate are configured."""
     provider = settings.gang_scheduling_provider
@@ -508,7 +507,7 @@ async def scheduling_support(client: ApiClient, settings: Settings) -> Schedulin
     gate = bool(gates.get(FEATURE_WORKLOAD_AWARE_SCHEDULING, False))
     available = True
     if provider == PROVIDER_KUBERNETES and gate:
-        available = await serves(client, WORKLOADS, POD_GROUPS)
+        available = await serves(manager.client, WORKLOADS, POD_GROUPS)
         log = logging.getLogger("setup")
         if available:
             log.info("gang scheduling by the Kubernetes Workload API")
@@ -537,7 +536,7 @@ def run_controller(settings: Settings) -> None:
         logging.getLogger("setup").info("event loop", extra={"eventLoop": loop})
         metrics.event_loop_tasks.set_function(lambda: len(asyncio.all_tasks(running)))
         manager = Manager(settings.manager_options(), metrics=metrics)
-        scheduling = await scheduling_support(manager.client, settings)
+        scheduling = await scheduling_support(manager, settings)
         setup_controllers(
             manager,
             enable_webhooks=settings.enable_webhooks,

@@ -29,9 +29,7 @@ from leaderworkerset.group.ownership import lws_reference
 
 def scheduling_of(view: LwsView) -> JSON | None:
     """`spec.scheduling`, or None when the LWS does not ask for Workload scheduling."""
-    spec = view.obj.get("spec")
-    scheduling = spec.get("scheduling") if isinstance(spec, dict) else None
-    return scheduling if isinstance(scheduling, dict) else None
+    return view.scheduling
 
 
 def pod_group_name(lws_name: str, group: str, revision: str) -> str:

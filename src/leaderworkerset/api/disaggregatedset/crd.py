@@ -7,7 +7,8 @@ ones. Each role embeds the LeaderWorkerSet spec: upstream's, plus our Group Iden
 members (`groupIdentity`, `groupReplacementPolicy`) with the LeaderWorkerSet's enums
 but without its schema defaults, so that a set which does not use them is stored as
 upstream's CRD stores it (the LeaderWorkerSet webhook defaults them on the role's
-LeaderWorkerSets). Like upstream's, a role carries no `scheduling`.
+LeaderWorkerSets). A role may also carry `scheduling` (upstream's roles cannot, #893):
+each of the role's groups is then a gang, as in a LeaderWorkerSet.
 
 The rendered YAML lives in config/crd/bases/ and charts/lws/crds/ (`make crd`); a
 unit test fails when either is stale.
@@ -31,11 +32,15 @@ DISAGGREGATEDSET_CRD_FILE = f"config/crd/bases/{c.GROUP}_{c.PLURAL}.yaml"
 SCALER_CRD_FILE = f"config/crd/bases/{c.GROUP}_{c.SCALER_PLURAL}.yaml"
 # LeaderWorkerSet spec members that are ours, not upstream's (Group Identity).
 PROJECT_ONLY_LWS_MEMBERS = ("groupIdentity", "groupReplacementPolicy")
-# LeaderWorkerSet spec members upstream's DisaggregatedSet CRD does not carry: its roles
-# are generated from an LWS API without them, so the API server drops (or, strict,
-# refuses) them in a role, and so does this CRD.
-LWS_MEMBERS_NOT_IN_ROLES = ("scheduling",)
+# LeaderWorkerSet spec members that are upstream's but not in upstream's roles (its
+# DisaggregatedSet CRD predates them); ours carry them, described for a role.
+ROLE_MEMBERS_BEYOND_UPSTREAM = ("scheduling",)
 _ROLE_MEMBER_DESCRIPTIONS = {
+    "scheduling": (
+        "Workload-Aware Scheduling of the role's groups, as a LeaderWorkerSet's "
+        "spec.scheduling: each group of the role is a Kubernetes PodGroup, placed whole or "
+        "not at all. Not in upstream's DisaggregatedSet API (its #893)."
+    ),
     "groupIdentity": (
         "How the role's groups are named and which controller manages its leaders: Ordinal "
         "(a leader StatefulSet) or Hash (a leader Deployment; scale-down sheds unhealthy "
@@ -59,8 +64,8 @@ def build_disaggregatedset_crd() -> dict[str, Any]:
     )
     role = root["properties"]["spec"]["properties"]["roles"]["items"]
     members = role["properties"]["spec"]["properties"]
-    for member in LWS_MEMBERS_NOT_IN_ROLES:
-        del members[member]
+    for member in ROLE_MEMBERS_BEYOND_UPSTREAM:
+        members[member]["description"] = _ROLE_MEMBER_DESCRIPTIONS[member]
     for member in PROJECT_ONLY_LWS_MEMBERS:
         del members[member]["default"]
         members[member]["description"] = _ROLE_MEMBER_DESCRIPTIONS[member]

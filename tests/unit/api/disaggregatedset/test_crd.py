@@ -162,6 +162,16 @@ def test_disaggregatedset_schema_is_upstreams_plus_v0_10(upstream_crd: dict[str,
     theirs = _comparable(upstream_crd)
     differences = _differences(_schema(theirs), _schema(ours))
     expected = V0_10_CHANGES + GROUP_IDENTITY_MEMBERS
+    # Our third addition: a role's groups may be gangs (its LWS's spec.scheduling, #893).
+    added_scheduling = [d for d in differences if d[1] == (*ROLE_SPEC, "scheduling")]
+    assert [d[0] for d in added_scheduling] == ["added"]
+    assert set(added_scheduling[0][2]["properties"]) == {
+        "schedulingPolicy",
+        "schedulingConstraints",
+        "disruptionMode",
+        "resourceClaims",
+    }
+    differences = [d for d in differences if d not in added_scheduling]
     assert sorted(differences, key=str) == sorted(expected, key=str)
     rest = {k: v for k, v in ours.items() if k != "spec"}
     assert rest == {k: v for k, v in theirs.items() if k != "spec"}

@@ -157,10 +157,12 @@ def test_scheduling_schema_as_upstream_982() -> None:
     }
 
 
-def test_disaggregatedset_roles_carry_no_scheduling() -> None:
-    """Upstream's DisaggregatedSet CRD embeds an LWS spec without spec.scheduling."""
+def test_disaggregatedset_roles_carry_the_lws_scheduling_schema() -> None:
+    """A role's groups may be gangs: its spec.scheduling is the LeaderWorkerSet's."""
     crd = build_disaggregatedset_crd()
     root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     role_spec = root["properties"]["spec"]["properties"]["roles"]["items"]["properties"]["spec"]
-    assert "scheduling" not in role_spec["properties"]
-    assert "leaderWorkerTemplate" in role_spec["properties"]
+    lws_spec = build_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    ours = {k: v for k, v in role_spec["properties"]["scheduling"].items() if k != "description"}
+    theirs = {k: v for k, v in lws_spec["properties"]["scheduling"].items() if k != "description"}
+    assert ours == theirs
