@@ -1,8 +1,11 @@
 """The control plane's command lines, built without starting anything: each component
-gets its own ports and files, and extra arguments come last so that they override."""
+gets its own ports and files, every component but etcd runs with the Workload API
+unless asked not to, the scheduler reads a configuration file only for a shorter
+back-off, and extra arguments come last so that they override."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,9 +15,15 @@ from lws_localcluster.controlplane import (
     CONTROLLER_MANAGER,
     ETCD,
     SCHEDULER,
+    ControlPlane,
     Ports,
 )
-from lws_localcluster.controlplane.flags import apiserver_address_args, component_args
+from lws_localcluster.controlplane.flags import (
+    SCHEDULER_CONFIG,
+    apiserver_address_args,
+    component_args,
+    scheduler_config,
+)
 from lws_localcluster.controlplane.pki import ControlPlanePKI
 
 PORTS = Ports(etcd_client=1, etcd_peer=2, apiserver=3, controller_manager=4, scheduler=5)
@@ -53,3 +62,66 @@ def test_the_api_server_binds_loopback_unless_given_a_host_address() -> None:
 def test_an_unknown_component_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="kubelet"):
         args("kubelet", tmp_path)
+
+
+GATES = "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+
+
+def test_every_component_but_etcd_runs_with_the_workload_api_gates(tmp_path: Path) -> None:
+    apiserver = args(APISERVER, tmp_path)
+    assert GATES in apiserver
+    assert "--runtime-config=scheduling.k8s.io/v1beta1=true" in apiserver
+    for component in (CONTROLLER_MANAGER, SCHEDULER):
+        component_flags = args(component, tmp_path)
+        assert GATES in component_flags
+        assert not any(a.startswith("--runtime-config") for a in component_flags)
+    assert not any(a.startswith("--feature-gates") for a in args(ETCD, tmp_path))
+
+
+def test_a_cluster_without_the_workload_api_sets_no_gate(tmp_path: Path) -> None:
+    for component in COMPONENTS:
+        flags = args(component, tmp_path, workload_api=False)
+        assert not any(a.startswith(("--feature-gates", "--runtime-config")) for a in flags)
+
+
+def test_extra_gates_come_after_the_workload_api_gates(tmp_path: Path) -> None:
+    # kube components merge repeated --feature-gates flags, a later value of a gate
+    # winning: extra gates add to the Workload API's or turn one of them off.
+    extra = {SCHEDULER: ["--feature-gates=GenericWorkload=false"]}
+    scheduler = args(SCHEDULER, tmp_path, extra_args=extra)
+    assert scheduler.index(GATES) < scheduler.index("--feature-gates=GenericWorkload=false")
+
+
+def test_a_control_plane_has_the_workload_api_unless_asked_not_to(tmp_path: Path) -> None:
+    on, off = ControlPlane(tmp_path), ControlPlane(tmp_path, workload_api=False)
+    for cp in (on, off):
+        cp.ports = PORTS
+    assert GATES in on.component_args(SCHEDULER)
+    assert GATES not in off.component_args(SCHEDULER)
+    assert GATES not in off.component_args(APISERVER)
+
+
+def test_the_scheduler_reads_a_configuration_file_only_for_a_shorter_back_off(
+    tmp_path: Path,
+) -> None:
+    assert not any(a.startswith("--config") for a in args(SCHEDULER, tmp_path))
+    scheduler = args(SCHEDULER, tmp_path, pod_max_backoff=1)
+    assert f"--config={tmp_path / SCHEDULER_CONFIG}" in scheduler
+    assert "--leader-elect=false" in scheduler
+    # The file, not --kubeconfig (ignored beside --config), says how to reach the API.
+    config = json.loads(scheduler_config(tmp_path, pod_max_backoff=1))
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert config["clientConnection"]["kubeconfig"] == str(tmp_path / "scheduler.kubeconfig")
+    assert (config["podInitialBackoffSeconds"], config["podMaxBackoffSeconds"]) == (1, 1)
+    with pytest.raises(ValueError, match="at least 1s"):
+        scheduler_config(tmp_path, pod_max_backoff=0)
+
+
+def test_a_control_plane_writes_the_scheduler_configuration_it_is_started_with(
+    tmp_path: Path,
+) -> None:
+    cp = ControlPlane(tmp_path, pod_max_backoff=2)
+    cp.ports = PORTS
+    assert f"--config={cp.workdir / SCHEDULER_CONFIG}" in cp.component_args(SCHEDULER)
+    assert not any(a.startswith("--config") for a in cp.component_args(APISERVER))

@@ -5,7 +5,9 @@ Each component is a child process in its own process group, with its log in
 them (``PR_SET_PDEATHSIG``), so even a SIGKILLed test run leaks no process;
 start a control plane from a thread that lives as long as it should (the main
 thread, normally). A running cluster is recorded in ``<workdir>/state.json`` so
-that another process (``lws dev status/down``) can find and stop it.
+that another process (``lws dev status/down``) can find and stop it. Every cluster
+serves and schedules with the Workload API (scheduling.k8s.io/v1beta1 Workload and
+PodGroup) unless started with ``ControlPlane(workload_api=False)``.
 
 Modules: ``plane`` (:class:`ControlPlane`, the facade the rest of the package and the
 tests use), ``components`` (names, ports, paths, errors), ``flags`` (each component's
@@ -31,6 +33,8 @@ from lws_localcluster.controlplane.flags import (
     KCM_CONTROLLERS,
     KCM_CONTROLLERS_WITHOUT_NODE_LIFECYCLE,
     SERVICE_CLUSTER_IP_RANGE,
+    WORKLOAD_API_FEATURE_GATES,
+    WORKLOAD_API_GROUP_VERSION,
 )
 from lws_localcluster.controlplane.pki import kubeconfig_text
 from lws_localcluster.controlplane.plane import ControlPlane, running
@@ -51,6 +55,8 @@ __all__ = [
     "SCHEDULER",
     "SERVICE_CLUSTER_IP_RANGE",
     "STATE_FILE",
+    "WORKLOAD_API_FEATURE_GATES",
+    "WORKLOAD_API_GROUP_VERSION",
     "ControlPlane",
     "ControlPlaneError",
     "Ports",

@@ -4,6 +4,7 @@ is started with can be checked without starting it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,6 +24,31 @@ SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 # its leases renewed through a synchronous test). Everything else runs.
 KCM_CONTROLLERS = "*,-node-ipam-controller"
 KCM_CONTROLLERS_WITHOUT_NODE_LIFECYCLE = KCM_CONTROLLERS + ",-node-lifecycle-controller"
+
+# The Workload API (scheduling.k8s.io/v1beta1 Workload and PodGroup, pods'
+# spec.schedulingGroup), off by default in v1.37, is on in every local cluster
+# unless a cluster is asked for without it (ControlPlane(workload_api=False)).
+# GenericWorkload (beta) serves the API and turns on, in kube-scheduler, the gang
+# scheduling plugins and workload-aware preemption, and, in kube-controller-manager, the
+# PodGroup protection controller (the scheduling.k8s.io/podgroup-protection finalizer);
+# TopologyAwareWorkloadScheduling (alpha) adds PodGroup spec.schedulingConstraints.topology
+# and the scheduler's placement of a whole group within one topology domain. Each
+# component reads the gates for itself, so all three get the same list. Left off:
+# CompositePodGroup (alpha, served only as v1alpha3), PodGroupPreemptionPolicy (alpha:
+# a group's preemptionPolicy from its PriorityClass instead of from its pods) and
+# DRAWorkloadResourceClaims (PodGroup resourceClaims); docs/gang-scheduling.md.
+WORKLOAD_API_FEATURE_GATES = ("GenericWorkload", "TopologyAwareWorkloadScheduling")
+WORKLOAD_API_GROUP_VERSION = "scheduling.k8s.io/v1beta1"
+
+
+def workload_api_args(component: str) -> list[str]:
+    """The flags that turn the Workload API on in ``component`` (none for etcd)."""
+    if component == ETCD:
+        return []
+    gates = "--feature-gates=" + ",".join(f"{g}=true" for g in WORKLOAD_API_FEATURE_GATES)
+    if component == APISERVER:
+        return [gates, f"--runtime-config={WORKLOAD_API_GROUP_VERSION}=true"]
+    return [gates]
 
 
 def etcd_args(ports: Ports, workdir: Path) -> list[str]:
@@ -151,8 +177,38 @@ def controller_manager_args(
     ]
 
 
-def scheduler_args(ports: Ports, workdir: Path) -> list[str]:
-    return _client_component_args(SCHEDULER, ports, workdir)
+# Where kube-scheduler's configuration file is written when it needs one.
+SCHEDULER_CONFIG = "scheduler-config.yaml"
+
+
+def scheduler_args(ports: Ports, workdir: Path, *, pod_max_backoff: int | None = None) -> list[str]:
+    args = _client_component_args(SCHEDULER, ports, workdir)
+    if pod_max_backoff is not None:
+        # The file then sets what --kubeconfig would (the scheduler ignores it);
+        # --leader-elect still applies.
+        args.append(f"--config={workdir / SCHEDULER_CONFIG}")
+    return args
+
+
+def scheduler_config(workdir: Path, *, pod_max_backoff: int) -> str:
+    """kube-scheduler's KubeSchedulerConfiguration (JSON, which is YAML) for a pod
+    back-off of at most ``pod_max_backoff`` seconds: the back-off has no flag.
+
+    Upstream's back-off is 1 s doubling per failed attempt up to 10 s (times the square
+    root of a pod group's size for a group), and an unschedulable pod (or gang) woken by
+    an event waits out what is left of it. Shorter, a pod that capacity frees is
+    retried sooner; what may be scheduled, and where, is unchanged.
+    """
+    if pod_max_backoff < 1:
+        raise ValueError(f"the scheduler's back-off is at least 1s, not {pod_max_backoff}s")
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(workdir / "scheduler.kubeconfig")},
+        "podInitialBackoffSeconds": 1,
+        "podMaxBackoffSeconds": pod_max_backoff,
+    }
+    return json.dumps(config, indent=2) + "\n"
 
 
 def component_args(
@@ -163,10 +219,13 @@ def component_args(
     *,
     host_ip: str | None = None,
     node_lifecycle: NodeLifecycle | None = None,
+    workload_api: bool = True,
+    pod_max_backoff: int | None = None,
     extra_args: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
-    """The full argument list of ``component`` (after its binary), extra arguments last
-    so that they override."""
+    """The full argument list of ``component`` (after its binary): the Workload API's
+    flags unless ``workload_api`` is false, then extra arguments last so that they
+    override (repeated --feature-gates flags merge, the last value of a gate winning)."""
     if component == ETCD:
         args = etcd_args(ports, workdir)
     elif component == APISERVER:
@@ -174,7 +233,9 @@ def component_args(
     elif component == CONTROLLER_MANAGER:
         args = controller_manager_args(ports, workdir, pki, node_lifecycle=node_lifecycle)
     elif component == SCHEDULER:
-        args = scheduler_args(ports, workdir)
+        args = scheduler_args(ports, workdir, pod_max_backoff=pod_max_backoff)
     else:
         raise ValueError(f"no such control-plane component: {component!r}")
+    if workload_api:
+        args += workload_api_args(component)
     return args + list((extra_args or {}).get(component, ()))

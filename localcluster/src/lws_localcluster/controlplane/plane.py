@@ -31,7 +31,11 @@ from lws_localcluster.controlplane.components import (
     Ports,
     default_workdir,
 )
-from lws_localcluster.controlplane.flags import component_args
+from lws_localcluster.controlplane.flags import (
+    SCHEDULER_CONFIG,
+    component_args,
+    scheduler_config,
+)
 from lws_localcluster.controlplane.processes import (
     Revived,
     Supervisor,
@@ -65,6 +69,8 @@ class ControlPlane:
         extra_args: Mapping[str, Sequence[str]] | None = None,
         node_lifecycle: NodeLifecycle | None = None,
         host_ip: str | None = None,
+        workload_api: bool = True,
+        pod_max_backoff: int | None = None,
     ) -> None:
         self.name = name
         self.workdir = (workdir or default_workdir(name)).resolve()
@@ -78,6 +84,12 @@ class ControlPlane:
         # non-loopback address of this machine, which pods can route to, and publishes it
         # as the `kubernetes` Service's endpoint. The address must exist before start.
         self.host_ip = host_ip
+        # The Workload API (Workload, PodGroup, pods' schedulingGroup) is served and
+        # scheduled by; False gives a cluster as v1.37 runs by default, without it.
+        self.workload_api = workload_api
+        # The scheduler's longest back-off in seconds (None: upstream's, 10 s, longer
+        # for a pod group); see flags.scheduler_config.
+        self.pod_max_backoff = pod_max_backoff
         self.ports: Ports | None = None
         self._supervisor = Supervisor(self.workdir)
         # Set when attached to a cluster another process started.
@@ -139,6 +151,8 @@ class ControlPlane:
             self.pki,
             host_ip=self.host_ip,
             node_lifecycle=self.node_lifecycle,
+            workload_api=self.workload_api,
+            pod_max_backoff=self.pod_max_backoff,
             extra_args=self.extra_args,
         )
 
@@ -193,13 +207,16 @@ class ControlPlane:
     def _prepare_workdir(self) -> None:
         for sub in ("etcd", "pki", "certs", "logs"):
             shutil.rmtree(self.workdir / sub, ignore_errors=True)
-        for stale in (STATE_FILE, "kubeconfig"):
+        for stale in (STATE_FILE, "kubeconfig", SCHEDULER_CONFIG):
             (self.workdir / stale).unlink(missing_ok=True)
         self.log_dir.mkdir(parents=True)
         pkilib.create_control_plane_pki(self.pki_dir, host_ip=self.host_ip)
 
     def _start_components(self, deadline: float) -> None:
         pkilib.write_kubeconfigs(self.pki, self.server, self.workdir)
+        if self.pod_max_backoff is not None:
+            config = scheduler_config(self.workdir, pod_max_backoff=self.pod_max_backoff)
+            (self.workdir / SCHEDULER_CONFIG).write_text(config)
         ports = self._ports()
         self._spawn(ETCD)
         self._supervisor.wait(ETCD, lambda: readiness.etcd_healthy(ports), deadline)
@@ -313,6 +330,8 @@ class ControlPlane:
             "binaries": str(self.binaries),
             "node_lifecycle": asdict(self.node_lifecycle) if self.node_lifecycle else None,
             "host_ip": self.host_ip,
+            "workload_api": self.workload_api,
+            "pod_max_backoff": self.pod_max_backoff,
             "started_at": time.time(),
         }
         tmp = self.workdir / (STATE_FILE + ".tmp")
@@ -334,6 +353,8 @@ class ControlPlane:
         lifecycle = state.get("node_lifecycle")
         cp.node_lifecycle = NodeLifecycle(**lifecycle) if lifecycle else None
         cp.host_ip = state.get("host_ip")
+        cp.workload_api = state.get("workload_api", True)
+        cp.pod_max_backoff = state.get("pod_max_backoff")
         cp._foreign_pids = {
             n: pid
             for n, pid in state.get("pids", {}).items()
