@@ -233,6 +233,9 @@ async def test_a_rollout_gets_fresh_pod_groups_and_the_old_ones_go_with_their_po
     await api.create(LEADERWORKERSETS, gang(lws_manifest("roll", namespace, size=2)))
     await wait_ready(api, namespace, "roll", 2)
     old = set(await pod_groups(api, namespace, "roll"))
+    old_revisions = {
+        labels(p)[c.LABEL_TEMPLATE_REVISION_HASH] for p in await live_pods(api, namespace, "roll")
+    }
     lws = await get_lws(api, namespace, "roll")
     lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] = {"labels": {"v": "2"}}
     await api.replace(LEADERWORKERSETS, lws)
@@ -240,7 +243,9 @@ async def test_a_rollout_gets_fresh_pod_groups_and_the_old_ones_go_with_their_po
     async def rolled() -> set[str] | None:
         pods = await live_pods(api, namespace, "roll")
         revisions = {labels(p)[c.LABEL_TEMPLATE_REVISION_HASH] for p in pods}
-        if len(pods) != 4 or len(revisions) != 1 or not all(bound(p) for p in pods):
+        if len(pods) != 4 or len(revisions) != 1 or revisions == old_revisions:
+            return None
+        if not all(bound(p) for p in pods):
             return None
         return {scheduling_group(p) or "" for p in pods}
 
@@ -266,10 +271,10 @@ async def test_scale_up_makes_the_pod_group_first_and_scale_down_removes_it_afte
         await api.replace(LEADERWORKERSETS, lws)
         await wait_ready(api, namespace, "scale", 3)
         pods = await live_pods(api, namespace, "scale")
+        new_pods = [p for p in pods if labels(p)[c.LABEL_GROUP_INDEX] in ("1", "2")]
         await eventually(
-            lambda: all(("Pod", name_of(p)) in order.created for p in pods), what="pods seen"
+            lambda: all(("Pod", name_of(p)) in order.created for p in new_pods), what="pods seen"
         )
-    new_pods = [p for p in pods if labels(p)[c.LABEL_GROUP_INDEX] in ("1", "2")]
     assert len(new_pods) == 4
     for pod in new_pods:
         group = scheduling_group(pod)
