@@ -410,12 +410,14 @@ def build_caches(
         services=labelled(SERVICES),
         revisions=labelled(CONTROLLER_REVISIONS, label_selector=REVISIONS_SELECTOR),
         nodes=Informer(client, NODES, transform=node_readiness, metrics=metrics),
-        # Not by label: a Workload the Go manager made carries none, and there is one
-        # per LeaderWorkerSet with scheduling.
-        workloads=Informer(
-            client, WORKLOADS, namespace=namespace, transform=strip_managed_fields, metrics=metrics
-        )
-        if workload_api
-        else None,
+        workloads=_workloads(client, namespace, metrics) if workload_api else None,
         pod_groups=labelled(POD_GROUPS) if workload_api else None,
+    )
+
+
+def _workloads(client: ListerWatcher, namespace: str | None, metrics: RuntimeMetrics) -> Informer:
+    # Not by label: a Workload the Go manager made carries none, and there is one per
+    # LeaderWorkerSet with scheduling.
+    return Informer(
+        client, WORKLOADS, namespace=namespace, transform=strip_managed_fields, metrics=metrics
     )
