@@ -209,6 +209,9 @@ class ManagerProcess:
     config_file: Path | None = None  # default <workdir>/<name>-config.yaml
     # The Configuration's groupReplacement (nodeNotReadyRelease, ...); None: defaults.
     group_replacement: Mapping[str, str] | None = None
+    # Serve spec.scheduling with Kubernetes' Workload API (the kubernetes provider and
+    # the WorkloadAwareScheduling gate); upstream's v0.9.0 manager knows neither.
+    workload_scheduling: bool = False
     log_file: Path | None = None  # default <workdir>/<name>.log
     webhook_port: int = field(default_factory=free_port)
     health_port: int = field(default_factory=free_port)
@@ -256,6 +259,9 @@ class ManagerProcess:
         }
         if self.group_replacement:
             config["groupReplacement"] = dict(self.group_replacement)
+        if self.workload_scheduling:
+            config["gangSchedulingManagement"] = {"schedulerProvider": "kubernetes"}
+            config["featureGates"] = {"WorkloadAwareScheduling": True}
         return config
 
     def command(self) -> list[str]:

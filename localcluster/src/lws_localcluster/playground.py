@@ -197,6 +197,8 @@ class Playground:
             log_file=self.log_path(CONTROLLER),
             # On the playground's time scale (see node_lifecycle).
             group_replacement=PLAYGROUND_GROUP_REPLACEMENT,
+            # The local control plane serves the Workload API: gangs can be tried at once.
+            workload_scheduling=True,
         )
         ports = {
             "webhook": controller.webhook_port,
