@@ -20,7 +20,13 @@ from lws_localcluster.nodesim.nodes import NodeSpec
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset import scheduling as s
-from leaderworkerset.api.resources import LEADERWORKERSETS, POD_GROUPS, PODS, WORKLOADS
+from leaderworkerset.api.resources import (
+    LEADERWORKERSETS,
+    POD_GROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    WORKLOADS,
+)
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.nodesim import NodePool, isolated, isolated_pod_spec, unique_node_name
 from tests.toolkit.cluster import (
@@ -409,3 +415,60 @@ async def test_refusals_name_the_field_and_create_nothing(
     assert field in refused.value.message, refused.value.message
     assert await api.get_or_none(LEADERWORKERSETS, "refused", namespace) is None
     assert not (await api.list(WORKLOADS, namespace)).get("items")
+
+
+# --- a rollout that changes the priority class ------------------------------------------
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def priority_classes(nodesim_api: ApiClient) -> AsyncIterator[tuple[str, str]]:
+    names = (unique_node_name("gang-low"), unique_node_name("gang-high"))
+    for value, name in enumerate(names, start=10):
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        await nodesim_api.create(PRIORITY_CLASSES, body)
+    yield names
+    for name in names:
+        with contextlib.suppress(ApiError):
+            await nodesim_api.delete(PRIORITY_CLASSES, name)
+
+
+async def test_a_priority_class_change_rolls_out_with_a_workload_made_again(
+    gangs: RunningController,
+    nodesim_api: ApiClient,
+    namespace: str,
+    priority_classes: tuple[str, str],
+) -> None:
+    """A group has one priority, fixed in the Workload's template: a rollout that
+    changes it gets a new Workload, and its groups PodGroups of the new priority."""
+    api, (low, high) = nodesim_api, priority_classes
+    body = gang(lws_manifest("prio", namespace, size=2))
+    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["priorityClassName"] = low
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, "prio", 2)
+    before = await api.get(WORKLOADS, "prio", namespace)
+    assert before["spec"]["podGroupTemplates"][0]["priorityClassName"] == low
+    lws = await get_lws(api, namespace, "prio")
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["priorityClassName"] = high
+    await api.replace(LEADERWORKERSETS, lws)
+
+    async def rolled() -> list[JSON] | None:
+        pods = await live_pods(api, namespace, "prio")
+        on_high = [p for p in pods if p["spec"].get("priorityClassName") == high and bound(p)]
+        return pods if len(pods) == 4 and len(on_high) == 4 else None
+
+    pods = await eventually(rolled, what="every pod on the new priority, bound", within=90)
+    after = await api.get(WORKLOADS, "prio", namespace)
+    assert after["metadata"]["uid"] != before["metadata"]["uid"]
+    assert after["spec"]["podGroupTemplates"][0]["priorityClassName"] == high
+    groups = await pod_groups(api, namespace, "prio")
+    for pod in pods:
+        group = groups[scheduling_group(pod) or ""]
+        assert group["spec"]["priorityClassName"] == high
+        assert group["spec"]["priority"] == pod["spec"]["priority"] == 11
+    lws = await get_lws(api, namespace, "prio")
+    assert condition(lws, s.CONDITION_WORKLOAD_SCHEDULING_READY) == "True"

@@ -159,17 +159,26 @@ def stored_template(workload_obj: JSON | None) -> JSON | None:
     return None
 
 
-def template_drift(stored: JSON, desired: JSON) -> str | None:
-    """Why the stored template cannot be brought to the desired one (Kubernetes keeps
-    all but a gang's minCount immutable); None when it can (or already is)."""
-    for key in ("schedulingConstraints", "disruptionMode", "resourceClaims", "priorityClassName"):
-        if stored.get(key) != desired.get(key):
-            return f"podGroupTemplates[0].{key} differs and is immutable"
+# Immutable in a stored PodGroupTemplate (Kubernetes lets only a gang's minCount change).
+_IMMUTABLE = ("schedulingConstraints", "disruptionMode", "resourceClaims", "priorityClassName")
+
+
+def template_drift(stored: JSON, desired: JSON) -> list[str]:
+    """The immutable members in which the stored template differs from the desired
+    one ("schedulingPolicy" when it changed between basic and gang)."""
+    drift = [key for key in _IMMUTABLE if stored.get(key) != desired.get(key)]
     old_policy = stored.get("schedulingPolicy") or {}
     new_policy = desired.get("schedulingPolicy") or {}
     if ("gang" in old_policy) != ("gang" in new_policy):
-        return "podGroupTemplates[0].schedulingPolicy changed between basic and gang"
-    return None
+        drift.append("schedulingPolicy")
+    return drift
+
+
+def only_priority_drifted(drift: list[str]) -> bool:
+    """The pod templates' priorityClassName changed (a rollout may change it): the
+    Workload is made again, as its template cannot be edited; every other member of
+    spec.scheduling is immutable at admission, so no other drift comes from the user."""
+    return drift == ["priorityClassName"]
 
 
 def with_min_count(workload_obj: JSON, desired: JSON) -> JSON | None:

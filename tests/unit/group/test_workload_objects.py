@@ -8,6 +8,7 @@ from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.group.workload_objects import (
     GroupRevision,
     groups_needed,
+    only_priority_drifted,
     pod_group,
     pod_group_for_labels,
     pod_group_of_pod,
@@ -133,9 +134,15 @@ def test_only_min_count_may_change_in_a_stored_template() -> None:
     assert stored_template(stored_wl)["schedulingPolicy"] == {"gang": {"minCount": 4}}  # type: ignore[index]
     assert with_min_count(stored_wl, pod_group_template(_view({}, size=4))) is None
     basic = pod_group_template(_view({"schedulingPolicy": {"basic": {}}}))
-    assert template_drift(stored_template(stored_wl) or {}, basic) is not None
+    assert template_drift(stored_template(stored_wl) or {}, basic) == ["schedulingPolicy"]
     topo = pod_group_template(
         _view({"schedulingConstraints": {"topology": [{"key": "rack"}]}}, size=4)
     )
-    assert "schedulingConstraints" in (template_drift(stored_template(stored_wl) or {}, topo) or "")
-    assert template_drift(stored_template(stored_wl) or {}, desired) is None
+    assert template_drift(stored_template(stored_wl) or {}, topo) == ["schedulingConstraints"]
+    assert template_drift(stored_template(stored_wl) or {}, desired) == []
+
+
+def test_only_a_priority_class_change_makes_the_workload_again() -> None:
+    assert only_priority_drifted(["priorityClassName"])
+    assert not only_priority_drifted([])
+    assert not only_priority_drifted(["priorityClassName", "disruptionMode"])

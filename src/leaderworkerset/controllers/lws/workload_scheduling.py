@@ -26,6 +26,7 @@ from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group.workload_objects import (
     GroupRevision,
     groups_needed,
+    only_priority_drifted,
     pod_group,
     pod_group_of_pod,
     pod_group_template,
@@ -161,10 +162,17 @@ class WorkloadScheduler:
                 f"{s.WORKLOAD_TEMPLATE_NAME!r}",
             )
         drift = template_drift(template, wanted)
-        if drift is not None:
+        if only_priority_drifted(drift):
+            made = await self._make_again(view, stored, desired)
+            if isinstance(made, SchedulingOutcome):
+                return made
+            stored, drift = made, []
+            template = stored_template(stored) or wanted
+        if drift:
             return _refused(
                 s.REASON_INVALID_SCHEDULING_CONFIGURATION,
-                f"Workload {view.namespace}/{view.name}: {drift}",
+                f"Workload {view.namespace}/{view.name}: podGroupTemplates[0] "
+                f"{', '.join(drift)} differ and cannot be changed",
             )
         resized = with_min_count(stored, wanted)
         if resized is not None:
@@ -178,6 +186,28 @@ class WorkloadScheduler:
                 raise
             template = stored_template(stored) or template
         return template
+
+    async def _make_again(
+        self, view: LwsView, stored: JSON, desired: JSON
+    ) -> JSON | SchedulingOutcome:
+        """Delete the stored Workload (this one, by uid) and create the desired one. No
+        PodGroup is owned by it and kube-scheduler does not read it, so the groups
+        running meanwhile are untouched; a crash between the two steps leaves no
+        Workload, which the next pass creates."""
+        uid = str(meta_of(stored).get("uid", ""))
+        try:
+            await self.client.delete(
+                WORKLOADS, view.name, view.namespace, preconditions={"uid": uid}
+            )
+        except ApiError as exc:
+            if not exc.not_found:
+                return _refused(s.REASON_WORKLOAD_CREATE_FAILED, exc.message, retry=True)
+        try:
+            made = await self.client.create(WORKLOADS, desired)
+        except ApiError as exc:
+            return _refused(s.REASON_WORKLOAD_CREATE_FAILED, exc.message, retry=True)
+        self._created[_key(WORKLOADS.plural, view.namespace, view.name)] = time.monotonic()
+        return made
 
     # -- PodGroups ------------------------------------------------------------------
 
