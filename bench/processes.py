@@ -118,6 +118,8 @@ class Metrics:
     """The series a benchmark reads, from one scrape."""
 
     writes: int = 0
+    # The same writes by method: POST creates, PUT updates, PATCH patches, DELETE deletes.
+    writes_by_method: dict[str, int] = field(default_factory=dict)
     # Cumulative bucket counts of the pod webhook's latency histogram, by upper bound.
     webhook_buckets: dict[float, float] = field(default_factory=dict)
     # Reviews of every path, and the connections they came over (ours only).
@@ -130,8 +132,12 @@ class Metrics:
         for line in text.splitlines():
             if line.startswith("rest_client_requests_total{"):
                 labels, value = _series(line)
-                if labels.get("method") in WRITE_METHODS:
+                method = labels.get("method", "")
+                if method in WRITE_METHODS:
                     out.writes += int(float(value))
+                    out.writes_by_method[method] = out.writes_by_method.get(method, 0) + int(
+                        float(value)
+                    )
             elif line.startswith("controller_runtime_webhook_latency_seconds_bucket{"):
                 labels, value = _series(line)
                 if labels.get("webhook") == POD_WEBHOOK:

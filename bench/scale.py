@@ -3,7 +3,7 @@ plane of the same build, and print one table:
 
     python -m bench.scale --replicas 1000 --size 8 [--hash | --modes ordinal,hash]
         [--runs 3] [--idle 60] [--with-upstream] [--baseline /path/to/other/src]
-        [--json FILE] [--plot DIR]
+        [--scheduling [both|only]] [--json FILE] [--plot DIR]
 
 floor     the StatefulSets a LeaderWorkerSet ends up with, created directly (no LWS
           controller): the time Kubernetes itself needs for these pods
@@ -13,6 +13,14 @@ upstream  upstream's Go manager (hack/build-upstream-lws.sh), with --with-upstre
           always the Ordinal workload (it has no Group Identity)
 base      `lws controller` run from another source tree (--baseline SRC), to compare
           a change with what it changes in one run
+*-gang    with --scheduling: the same with gang scheduling by Kubernetes' Workload API.
+          floor-gang creates a Workload, a PodGroup per group and one StatefulSet of
+          `size` pods per group naming it; ours-gang (base-gang) runs the controller with
+          the kubernetes provider and the WorkloadAwareScheduling gate on an LWS with
+          `spec.scheduling: {}`. Upstream's v0.9.0 manager serves neither, so it never
+          runs with gangs. `--scheduling` (both) runs every configuration without and
+          with gangs in the same run; `--scheduling only` keeps the plain floor and runs
+          the rest with gangs only.
 
 The node simulator runs as a process of its own (bench/nodesim_process.py), about
 100 pods per node; the driver watches pods and polls the LeaderWorkerSet.
@@ -22,14 +30,18 @@ seconds (utime + stime over that interval), its peak memory and the growth of it
 memory per pod, its API writes (rest_client_requests_total,
 POST/PUT/PATCH/DELETE), the pod webhook's p50/p99 latency
 (controller_runtime_webhook_latency_seconds), writes in an idle period afterwards,
-and the time to all pods Ready as a multiple of the same run's floor. CPU and memory
+and the time to all pods Ready as a multiple of the same run's floor (and, for a gang
+configuration, of the same run's gang floor). CPU and memory
 cover the manager's process and its children (if it has any);
 memory is their summed PSS, sampled every half second (bench.processes). CPU ms per
 pod and writes per group are the CPU and writes columns over the run's pods and groups.
 
 --json FILE appends each configuration's result as one JSON line as soon as it is
 measured (bench.curve assembles a cost curve from the lines of several invocations);
---plot DIR draws pods Ready over time, a line per configuration and run.
+--plot DIR draws pods Ready over time, a line per configuration and run. With more
+than one kind of floor or with --scheduling, a second table follows: where the CPU went
+(ours, kube-scheduler, kube-apiserver, kube-controller-manager) and our writes per group
+by method.
 """
 
 from __future__ import annotations
@@ -49,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from lws_localcluster.binaries import ensure_binaries
-from lws_localcluster.controlplane import CONTROLLER_MANAGER, SCHEDULER, ControlPlane
+from lws_localcluster.controlplane import APISERVER, CONTROLLER_MANAGER, SCHEDULER, ControlPlane
 from lws_localcluster.manager_process import (
     ManagerProcess,
     UpstreamManager,
@@ -73,9 +85,11 @@ from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.resources import (
     LEADERWORKERSETS,
     NAMESPACES,
+    POD_GROUPS,
     PODS,
     SERVICES,
     STATEFULSETS,
+    WORKLOADS,
     Resource,
 )
 from leaderworkerset.runtime.cache import Informer
@@ -90,9 +104,25 @@ CLUSTER_ROLES = Resource(
 CLUSTER_ROLE_BINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
 )
+# Creates, updates, patches, deletes.
+WRITE_ORDER = ("POST", "PUT", "PATCH", "DELETE")
 MODES = {"ordinal": c.GROUP_IDENTITY_ORDINAL, "hash": c.GROUP_IDENTITY_HASH}
 # Points of the Ready-over-time series kept in a JSON line (the PNG gets them all).
 SERIES_POINTS = 200
+FLOOR = "floor"
+# The name suffix of a configuration with gang scheduling.
+GANG = "-gang"
+GANG_FLOOR = FLOOR + GANG
+# What the scheduler writes on a PodGroup once it has placed the whole gang.
+GANG_PLACED = "PodGroupInitiallyScheduled"
+
+
+def is_gang(config: str) -> bool:
+    return config.endswith(GANG)
+
+
+def is_floor(config: str) -> bool:
+    return config in (FLOOR, GANG_FLOOR)
 
 
 @dataclass
@@ -112,6 +142,11 @@ class Result:
     webhook_p50_ms: float | None = None
     webhook_p99_ms: float | None = None
     idle_writes: int | None = None
+    # The writes by method (POST, PUT, PATCH, DELETE).
+    writes_by_method: dict[str, int] = field(default_factory=dict)
+    # Gang configurations: PodGroups at the end, and those the scheduler placed.
+    pod_groups: int | None = None
+    pod_groups_placed: int | None = None
     timeline: str = ""
     # CPU seconds of the machine's other processes over the run, by name.
     process_cpu: dict[str, float] = field(default_factory=dict)
@@ -126,6 +161,12 @@ class Result:
     def writes_per_group(self) -> float | None:
         return None if self.writes is None else self.writes / self.replicas
 
+    def per_group(self, method: str) -> float | None:
+        """Writes of one method per group; None for a configuration without writes."""
+        if self.writes is None:
+            return None
+        return self.writes_by_method.get(method, 0) / self.replicas
+
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Result:
         """The result a JSON line of `record` holds (its thinned Ready series)."""
@@ -135,7 +176,9 @@ class Result:
         result.timeline = str(record.get("summary", ""))
         return result
 
-    def record(self, x_floor: float | None, invocation: str) -> dict[str, Any]:
+    def record(
+        self, x_floor: float | None, invocation: str, x_gang_floor: float | None = None
+    ) -> dict[str, Any]:
         """The JSON line of --json: every column, the other processes' CPU, and the
         Ready-over-time series thinned to SERIES_POINTS."""
         columns = {k: v for k, v in vars(self).items() if k not in ("timeline", "ready")}
@@ -145,6 +188,7 @@ class Result:
             "invocation": invocation,
             "pods": self.replicas * self.size,
             "x_floor": x_floor,
+            "x_gang_floor": x_gang_floor,
             "cpu_ms_per_pod": self.cpu_ms_per_pod,
             "writes_per_group": self.writes_per_group,
             "summary": self.timeline,
@@ -243,6 +287,47 @@ async def _create_floor(api: ApiClient, replicas: int, size: int) -> None:
     await asyncio.gather(*(create(s) for s in workload.floor_statefulsets(replicas, size)))
 
 
+async def _create_gang_floor(api: ApiClient, replicas: int, size: int) -> None:
+    """The Workload, then group by group (20 at a time) its PodGroup and its StatefulSet,
+    in Kubernetes' order: no pod exists before its PodGroup."""
+    await api.create(SERVICES, workload.headless_service(), workload.NAMESPACE)
+    await api.create(WORKLOADS, workload.gang_workload(size), workload.NAMESPACE)
+    slots = asyncio.Semaphore(20)
+
+    async def create(pod_group: dict[str, Any], sts: dict[str, Any]) -> None:
+        async with slots:
+            await api.create(POD_GROUPS, pod_group, workload.NAMESPACE)
+            await api.create(STATEFULSETS, sts, workload.NAMESPACE)
+
+    pod_groups, sets = workload.gang_floor(replicas, size)
+    await asyncio.gather(*(create(g, s) for g, s in zip(pod_groups, sets, strict=True)))
+
+
+async def _pod_groups(api: ApiClient) -> tuple[int, int]:
+    """(PodGroups in the benchmark's namespace, those whose gang the scheduler placed)."""
+    answer = await api.list(POD_GROUPS, workload.NAMESPACE)
+    placed = sum(
+        1
+        for g in answer["items"]
+        if any(
+            x.get("type") == GANG_PLACED and x.get("status") == "True"
+            for x in (g.get("status") or {}).get("conditions") or ()
+        )
+    )
+    return len(answer["items"]), placed
+
+
+def writes_line(result: Result) -> str:
+    """Our writes by method, in all and per group."""
+    if result.writes is None:
+        return ""
+    parts = [
+        f"{method} {result.writes_by_method.get(method, 0)} ({result.per_group(method):.2f}/group)"
+        for method in WRITE_ORDER
+    ]
+    return "our writes: " + ", ".join(parts)
+
+
 def _cluster_requests(cp: ControlPlane) -> str:
     """What the scheduler and kube-controller-manager asked of the API server, the
     scheduler's attempts, where kube-controller-manager's time went (its busiest work
@@ -335,11 +420,15 @@ async def measure(
         memory_before = memory.last_kib if memory else 0
         profiler = _profiler(args, manager, f"{config}-{run}")
         started = timeline.start = time.monotonic()
-        if manager is None:
+        if config == GANG_FLOOR:
+            await _create_gang_floor(api, args.replicas, args.size)
+        elif manager is None:
             await _create_floor(api, args.replicas, args.size)
         else:
             assert identity is not None
-            lws = workload.leaderworkerset(args.replicas, args.size, identity)
+            lws = workload.leaderworkerset(
+                args.replicas, args.size, identity, scheduling=is_gang(config)
+            )
             await api.create(LEADERWORKERSETS, lws, workload.NAMESPACE)
         pods_ready: float | None = None
         lws_ready: float | None = None
@@ -375,6 +464,12 @@ async def measure(
             process_cpu=spent,
             ready=timeline.ready_series(),
         )
+        if is_gang(config):
+            result.pod_groups, result.pod_groups_placed = await _pod_groups(api)
+            result.timeline += (
+                f"\nPodGroups: {result.pod_groups}, placed (PodGroupInitiallyScheduled)"
+                f" {result.pod_groups_placed}"
+            )
         if manager is None:
             return result
         # Writes that trail the last observation (a final status update) still count.
@@ -396,6 +491,11 @@ async def measure(
         result.peak_mib = peak / 1024
         result.kib_per_pod = (now_kib - memory_before) / pods
         result.writes = after.writes - before.writes
+        result.writes_by_method = {
+            method: after.writes_by_method.get(method, 0) - before.writes_by_method.get(method, 0)
+            for method in WRITE_ORDER
+        }
+        result.timeline += "\n" + writes_line(result)
         if after.connections is not None and before.connections is not None:
             reviews = after.reviews - before.reviews
             opened = after.connections - before.connections
@@ -441,7 +541,7 @@ def run_config(
             manager: ManagerProcess | None = None
             # No leader election (the default): with one manager per cluster it would
             # only add Lease writes.
-            if config != "floor":
+            if not is_floor(config):
                 tls = WebhookTLS.create(workdir / "certs", "lws-bench-ca")
                 if config == "upstream":
                     assert go_binary is not None
@@ -451,9 +551,16 @@ def run_config(
                 else:
                     # The manager runs in `workdir`: a relative --baseline would not reach it.
                     env = {}
-                    if config == "base":
+                    if config.startswith("base"):
                         env["PYTHONPATH"] = str(args.baseline.resolve())
-                    manager = ManagerProcess(config, workdir, cp.kubeconfig, tls=tls, env=env)
+                    manager = ManagerProcess(
+                        config,
+                        workdir,
+                        cp.kubeconfig,
+                        tls=tls,
+                        env=env,
+                        workload_scheduling=is_gang(config),
+                    )
             nodes = max(1, math.ceil(pods / PODS_PER_NODE))
             try:
                 with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log") as simulator:
@@ -481,26 +588,36 @@ def cell(value: float | int | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def x_floor(result: Result, results: list[Result]) -> float | None:
-    """All pods Ready as a multiple of the same run's floor."""
-    floor = next((r.pods_ready for r in results if r.config == "floor" and r.run == result.run), 0)
-    return result.pods_ready / floor if floor else None
+def x_floor(result: Result, results: list[Result], floor: str = FLOOR) -> float | None:
+    """All pods Ready as a multiple of the same run's floor (or of another floor)."""
+    took = next((r.pods_ready for r in results if r.config == floor and r.run == result.run), 0)
+    return result.pods_ready / took if took else None
+
+
+def x_gang_floor(result: Result, results: list[Result]) -> float | None:
+    """A gang configuration's time as a multiple of the same run's gang floor; None for
+    the others, which have no gangs to be compared with."""
+    return x_floor(result, results, GANG_FLOOR) if is_gang(result.config) else None
 
 
 def table(results: list[Result], floors: list[Result] | None = None) -> str:
     """One row per result; `floors` (default `results`) hold the floor each run's ratio
-    is taken against."""
+    is taken against. Gang configurations add the ratio to the gang floor."""
+    against = results if floors is None else floors
+    gangs = any(is_gang(r.config) for r in [*results, *against])
+    width = max(9, *(len(r.config) for r in [*results, *against]))
     header = (
-        f"{'config':<9} {'run':>3} {'pods Ready s':>12} {'LWS Ready s':>11} {'x floor':>7} "
-        f"{'CPU s':>7} {'ms/pod':>6} {'peak MiB':>8} {'KiB/pod':>7} {'writes':>7} "
+        f"{'config':<{width}} {'run':>3} {'pods Ready s':>12} {'LWS Ready s':>11} {'x floor':>7} "
+        + (f"{'x gang floor':>12} " if gangs else "")
+        + f"{'CPU s':>7} {'ms/pod':>6} {'peak MiB':>8} {'KiB/pod':>7} {'writes':>7} "
         f"{'w/group':>7} {'hook p50 ms':>11} {'hook p99 ms':>11} {'idle writes':>11}"
     )
     lines = [header, "-" * len(header)]
     for r in results:
-        ratio = x_floor(r, results if floors is None else floors)
+        gang_ratio = f"{cell(x_gang_floor(r, against), '.2f'):>12} " if gangs else ""
         lines.append(
-            f"{r.config:<9} {r.run:>3} {r.pods_ready:>12.1f} {cell(r.lws_ready, '.1f'):>11} "
-            f"{cell(ratio, '.2f'):>7} {cell(r.cpu, '.1f'):>7} "
+            f"{r.config:<{width}} {r.run:>3} {r.pods_ready:>12.1f} {cell(r.lws_ready, '.1f'):>11} "
+            f"{cell(x_floor(r, against), '.2f'):>7} {gang_ratio}{cell(r.cpu, '.1f'):>7} "
             f"{cell(r.cpu_ms_per_pod, '.2f'):>6} {cell(r.peak_mib, '.0f'):>8} "
             f"{cell(r.kib_per_pod, '.1f'):>7} {cell(r.writes, 'd'):>7} "
             f"{cell(r.writes_per_group, '.2f'):>7} "
@@ -510,18 +627,62 @@ def table(results: list[Result], floors: list[Result] | None = None) -> str:
     return "\n".join(lines)
 
 
+def cost_table(results: list[Result]) -> str:
+    """Where each configuration's CPU went and what our controller wrote per group, by
+    method: beside the main table when gangs (or several floors) are compared."""
+    width = max(9, *(len(r.config) for r in results))
+    # Ours is the CPU column; the others are the cluster's processes over the same run.
+    names: list[tuple[str, str | None]] = [
+        ("ours", None),
+        ("scheduler", SCHEDULER),
+        ("apiserver", APISERVER),
+        ("kcm", CONTROLLER_MANAGER),
+    ]
+    header = (
+        f"{'config':<{width}} {'run':>3} {'pods Ready s':>12} {'x floor':>7} "
+        f"{'x gang floor':>12} "
+        + " ".join(f"{name + ' CPU s':>13}" for name, _ in names)
+        + " "
+        + " ".join(f"{m + '/group':>12}" for m in WRITE_ORDER)
+        + f" {'PodGroups placed':>16}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in results:
+        cpus = [r.cpu if process is None else r.process_cpu.get(process) for _, process in names]
+        placed = "-" if r.pod_groups is None else f"{r.pod_groups_placed}/{r.pod_groups}"
+        lines.append(
+            f"{r.config:<{width}} {r.run:>3} {r.pods_ready:>12.1f} "
+            f"{cell(x_floor(r, results), '.2f'):>7} {cell(x_gang_floor(r, results), '.2f'):>12} "
+            + " ".join(f"{cell(v, '.1f'):>13}" for v in cpus)
+            + " "
+            + " ".join(f"{cell(r.per_group(m), '.2f'):>12}" for m in WRITE_ORDER)
+            + f" {placed:>16}"
+        )
+    return "\n".join(lines)
+
+
 def configurations(args: argparse.Namespace, upstream: bool) -> list[tuple[str, str | None]]:
-    """(name, groupIdentity) of each configuration a run goes through, in order."""
+    """(name, groupIdentity) of each configuration a run goes through, in order. With
+    --scheduling, each one of ours is followed by its gang variant (`-gang`) and the
+    floor by the gang floor; `--scheduling only` keeps the plain floor, the reference of
+    every earlier figure, and runs ours with gangs only. Upstream has no gangs."""
+    scheduling = args.scheduling
+    variants = {None: ("",), "both": ("", GANG), "only": (GANG,)}[scheduling]
     modes = [MODES[m] for m in args.modes] if args.modes else []
     if not modes:
         modes = [c.GROUP_IDENTITY_HASH if args.hash else c.GROUP_IDENTITY_ORDINAL]
-    configs: list[tuple[str, str | None]] = [] if args.no_floor else [("floor", None)]
+    configs: list[tuple[str, str | None]] = []
+    if not args.no_floor:
+        configs.append((FLOOR, None))
+        if scheduling:
+            configs.append((GANG_FLOOR, None))
     for mode in modes:
         # One mode keeps today's names; with both, the Hash configurations say so.
         suffix = "-hash" if len(modes) > 1 and mode == c.GROUP_IDENTITY_HASH else ""
-        if args.baseline:
-            configs.append(("base" + suffix, mode))
-        configs.append(("ours" + suffix, mode))
+        for gang in variants:
+            if args.baseline:
+                configs.append(("base" + suffix + gang, mode))
+            configs.append(("ours" + suffix + gang, mode))
     if upstream:
         configs.append(("upstream", c.GROUP_IDENTITY_ORDINAL))
     return configs
@@ -544,7 +705,8 @@ def plot_ready(results: list[Result], directory: Path) -> Path:
     # In the order the configurations ran: ordinal-hash for --modes ordinal,hash.
     mine = [r.mode.lower() for r in results if r.mode and r.config != "upstream"]
     modes = "-".join(dict.fromkeys(mine))
-    path = directory / f"ready-{replicas}x{size}-{modes or 'floor'}.png"
+    gangs = "-gang" if any(is_gang(r.config) for r in results) else ""
+    path = directory / f"ready-{replicas}x{size}-{modes or 'floor'}{gangs}.png"
     several = len({r.run for r in results}) > 1
     colors = {config: f"C{i}" for i, config in enumerate(dict.fromkeys(r.config for r in results))}
     dashes = ("-", "--", ":", "-.")
@@ -561,7 +723,7 @@ def plot_ready(results: list[Result], directory: Path) -> Path:
 
 def _line_name(result: Result, *, several: bool) -> str:
     name = result.config
-    if result.mode is not None and not name.endswith("-hash"):
+    if result.mode is not None and "-hash" not in name:
         name += f" ({result.mode})"
     return f"{name} run {result.run}" if several else name
 
@@ -582,6 +744,14 @@ def main() -> None:
     parser.add_argument("--with-upstream", action="store_true", help="also upstream's Go manager")
     parser.add_argument("--baseline", type=Path, help="also `lws controller` from this src/ tree")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor (no ratio column)")
+    parser.add_argument(
+        "--scheduling",
+        nargs="?",
+        const="both",
+        choices=("both", "only"),
+        help="gang scheduling (spec.scheduling: {}): each of ours and the floor also with "
+        "gangs (both, the default), or ours with gangs only (only)",
+    )
     parser.add_argument("--profile", metavar="DIR", help="py-spy our manager into DIR")
     parser.add_argument(
         "--keep-logs",
@@ -619,10 +789,15 @@ def main() -> None:
             print("  " + result.timeline.replace("\n", "\n  "), flush=True)
             if args.json:
                 with open(args.json, "a") as out:
-                    record = result.record(x_floor(result, results), invocation)
+                    record = result.record(
+                        x_floor(result, results), invocation, x_gang_floor(result, results)
+                    )
                     out.write(json.dumps(record) + "\n")
     print()
     print(table(results))
+    if args.scheduling:
+        print()
+        print(cost_table(results))
     if args.plot:
         print(f"wrote {plot_ready(results, Path(args.plot))}")
 

@@ -29,6 +29,9 @@ def _group_and_role(meta: JSON) -> tuple[str, bool]:
         leader = labels[c.LABEL_WORKER_INDEX] == c.LEADER_WORKER_INDEX
         return labels.get(c.LABEL_GROUP_KEY, ""), leader
     owner = labels.get(workload.SET_LABEL, "")
+    if workload.GANG_LABEL in labels:
+        # The gang floor: StatefulSet `bench-<i>` is group i, its pod 0 the leader.
+        return owner.rsplit("-", 1)[-1], meta.get("name", "").endswith("-0")
     if owner == workload.NAME:
         # The floor's leader StatefulSet: pod `bench-<i>` leads the group of `bench-<i>`.
         return meta.get("name", "").rsplit("-", 1)[-1], True
@@ -43,6 +46,8 @@ class Timeline:
     names: dict[str, str] = field(default_factory=dict)
     # StatefulSets by name, when first seen: a worker StatefulSet is named after its leader.
     sets: dict[str, float] = field(default_factory=dict)
+    # Pods that name a PodGroup (spec.schedulingGroup): gang-scheduled, if any.
+    in_gangs: set[str] = field(default_factory=set)
 
     def observe_set(self, sts: JSON, now: float) -> JSON:
         self.sets.setdefault(str((sts.get("metadata") or {}).get("name", "")), now)
@@ -57,6 +62,8 @@ class Timeline:
             self.groups[uid] = _group_and_role(meta)
             self.names[uid] = str(meta.get("name", ""))
         spec = pod.get("spec") or {}
+        if (spec.get("schedulingGroup") or {}).get("podGroupName"):
+            self.in_gangs.add(uid)
         if not spec.get("schedulingGates"):
             seen.setdefault(SCHEDULABLE, now)
         if spec.get("nodeName"):
@@ -97,7 +104,8 @@ class Timeline:
             (f"last StatefulSet seen {made[-1]:.1f} s; " if made else "")
             + "last pod "
             + ", ".join(f"{step} {at[-1]:.1f} s" for step, at in last.items() if at)
-            + f"; {rate:.0f} binds/s; nothing to bind for {self._idle_binding():.1f} s",
+            + f"; {rate:.0f} binds/s; nothing to bind for {self._idle_binding():.1f} s"
+            + (f"; {len(self.in_gangs)} pods in PodGroups" if self.in_gangs else ""),
             self._groups_summary(),
             self._ready_lag(),
         ]
