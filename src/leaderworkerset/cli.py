@@ -323,6 +323,7 @@ JUDGED_KINDS = (
         ds_validation.validate_create,
         ds_validation.validate_update,
         ds_validation.warnings_for,
+        ds_validation.role_scheduling_errors,
     ),
 )
 

@@ -36,7 +36,7 @@ from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.runtime.manager import Manager
 from leaderworkerset.webhooks.admission import register_webhooks
 from leaderworkerset.webhooks.disaggregatedset import VALIDATING_PATH as DS_VALIDATING_PATH
-from leaderworkerset.webhooks.disaggregatedset import validate_disaggregatedset
+from leaderworkerset.webhooks.disaggregatedset import disaggregatedset_validator
 
 
 @dataclass
@@ -129,4 +129,7 @@ def _setup_disaggregatedsets(
     built.disaggregatedsets = setup_disaggregatedset_controller(manager, reconciler)
     built.ds_caches = ds_caches
     if enable_webhooks:
-        manager.webhook_server.register(DS_VALIDATING_PATH, validate_disaggregatedset)
+        # A role's spec.scheduling is judged by what the controller serves, as the
+        # LeaderWorkerSets the set makes of it will be.
+        validator = disaggregatedset_validator(built.options.scheduling)
+        manager.webhook_server.register(DS_VALIDATING_PATH, validator)

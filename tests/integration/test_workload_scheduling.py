@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -21,6 +22,8 @@ from lws_localcluster.nodesim.nodes import NodeSpec
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset import scheduling as s
 from leaderworkerset.api.resources import (
+    DISAGGREGATEDSETS,
+    EVENTS,
     LEADERWORKERSETS,
     POD_GROUPS,
     PODS,
@@ -28,23 +31,44 @@ from leaderworkerset.api.resources import (
     WORKLOADS,
 )
 from leaderworkerset.runtime.client import ApiClient, ApiError
-from tests.fixtures.nodesim import NodePool, isolated, isolated_pod_spec, unique_node_name
+from tests.fixtures.nodesim import (
+    NodePool,
+    SimulatorFactory,
+    isolated,
+    isolated_pod_spec,
+    unique_node_name,
+)
+from tests.fixtures.pods import condition as pod_condition
+from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     condition,
     get_lws,
+    group_pods,
+    is_leader,
+    key_of,
     labels,
+    leaders,
     live_pods,
     lws_pods,
     name_of,
+    new_leader,
+    node_labels_of,
+    release_all,
+    scheduling_gated,
     wait_ready,
 )
+from tests.toolkit.disaggregatedset import manifest as ds_manifest
+from tests.toolkit.disaggregatedset import rolling_role, settled
 from tests.toolkit.lws import hash_lws, lws_manifest
+from tests.toolkit.pods import pod_manifest
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 JSON = dict[str, Any]
 GPU = "nvidia.com/gpu"
+# The one condition kube-scheduler writes on a PodGroup.
+POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -144,6 +168,7 @@ async def test_objects_come_in_kubernetes_order(
         assert scheduling_group(pod) == expected, name_of(pod)
         assert order.created[("PodGroup", expected)] < order.created[("Pod", name_of(pod))]
     assert condition(lws, s.CONDITION_WORKLOAD_SCHEDULING_READY) == "True"
+    assert scheduling_ready(lws) == ("True", s.REASON_READY)
 
 
 # --- the deadlock ----------------------------------------------------------------------
@@ -417,13 +442,41 @@ async def test_refusals_name_the_field_and_create_nothing(
     assert not (await api.list(WORKLOADS, namespace)).get("items")
 
 
-# --- a rollout that changes the priority class ------------------------------------------
+def scheduling_ready(lws: JSON) -> tuple[str, str] | None:
+    """(status, reason) of the WorkloadSchedulingReady condition, None without one."""
+    for cond in (lws.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == s.CONDITION_WORKLOAD_SCHEDULING_READY:
+            return str(cond.get("status")), str(cond.get("reason"))
+    return None
+
+
+def pod_group_scheduled(group: JSON) -> tuple[str, str] | None:
+    """(status, reason) of the scheduler's PodGroupInitiallyScheduled condition."""
+    for cond in (group.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == POD_GROUP_SCHEDULED:
+            return str(cond.get("status")), str(cond.get("reason"))
+    return None
+
+
+async def placed_as_a_gang(api: ApiClient, namespace: str, name: str) -> None:
+    """Until the scheduler says the PodGroup was placed (it writes that after binding)."""
+
+    async def scheduled() -> bool:
+        group = await api.get(POD_GROUPS, name, namespace)
+        return pod_group_scheduled(group) == ("True", "Scheduled")
+
+    await eventually(scheduled, within=30, what=f"PodGroup {name} Scheduled")
+
+
+# --- Hash PostTermination on a full cluster: the gang waits, nothing is preempted -------
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def priority_classes(nodesim_api: ApiClient) -> AsyncIterator[tuple[str, str]]:
-    names = (unique_node_name("gang-low"), unique_node_name("gang-high"))
-    for value, name in enumerate(names, start=10):
+async def high_and_zero(nodesim_api: ApiClient) -> AsyncIterator[tuple[str, str]]:
+    """(high, low): this test's PriorityClasses of value 1000 and 0."""
+    suffix = secrets.token_hex(3)
+    names = (f"gang-high-{suffix}", f"gang-zero-{suffix}")
+    for name, value in zip(names, (1000, 0), strict=True):
         body = {
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",
@@ -431,44 +484,298 @@ async def priority_classes(nodesim_api: ApiClient) -> AsyncIterator[tuple[str, s
             "value": value,
         }
         await nodesim_api.create(PRIORITY_CLASSES, body)
-    yield names
+    try:
+        yield names
+    finally:
+        for name in names:
+            with contextlib.suppress(ApiError):
+                await nodesim_api.delete(PRIORITY_CLASSES, name)
+
+
+async def preemptions(api: ApiClient, namespace: str) -> list[str]:
+    """Every `Preempted` event of the namespace, as "pod: note"."""
+    answer = await api.list(EVENTS, namespace)
+    return [
+        f"{(e.get('regarding') or {}).get('name')}: {e.get('note')}"
+        for e in answer.get("items", [])
+        if e.get("reason") == "Preempted"
+    ]
+
+
+async def untouched(api: ApiClient, namespace: str, fillers: list[JSON]) -> bool:
+    """Every filler pod still the same object, not terminating, not marked for disruption."""
+    for old in fillers:
+        pod = await api.get_or_none(PODS, name_of(old), namespace)
+        if pod is None or pod["metadata"]["uid"] != old["metadata"]["uid"]:
+            return False
+        if pod["metadata"].get("deletionTimestamp") or pod_condition(pod, "DisruptionTarget"):
+            return False
+    return True
+
+
+async def fill_the_rest(api: ApiClient, namespace: str, isolation: str, low: str) -> list[JSON]:
+    """Four running one-cpu pods of PriorityClass `low` on the isolated nodes."""
+    names = [f"filler-{i}" for i in range(4)]
     for name in names:
-        with contextlib.suppress(ApiError):
-            await nodesim_api.delete(PRIORITY_CLASSES, name)
+        pod = pod_manifest(
+            name,
+            requests={"cpu": "1"},
+            priorityClassName=low,
+            terminationGracePeriodSeconds=0,
+            **isolated_pod_spec(isolation),
+        )
+        await api.create(PODS, pod, namespace)
+
+    async def running() -> list[JSON] | None:
+        pods = [await api.get(PODS, name, namespace) for name in names]
+        return pods if all(is_ready(p) for p in pods) else None
+
+    fillers: list[JSON] = await eventually(running, within=60, what="the fillers running")
+    return fillers
 
 
-async def test_a_priority_class_change_rolls_out_with_a_workload_made_again(
+@pytest.mark.parametrize("trigger", ["worker-crash", "leader-delete"])
+async def test_hash_post_termination_replaces_a_gang_on_a_full_cluster_without_preempting(
+    gangs: RunningController,
+    node_simulator_factory: SimulatorFactory,
+    nodesim_api: ApiClient,
+    namespace: str,
+    high_and_zero: tuple[str, str],
+    trigger: str,
+) -> None:
+    """Two 4-cpu nodes: two gangs of two 1-cpu pods of priority 1000, and four 1-cpu
+    fillers of priority 0 in the rest. While a restarted group's pods terminate, its
+    replacement could only be placed by preempting two fillers: it waits behind its gate,
+    and then takes the capacity the old group freed, whole."""
+    api, (high, low) = nodesim_api, high_and_zero
+    isolation = f"gangfull-{secrets.token_hex(3)}"
+    sim = await node_simulator_factory(
+        [isolated(NodeSpec(f"{isolation}-{i}", cpu="4", memory="16Gi"), isolation) for i in (0, 1)]
+    )
+    body = gang(
+        hash_lws(
+            "full",
+            namespace,
+            replicas=2,
+            size=2,
+            cpu="1",
+            groupReplacementPolicy=c.GROUP_REPLACEMENT_POST_TERMINATION,
+        )
+    )
+    template = body["spec"]["leaderWorkerTemplate"]
+    template["restartPolicy"] = c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART
+    # No leaderTemplate: the leader runs the worker template, so both have the class.
+    template["workerTemplate"]["spec"].update(isolated_pod_spec(isolation), priorityClassName=high)
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, "full", 2)
+    groups = await pod_groups(api, namespace, "full")
+    assert len(groups) == 2
+    for group in groups.values():
+        assert (group["spec"]["priorityClassName"], group["spec"]["priority"]) == (high, 1000)
+    assert {p["spec"]["priority"] for p in await live_pods(api, namespace, "full")} == {1000}
+    fillers = await fill_the_rest(api, namespace, isolation, low)
+
+    before = await leaders(api, namespace, "full")
+    victim = before[0]
+    old_group = await group_pods(api, namespace, "full", key_of(victim))
+    for pod in old_group:
+        await sim.stall_termination(namespace, name_of(pod))
+    if trigger == "worker-crash":
+        worker = next(p for p in old_group if not is_leader(p))
+        await sim.restart_container(namespace, name_of(worker))
+    else:
+        await api.delete(PODS, name_of(victim), namespace)
+    replacement = name_of(await new_leader(api, namespace, "full", {key_of(p) for p in before}))
+
+    async def held_quietly() -> bool:
+        pod = await api.get(PODS, replacement, namespace)
+        own = scheduling_group(pod)
+        return (
+            scheduling_gated(pod)
+            and own is not None
+            and own in await pod_groups(api, namespace, "full")
+            and await untouched(api, namespace, fillers)
+            and not await preemptions(api, namespace)
+        )
+
+    await eventually(held_quietly, within=60, what="the replacement held, its PodGroup made")
+    await stays(held_quietly, seconds=5, what="the replacement held, no filler preempted")
+    assert len(await group_pods(api, namespace, "full", key_of(victim))) == 2
+
+    await release_all(sim, old_group)
+
+    async def whole() -> list[JSON] | None:
+        pod = await api.get(PODS, replacement, namespace)
+        members = await group_pods(api, namespace, "full", key_of(pod))
+        # A gang: the leader is never placed while its worker does not exist yet.
+        assert not bound(pod) or len(members) == 2, "the leader bound before its worker"
+        return members if len(members) == 2 and all(bound(p) for p in members) else None
+
+    members = await eventually(whole, within=60, what="the replacement group bound whole")
+    await wait_ready(api, namespace, "full", 2)
+    assert await group_pods(api, namespace, "full", key_of(victim)) == []
+    assert await untouched(api, namespace, fillers)
+    assert await preemptions(api, namespace) == []
+    named = {scheduling_group(p) for p in members}
+    assert len(named) == 1 and None not in named
+    (own,) = named
+    assert own is not None
+    await placed_as_a_gang(api, namespace, own)
+    assert {p["spec"]["nodeName"] for p in members} <= set(sim.fleet.nodes)
+
+
+# --- DisaggregatedSet roles with spec.scheduling ---------------------------------------------
+
+
+async def test_every_role_of_a_disaggregatedset_gets_its_workload_and_gangs(
+    gangs: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    roles = (
+        rolling_role("prefill", 2, size=2, scheduling={}),
+        rolling_role("decode", 1, size=3, scheduling={}),
+    )
+    await api.create(DISAGGREGATEDSETS, ds_manifest("gangs", namespace, *roles))
+    lwss = await settled(api, namespace, "gangs", {"prefill": 2, "decode": 1})
+    assert len(lwss) == 2
+    for name, lws in lwss.items():
+        size = lws["spec"]["leaderWorkerTemplate"]["size"]
+        replicas = lws["spec"]["replicas"]
+        assert "scheduling" in lws["spec"]
+        workload = await api.get(WORKLOADS, name, namespace)
+        assert workload["spec"]["controllerRef"]["name"] == name
+        assert workload["metadata"]["ownerReferences"][0]["uid"] == lws["metadata"]["uid"]
+        template = workload["spec"]["podGroupTemplates"][0]
+        assert template["schedulingPolicy"] == {"gang": {"minCount": size}}
+        groups = await pod_groups(api, namespace, name)
+        assert len(groups) == replicas, (name, sorted(groups))
+        pods = await live_pods(api, namespace, name)
+        assert len(pods) == replicas * size
+        assert all(bound(p) for p in pods)
+        assert {scheduling_group(p) for p in pods} == set(groups), name
+        for group_name, group in groups.items():
+            assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": size}}
+            await placed_as_a_gang(api, namespace, group_name)
+        assert scheduling_ready(lws) == ("True", s.REASON_READY)
+
+    async def available() -> bool:
+        status = (await api.get(DISAGGREGATEDSETS, "gangs", namespace)).get("status") or {}
+        conditions = {x["type"]: x["status"] for x in status.get("conditions") or []}
+        return conditions.get("Available") == "True"
+
+    await eventually(available, within=60, what="the set Available")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (
+            {"startupPolicy": c.STARTUP_POLICY_LEADER_READY},
+            "spec.roles[0].spec.scheduling.schedulingPolicy.gang",
+        ),
+        (
+            {"scheduling": {"schedulingPolicy": {"gang": {"minCount": 1}}}},
+            "spec.roles[0].spec.scheduling.schedulingPolicy.gang.minCount",
+        ),
+    ],
+    ids=["leader-ready", "min-count"],
+)
+async def test_a_disaggregatedset_role_whose_scheduling_an_lws_may_not_have_is_refused(
     gangs: RunningController,
     nodesim_api: ApiClient,
     namespace: str,
-    priority_classes: tuple[str, str],
+    change: JSON,
+    field: str,
 ) -> None:
-    """A group has one priority, fixed in the Workload's template: a rollout that
-    changes it gets a new Workload, and its groups PodGroups of the new priority."""
-    api, (low, high) = nodesim_api, priority_classes
-    body = gang(lws_manifest("prio", namespace, size=2))
-    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["priorityClassName"] = low
+    api = nodesim_api
+    refused_role = rolling_role("prefill", 1, size=2, scheduling={})
+    refused_role["spec"].update(change)
+    body = ds_manifest("bad", namespace, refused_role, rolling_role("decode", 1, scheduling={}))
+    with pytest.raises(ApiError) as refused:
+        await api.create(DISAGGREGATEDSETS, body)
+    message = str(refused.value)
+    assert "vdisaggregatedset.kb.io" in message
+    assert f"{field}:" in message, message
+    assert await api.get_or_none(DISAGGREGATEDSETS, "bad", namespace) is None
+    assert not (await api.list(LEADERWORKERSETS, namespace)).get("items")
+
+
+# --- topology: a gang in one rack ------------------------------------------------------------
+
+RACK = "topology.kubernetes.io/rack"
+
+
+async def test_a_topology_constraint_places_each_gang_in_one_rack_or_not_at_all(
+    gangs: RunningController, extra_nodes: NodePool, nodesim_api: ApiClient, namespace: str
+) -> None:
+    """Two racks of 5 cpu (a 3-cpu and a 2-cpu node): a group of three 1-cpu pods fits in
+    either rack, two groups take one rack each, and a third, for which 4 cpu remain but
+    only 2 in each rack, is placed nowhere rather than split."""
+    api = nodesim_api
+    isolation = unique_node_name("racks")
+    racks = [f"{isolation}-a", f"{isolation}-b"]
+    for rack in racks:
+        for cpu in ("3", "2"):
+            node = NodeSpec(unique_node_name("rack"), cpu=cpu, memory="8Gi", labels={RACK: rack})
+            await extra_nodes.add_spec(isolated(node, isolation))
+    topology = {"schedulingConstraints": {"topology": [{"key": RACK}]}}
+    body = gang(lws_manifest("racked", namespace, replicas=2, size=3, cpu="1"), topology)
+    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"].update(
+        isolated_pod_spec(isolation)
+    )
     await api.create(LEADERWORKERSETS, body)
-    await wait_ready(api, namespace, "prio", 2)
-    before = await api.get(WORKLOADS, "prio", namespace)
-    assert before["spec"]["podGroupTemplates"][0]["priorityClassName"] == low
-    lws = await get_lws(api, namespace, "prio")
-    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["priorityClassName"] = high
-    await api.replace(LEADERWORKERSETS, lws)
+    lws = await wait_ready(api, namespace, "racked", 2)
+    assert scheduling_ready(lws) == ("True", s.REASON_READY)
+    workload = await api.get(WORKLOADS, "racked", namespace)
+    assert workload["spec"]["podGroupTemplates"][0]["schedulingConstraints"] == {
+        "topology": [{"key": RACK}]
+    }
+    groups = await pod_groups(api, namespace, "racked")
+    assert len(groups) == 2
+    for group in groups.values():
+        assert group["spec"]["schedulingConstraints"] == {"topology": [{"key": RACK}]}
 
-    async def rolled() -> list[JSON] | None:
-        pods = await live_pods(api, namespace, "prio")
-        on_high = [p for p in pods if p["spec"].get("priorityClassName") == high and bound(p)]
-        return pods if len(pods) == 4 and len(on_high) == 4 else None
+    async def racks_of_groups() -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for pod in await live_pods(api, namespace, "racked"):
+            if bound(pod):
+                rack = (await node_labels_of(api, pod)).get(RACK, "")
+                out.setdefault(labels(pod)[c.LABEL_GROUP_INDEX], set()).add(rack)
+        return out
 
-    pods = await eventually(rolled, what="every pod on the new priority, bound", within=90)
-    after = await api.get(WORKLOADS, "prio", namespace)
-    assert after["metadata"]["uid"] != before["metadata"]["uid"]
-    assert after["spec"]["podGroupTemplates"][0]["priorityClassName"] == high
-    groups = await pod_groups(api, namespace, "prio")
-    for pod in pods:
-        group = groups[scheduling_group(pod) or ""]
-        assert group["spec"]["priorityClassName"] == high
-        assert group["spec"]["priority"] == pod["spec"]["priority"] == 11
-    lws = await get_lws(api, namespace, "prio")
-    assert condition(lws, s.CONDITION_WORKLOAD_SCHEDULING_READY) == "True"
+    placed = await racks_of_groups()
+    assert set(placed) == {"0", "1"}, placed
+    assert all(len(rack) == 1 for rack in placed.values()), placed
+    assert placed["0"] | placed["1"] == set(racks), placed
+    for pod in await live_pods(api, namespace, "racked"):
+        # The scheduler keeps the group together: no exclusive-topology affinity.
+        affinity = pod["spec"].get("affinity") or {}
+        assert "podAffinity" not in affinity and "podAntiAffinity" not in affinity, affinity
+        assert c.ANNOTATION_EXCLUSIVE_TOPOLOGY not in (pod["metadata"].get("annotations") or {})
+
+    await api.patch(LEADERWORKERSETS, "racked", {"spec": {"replicas": 3}}, namespace=namespace)
+
+    async def third_unschedulable() -> JSON | None:
+        pods = [
+            p
+            for p in await live_pods(api, namespace, "racked")
+            if labels(p)[c.LABEL_GROUP_INDEX] == "2"
+        ]
+        if len(pods) != 3:
+            return None
+        group = await api.get_or_none(POD_GROUPS, scheduling_group(pods[0]) or "", namespace)
+        if group is None or pod_group_scheduled(group) != ("False", "Unschedulable"):
+            return None
+        return group
+
+    third = await eventually(third_unschedulable, within=60, what="the third gang unschedulable")
+    message = next(
+        x["message"] for x in third["status"]["conditions"] if x["type"] == POD_GROUP_SCHEDULED
+    )
+    assert "0/2 placements are available" in message, message
+
+    async def never_split() -> bool:
+        placed = await racks_of_groups()
+        return "2" not in placed and all(len(rack) == 1 for rack in placed.values())
+
+    await stays(never_split, seconds=5, what="the third gang unplaced, none split")

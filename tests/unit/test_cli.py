@@ -311,6 +311,49 @@ def test_validate_judges_scheduling_against_the_given_manager(
     assert message in result.stderr
 
 
+SCHEDULED_SET = """
+apiVersion: disaggregatedset.x-k8s.io/v1
+kind: DisaggregatedSet
+metadata:
+  name: llm
+spec:
+  roles:
+  - name: prefill
+    spec:
+      replicas: 1
+      startupPolicy: LeaderReady
+      scheduling: {}
+      leaderWorkerTemplate:
+        size: 2
+        workerTemplate:
+          spec:
+            containers: [{name: worker, image: example/worker:latest}]
+  - name: decode
+    spec:
+      replicas: 1
+      scheduling: {}
+      leaderWorkerTemplate:
+        size: 2
+        workerTemplate:
+          spec:
+            containers: [{name: worker, image: example/worker:latest}]
+"""
+
+
+def test_validate_judges_a_roles_scheduling_as_the_webhook_does() -> None:
+    result = CliRunner().invoke(main, ["validate", "-"], input=SCHEDULED_SET)
+    assert result.exit_code == 1, result.output
+    assert (
+        "spec.roles[0].spec.scheduling.schedulingPolicy.gang: Forbidden: "
+        "gang scheduling is incompatible with startupPolicy LeaderReady" in result.stderr
+    )
+    fixed = SCHEDULED_SET.replace("      startupPolicy: LeaderReady\n", "")
+    assert CliRunner().invoke(main, ["validate", "-"], input=fixed).exit_code == 0
+    result = CliRunner().invoke(main, ["validate", "--no-scheduling-api", "-"], input=fixed)
+    assert result.exit_code == 1
+    assert "spec.roles[1].spec.scheduling: Forbidden: scheduling.k8s.io/v1beta1" in result.stderr
+
+
 def test_validate_refuses_an_unknown_feature_gate() -> None:
     result = CliRunner().invoke(
         main, ["validate", "--feature-gates", "Gang=true", "-"], input=SCHEDULED

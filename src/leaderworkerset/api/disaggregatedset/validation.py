@@ -15,7 +15,8 @@ webhook sees). They cover:
   creation. An update that leaves such an error as it was is admitted, so a set
   created under upstream can still be edited. A role's Group Identity members
   (`groupIdentity`, `groupReplacementPolicy`) follow the LeaderWorkerSet's own rules
-  (the same function checks both).
+  (the same function checks both), and so does its `scheduling`
+  (`role_scheduling_errors`, which needs what the controller serves).
 Upstream makes no field immutable, and neither do we: a role's groupIdentity is
 immutable on a LeaderWorkerSet, but changing it on a set makes a new revision, whose
 LeaderWorkerSets are new objects.
@@ -23,6 +24,7 @@ LeaderWorkerSets are new objects.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -42,6 +44,8 @@ from leaderworkerset.api.errors import (
 )
 from leaderworkerset.api.go.intstr import scaled_value
 from leaderworkerset.api.leaderworkerset import constants as lws
+from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
+from leaderworkerset.api.leaderworkerset.scheduling_validation import validate_scheduling
 from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 from leaderworkerset.api.leaderworkerset.validation import (
     group_identity_errors,
@@ -73,6 +77,47 @@ def validate_update(new: DisaggregatedSet, old: DisaggregatedSet) -> list[FieldE
     """The same rules as on create; name errors the old object already had are let go."""
     already = {str(e) for e in name_fit_errors(old)}
     return [e for e in _validate(new) if str(e) not in already]
+
+
+def role_scheduling_errors(
+    ds: DisaggregatedSet, old: DisaggregatedSet | None, support: SchedulingSupport
+) -> list[FieldError]:
+    """Each role's `scheduling`, judged by the LeaderWorkerSet webhook's own rules for
+    a controller with `support`, the paths under the role (`spec.roles[0].spec.
+    scheduling...`): the set is refused at admission rather than its controller being
+    refused every LeaderWorkerSet it makes. A role that had `scheduling` before (by
+    name) is judged as an update of it, so a block stored as it was is not checked
+    again; one that gains it is judged as new (the gain is a new revision, whose
+    LeaderWorkerSets are new objects)."""
+    before = {role.name: role for role in old.roles} if old is not None else {}
+    errs: list[FieldError] = []
+    for i, role in enumerate(ds.roles):
+        if role.spec is None or role.spec.scheduling is None:
+            continue
+        previous = before.get(role.name)
+        stored = None
+        if (
+            previous is not None
+            and previous.spec is not None
+            and previous.spec.scheduling is not None
+        ):
+            stored = _role_lws(previous)
+        for error in validate_scheduling(_role_lws(role), stored, support):
+            errs.append(dataclasses.replace(error, field=_under_role(error.field, i)))
+    return errs
+
+
+def _role_lws(role: DisaggregatedRoleSpec) -> LeaderWorkerSet:
+    """What the webhook reads of a role's LeaderWorkerSets: its spec, the role's
+    annotations, and a controller owner (the set controls each one it makes)."""
+    annotations = _annotations(role.metadata)
+    meta = {"annotations": dict(annotations), "ownerReferences": [{"controller": True}]}
+    return LeaderWorkerSet(metadata=meta, spec=role.spec)
+
+
+def _under_role(field: str, index: int) -> str:
+    """A LeaderWorkerSet's field path (`spec.x`, `metadata.x`) under role `index`."""
+    return f"{ROLES}[{index}].{field}"
 
 
 def warnings_for(ds: DisaggregatedSet) -> list[str]:
