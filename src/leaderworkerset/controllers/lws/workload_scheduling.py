@@ -238,19 +238,16 @@ class WorkloadScheduler:
     async def _delete_unused(
         self, view: LwsView, needed: dict[str, GroupRevision]
     ) -> SchedulingOutcome:
-        pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
-        named = {pod_group_of_pod(pod) for pod in pods}
+        unneeded = self._unneeded(view, needed)
         wait: float | None = None
-        informer = self.caches.pod_groups
-        cached = LwsCaches.of_lws(informer, view.namespace, view.name) if informer else []
-        for pg in cached:
-            meta = meta_of(pg)
+        if unneeded:
+            # Only now every pod of the LWS is read: in a steady state every PodGroup
+            # is needed, and a pass reads no pod for this.
+            pods = LwsCaches.of_lws(self.caches.pods, view.namespace, view.name)
+            named = {pod_group_of_pod(pod) for pod in pods}
+            unneeded = [meta for meta in unneeded if meta.get("name") not in named]
+        for meta in unneeded:
             name = str(meta.get("name", ""))
-            if name in needed or name in named or meta.get("deletionTimestamp"):
-                continue
-            owner = controller_ref(pg)
-            if owner is None or owner.get("uid") != view.uid:
-                continue
             left = UNUSED_POD_GROUP_GRACE - _age(meta)
             if left > 0:
                 wait = left if wait is None else min(wait, left)
@@ -267,6 +264,20 @@ class WorkloadScheduler:
                     )
             self._created.pop(_key(POD_GROUPS.plural, view.namespace, name), None)
         return SchedulingOutcome(True, s.REASON_READY, s.MESSAGE_READY, requeue_after=wait)
+
+    def _unneeded(self, view: LwsView, needed: dict[str, GroupRevision]) -> list[JSON]:
+        """Metadata of this LWS's PodGroups no planned group or leader needs."""
+        informer = self.caches.pod_groups
+        cached = LwsCaches.of_lws(informer, view.namespace, view.name) if informer else []
+        out = []
+        for pg in cached:
+            meta = meta_of(pg)
+            if meta.get("name") in needed or meta.get("deletionTimestamp"):
+                continue
+            owner = controller_ref(pg)
+            if owner is not None and owner.get("uid") == view.uid:
+                out.append(meta)
+        return out
 
     # -- cache and memory -------------------------------------------------------------
 
