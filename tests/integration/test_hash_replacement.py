@@ -25,11 +25,10 @@ from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.resources import (
     LEADERWORKERSETS,
     PODS,
-    PRIORITY_CLASSES,
     SERVICES,
     STATEFULSETS,
 )
-from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.nodesim import SimulatorFactory, isolated, isolated_pod_spec
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
@@ -49,6 +48,7 @@ from tests.toolkit.cluster import (
 )
 from tests.toolkit.lws import hash_lws
 from tests.toolkit.pods import pod_manifest
+from tests.toolkit.priority import priority_classes as priority_classes_made
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -296,25 +296,10 @@ async def test_controller_crash_while_gated(
 @pytest_asyncio.fixture(loop_scope="session")
 async def priority_classes(nodesim_api: ApiClient) -> AsyncIterator[tuple[str, str]]:
     """(high, low): the LWS runs high, the filler that takes the spare capacity low."""
-    suffix = secrets.token_hex(3)
-    names = (f"lws-test-high-{suffix}", f"lws-test-low-{suffix}")
-    for name, value in zip(names, (1000, 10), strict=True):
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-        }
-        await nodesim_api.create(PRIORITY_CLASSES, body)
-    try:
-        yield names
-    finally:
-        for name in names:
-            try:
-                await nodesim_api.delete(PRIORITY_CLASSES, name)
-            except ApiError as exc:
-                if not exc.not_found:
-                    raise
+    async with priority_classes_made(
+        nodesim_api, ("lws-test-high", 1000), ("lws-test-low", 10)
+    ) as names:
+        yield (names[0], names[1])
 
 
 async def full_cluster(

@@ -27,7 +27,6 @@ from leaderworkerset.api.resources import (
     LEADERWORKERSETS,
     POD_GROUPS,
     PODS,
-    PRIORITY_CLASSES,
     WORKLOADS,
 )
 from leaderworkerset.runtime.client import ApiClient, ApiError
@@ -61,6 +60,7 @@ from tests.toolkit.disaggregatedset import manifest as ds_manifest
 from tests.toolkit.disaggregatedset import rolling_role, settled
 from tests.toolkit.lws import hash_lws, lws_manifest
 from tests.toolkit.pods import pod_manifest
+from tests.toolkit.priority import priority_classes as priority_classes_made
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -474,22 +474,8 @@ async def placed_as_a_gang(api: ApiClient, namespace: str, name: str) -> None:
 @pytest_asyncio.fixture(loop_scope="session")
 async def high_and_zero(nodesim_api: ApiClient) -> AsyncIterator[tuple[str, str]]:
     """(high, low): this test's PriorityClasses of value 1000 and 0."""
-    suffix = secrets.token_hex(3)
-    names = (f"gang-high-{suffix}", f"gang-zero-{suffix}")
-    for name, value in zip(names, (1000, 0), strict=True):
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-        }
-        await nodesim_api.create(PRIORITY_CLASSES, body)
-    try:
-        yield names
-    finally:
-        for name in names:
-            with contextlib.suppress(ApiError):
-                await nodesim_api.delete(PRIORITY_CLASSES, name)
+    async with priority_classes_made(nodesim_api, ("gang-high", 1000), ("gang-zero", 0)) as names:
+        yield (names[0], names[1])
 
 
 async def preemptions(api: ApiClient, namespace: str) -> list[str]:

@@ -4,7 +4,6 @@ made again and PodGroups of the new priority (on the real scheduler)."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,9 +12,8 @@ import pytest_asyncio
 from lws_localcluster.deploy import RunningController
 
 from leaderworkerset.api.leaderworkerset import scheduling as s
-from leaderworkerset.api.resources import LEADERWORKERSETS, PRIORITY_CLASSES, WORKLOADS
-from leaderworkerset.runtime.client import ApiClient, ApiError
-from tests.fixtures.nodesim import unique_node_name
+from leaderworkerset.api.resources import LEADERWORKERSETS, WORKLOADS
+from leaderworkerset.runtime.client import ApiClient
 from tests.integration.test_workload_scheduling import (
     bound,
     gang,
@@ -24,6 +22,7 @@ from tests.integration.test_workload_scheduling import (
 )
 from tests.toolkit.cluster import condition, get_lws, live_pods, wait_ready
 from tests.toolkit.lws import lws_manifest
+from tests.toolkit.priority import priority_classes as priority_classes_made
 from tests.toolkit.waiting import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -33,19 +32,9 @@ JSON = dict[str, Any]
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def priority_classes(nodesim_api: ApiClient) -> AsyncIterator[tuple[str, str]]:
-    names = (unique_node_name("gang-low"), unique_node_name("gang-high"))
-    for value, name in enumerate(names, start=10):
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-        }
-        await nodesim_api.create(PRIORITY_CLASSES, body)
-    yield names
-    for name in names:
-        with contextlib.suppress(ApiError):
-            await nodesim_api.delete(PRIORITY_CLASSES, name)
+    """(low, high): PriorityClasses of value 10 and 11."""
+    async with priority_classes_made(nodesim_api, ("gang-low", 10), ("gang-high", 11)) as names:
+        yield (names[0], names[1])
 
 
 async def test_a_priority_class_change_rolls_out_with_a_workload_made_again(
