@@ -199,14 +199,8 @@ class LeaderWorkerSetReconciler:
             old.get("conditions") or [], outcome.condition(view.generation, format_time())
         )
         if conditions != (old.get("conditions") or []):
-            body = dict(view.obj)
-            body["status"] = {**old, "conditions": conditions}
-            try:
-                await self.client.replace(LEADERWORKERSETS, body, subresource="status")
-            except ApiError as exc:
-                if exc.conflict:
-                    return Result(requeue=True)
-                raise
+            if not await self._write_status(view, {**old, "conditions": conditions}):
+                return Result(requeue=True)
             failed = ev.workload_scheduling_failed(outcome.reason, outcome.message)
             record(self.recorder, view.obj, failed)
         if outcome.requeue_after is not None:
@@ -364,6 +358,19 @@ class LeaderWorkerSetReconciler:
             record(self.recorder, view.obj, ev.service_create_failed(exc.message))
             raise
 
+    async def _write_status(self, view: LwsView, status: JSON) -> bool:
+        """Replace the status; False on a conflict (the cache is behind, and the next
+        event brings the fresh object)."""
+        body = dict(view.obj)
+        body["status"] = status
+        try:
+            await self.client.replace(LEADERWORKERSETS, body, subresource="status")
+        except ApiError as exc:
+            if exc.conflict:
+                return False
+            raise
+        return True
+
     async def _finish(
         self, view: LwsView, update: ScheduledUpdate, leader: _LeaderRevision
     ) -> Result | None:
@@ -384,15 +391,8 @@ class LeaderWorkerSetReconciler:
                 extra={"lws": f"{view.namespace}/{view.name}", "pod": pod},
             )
         if update.changed:
-            body = dict(view.obj)
-            body["status"] = update.status
-            try:
-                await self.client.replace(LEADERWORKERSETS, body, subresource="status")
-            except ApiError as exc:
-                if exc.conflict:
-                    # The cache is behind; the next event brings the fresh object.
-                    return Result(requeue=True)
-                raise
+            if not await self._write_status(view, update.status):
+                return Result(requeue=True)
             if update.event is not None:
                 record(self.recorder, view.obj, update.event)
         if update.done:
