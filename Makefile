@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
-#   make run    a local Kubernetes control plane with simulated nodes, a sample LeaderWorkerSet
-#               and the Hash-mode replacement story (STORY=sample|hash|all), then exits
+#   make run    a local Kubernetes control plane with simulated nodes, a sample LeaderWorkerSet,
+#               the Hash-mode replacement story and the gang story (STORY=sample|hash|gang|all),
+#               then exits
 #   make test   lint, type checks, a check of the plain install, unit tests and integration
 #               tests against a real control plane
 PYTHON ?= python3.11
@@ -10,7 +11,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test setup controlplane tools image node lint install-check unit integration realnode e2e-real compat chaos soak mutation crd clean
 
-# STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story) or all.
+# STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story), gang (two
+# LeaderWorkerSets competing for a full cluster, without and with gang scheduling) or all.
 STORY ?= all
 run: setup controlplane
 	$(BIN)/lws demo --story $(STORY) --exit-when-ready

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import secrets
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,6 +40,8 @@ from tests.fixtures.nodesim import (
 )
 from tests.fixtures.pods import condition as pod_condition
 from tests.fixtures.pods import is_ready
+from tests.integration.test_kubectl_lws import groups_json, plugin
+from tests.integration.test_kubectl_lws import table as kubectl_table
 from tests.toolkit.cluster import (
     condition,
     get_lws,
@@ -252,6 +255,58 @@ async def test_gangs_place_a_group_whole_or_not_at_all(
         return on == 3
 
     await eventually(waiting_placed_whole, what=f"{waiting} placed whole", within=90)
+
+
+# --- what kubectl lws shows ---------------------------------------------------------------
+
+
+async def test_kubectl_lws_shows_the_placed_gang_scheduled_and_the_other_waiting(
+    gangs: RunningController,
+    nodesim_api: ApiClient,
+    namespace: str,
+    full_cluster: str,
+    kubeconfig: Path,
+) -> None:
+    """The plugin (its own process, reads only) names each group's PodGroup: the placed
+    group's gang is Scheduled, the one that cannot fit WaitingForCapacity with the
+    scheduler's reason."""
+    api, names = nodesim_api, ["a", "b"]
+    for name in names:
+        await api.create(LEADERWORKERSETS, gpu_lws(name, namespace, full_cluster, with_gangs=True))
+
+    async def one_scheduled_one_waiting() -> dict[str, JSON] | None:
+        shown = {name: (await groups_json(kubeconfig, name, namespace))[0] for name in names}
+        states = sorted(str(group["gang"]) for group in shown.values())
+        reasons = [g["gangReason"] for g in shown.values() if g["gang"] == "WaitingForCapacity"]
+        if states != ["Scheduled", "WaitingForCapacity"] or reasons in ([None], ["pending"]):
+            return None
+        return shown
+
+    shown = await eventually(
+        one_scheduled_one_waiting, what="one gang Scheduled, one waiting", within=60, interval=0.5
+    )
+    placed = next(name for name, group in shown.items() if group["gang"] == "Scheduled")
+    waiting = next(name for name in names if name != placed)
+    for name, group in shown.items():
+        pods = await live_pods(api, namespace, name)
+        assert {scheduling_group(p) for p in pods} == {group["podGroup"]}
+        assert group["podGroup"] in await pod_groups(api, namespace, name)
+    assert shown[placed]["gangReason"] is None and shown[placed]["readyPods"] == 3
+    assert shown[waiting]["leaderNode"] is None
+    assert "pod group is unschedulable" in shown[waiting]["gangMessage"]
+
+    for name in (placed, waiting):
+        text = await kubectl_table(kubeconfig, name, namespace)
+        print(f"\n$ kubectl lws groups {name}\n{text}")
+        header, row = text.splitlines()
+        assert header.split()[-2:] == ["PODGROUP", "GANG"]
+        assert shown[name]["podGroup"] in row
+    assert row.endswith(f"WaitingForCapacity ({shown[waiting]['gangReason']})")
+    code, out, err = await plugin(kubeconfig, "describe", waiting, "0", "-n", namespace)
+    assert code == 0, err
+    print(f"\n$ kubectl lws describe {waiting} 0\n{out}")
+    assert f"PodGroup:        {shown[waiting]['podGroup']}, gang of 3, 0/3" in out
+    assert "Gang:            WaitingForCapacity: pod group is unschedulable" in out
 
 
 # --- rollouts and scaling ---------------------------------------------------------------

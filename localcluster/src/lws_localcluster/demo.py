@@ -1,6 +1,7 @@
 """`lws demo`: a local control plane, simulated nodes, the controller and a sample
 LeaderWorkerSet, with the groups shown as they come up; `--story hash` then tells the
-Hash-mode replacement story (see :mod:`lws_localcluster.story`).
+Hash-mode replacement story (see :mod:`lws_localcluster.story`), `--story gang` the
+gang-scheduling story (see :mod:`lws_localcluster.gang_story`).
 
 Everything runs as children of this process (Kubernetes components) or inside
 it (node simulator, controller); Ctrl-C stops all of it. The kubeconfig is
@@ -12,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -25,6 +28,7 @@ from leaderworkerset.runtime.client import ApiClient, ApiError
 from lws_localcluster.binaries import ensure_binaries
 from lws_localcluster.controlplane import ControlPlane
 from lws_localcluster.deploy import running_controller
+from lws_localcluster.gang_story import gang_story
 from lws_localcluster.nodesim.nodes import default_nodes
 from lws_localcluster.nodesim.simulator import NodeSimulator
 from lws_localcluster.story import StoryError, hash_story
@@ -73,7 +77,7 @@ async def _show_until_ready(api: ApiClient, namespace: str, name: str, within: f
     return False
 
 
-STORIES = ("sample", "hash", "all")
+STORIES = ("sample", "hash", "gang", "all")
 
 
 async def _demo(
@@ -90,11 +94,10 @@ async def _demo(
                 ok = await _sample(api, manifest)
             if ok and story in ("hash", "all"):
                 click.echo("\n--- Hash mode: a crash, and a replacement that waits its turn ---")
-                try:
-                    await hash_story(api, sim)
-                except StoryError as err:
-                    click.echo(f"the story went wrong: {err}")
-                    ok = False
+                ok = await _tell(hash_story(api, sim))
+            if ok and story in ("gang", "all"):
+                click.echo("\n--- Gangs: two LeaderWorkerSets, room for one group ---")
+                ok = await _tell(gang_story(api, sim))
             if keep_running and ok:
                 click.echo(
                     f"\nexport KUBECONFIG={control_plane.kubeconfig}\n"
@@ -105,6 +108,15 @@ async def _demo(
             return ok
         finally:
             await api.close()
+
+
+async def _tell(story: Coroutine[Any, Any, None]) -> bool:
+    try:
+        await story
+    except StoryError as err:
+        click.echo(f"the story went wrong: {err}")
+        return False
+    return True
 
 
 async def _sample(api: ApiClient, manifest: JSON) -> bool:
@@ -133,7 +145,8 @@ async def _sample(api: ApiClient, manifest: JSON) -> bool:
     default="sample",
     show_default=True,
     help="sample: the --sample LeaderWorkerSet; hash: the Hash-mode replacement story; "
-    "all: one then the other.",
+    "gang: two LeaderWorkerSets competing for a full cluster, without and with gang "
+    "scheduling; all: each in turn.",
 )
 @click.option(
     "--keep-running/--exit-when-ready",

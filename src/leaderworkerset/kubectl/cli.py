@@ -120,13 +120,21 @@ def groups(
                 namespace=where.namespace,
                 hash_mode=snapshot.hash_mode,
                 output=output,
+                gangs=snapshot.gang_scheduled,
             )
         )
         return
     if not rows:
         click.echo(f'No groups of leaderworkerset "{name}" in namespace "{where.namespace}".')
         return
-    click.echo(group_table(rows, hash_mode=snapshot.hash_mode, wide=output == "wide"))
+    click.echo(
+        group_table(
+            rows,
+            hash_mode=snapshot.hash_mode,
+            wide=output == "wide",
+            gangs=snapshot.gang_scheduled,
+        )
+    )
 
 
 @main.command(name="describe")

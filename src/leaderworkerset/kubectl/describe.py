@@ -8,6 +8,7 @@ from datetime import datetime
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON, meta_of, name_of, revision_key_of
+from leaderworkerset.group.gang_state import Gang, GangState
 from leaderworkerset.group.readiness import (
     pod_condition_true,
     pod_counts_as_ready,
@@ -19,7 +20,7 @@ from leaderworkerset.group.roles import group_index, is_leader, worker_index
 from leaderworkerset.group.state import Group, GroupState, group_state
 from leaderworkerset.kubectl.ages import age_since, human_age, parse_time
 from leaderworkerset.kubectl.pairing import Pairing
-from leaderworkerset.kubectl.rows import pairing_of, rows_of, short
+from leaderworkerset.kubectl.rows import GroupRow, pairing_of, rows_of, short
 from leaderworkerset.kubectl.snapshot import Snapshot
 from leaderworkerset.tables import NONE, table
 
@@ -210,7 +211,8 @@ def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
         (p for p in snapshot.pods if group_index(p) == group.index),
         key=lambda p: (not is_leader(p), int(worker_index(p) or 0), name_of(p)),
     )
-    out = _summary(snapshot, group, now)
+    row = next(r for r in rows_of(snapshot, now) if r.index == group.index)
+    out = _summary(snapshot, group, row, now)
     out += ["", "Pods:"]
     pod_rows = [_pod_line(p, now) for p in pods]
     header = ["NAME", "ROLE", "PHASE", "READY", "NODE", "RESTARTS", "AGE"]
@@ -221,13 +223,12 @@ def describe(snapshot: Snapshot, group: Group, now: datetime) -> str:
     out.append(
         table(["NAME", "SCOPE", "SELECTOR"], services, indent=INDENT) if services else "  <none>"
     )
-    out += ["", "Events:", _events_section(snapshot, group, pods, now)]
+    out += ["", "Events:", _events_section(snapshot, group, pods, now, row.gang)]
     return "\n".join(out)
 
 
-def _summary(snapshot: Snapshot, group: Group, now: datetime) -> list[str]:
+def _summary(snapshot: Snapshot, group: Group, row: GroupRow, now: datetime) -> list[str]:
     pairing = pairing_of(snapshot, now) if snapshot.hash_mode else Pairing()
-    row = next(r for r in rows_of(snapshot, now) if r.index == group.index)
     revision = group.revision
     current = snapshot.current_revision
     if current is None:
@@ -249,7 +250,23 @@ def _summary(snapshot: Snapshot, group: Group, now: datetime) -> list[str]:
     if snapshot.hash_mode:
         rank = row.scale_down_rank
         lines.append(("Scale-down rank", str(rank) if rank is not None else "-"))
+    if snapshot.gang_scheduled:
+        lines += _gang_lines(row)
     return [f"{key + ':':<17}{value}" for key, value in lines]
+
+
+def _gang_lines(row: GroupRow) -> list[tuple[str, str]]:
+    gang = row.gang
+    if gang is None:
+        return [("PodGroup", f"{NONE} (its pods name none)")]
+    policy = f"gang of {gang.min_count}" if gang.min_count is not None else "basic"
+    shape = f", {policy}, {gang.bound}/{gang.members} member(s) bound"
+    known = gang.state not in (GangState.MISSING, GangState.UNKNOWN)
+    message = " ".join(gang.message.split())
+    return [
+        ("PodGroup", gang.pod_group + (shape if known else "")),
+        ("Gang", f"{gang.state.value}: {message}" if message else gang.state.value),
+    ]
 
 
 def _statefulset_section(sts: JSON | None) -> str:
@@ -271,10 +288,14 @@ def _statefulset_section(sts: JSON | None) -> str:
     return table(["NAME", "READY", "REVISION", "ROLLOUT"], [row], indent=INDENT)
 
 
-def _events_section(snapshot: Snapshot, group: Group, pods: list[JSON], now: datetime) -> str:
+def _events_section(
+    snapshot: Snapshot, group: Group, pods: list[JSON], now: datetime, gang: Gang | None
+) -> str:
     about = {(c.KIND, name_of(snapshot.lws))} | {("Pod", name_of(p)) for p in pods}
     if group.worker_statefulset is not None:
         about.add(("StatefulSet", name_of(group.worker_statefulset)))
+    if gang is not None:
+        about.add(("PodGroup", gang.pod_group))
     events = group_events(snapshot, about)
     if not events:
         return "  <none>"

@@ -18,14 +18,32 @@ def _revision(row: GroupRow) -> str:
     return "current" if row.current else "old"
 
 
+def gang_cell(row: GroupRow) -> str:
+    """The gang's state, with the scheduler's reason in brackets; `-` for a group whose
+    pods name no PodGroup."""
+    gang = row.gang
+    if gang is None:
+        return "-"
+    return f"{gang.state.value} ({gang.reason})" if gang.reason else gang.state.value
+
+
 def group_table(
-    rows: Sequence[GroupRow], *, hash_mode: bool, wide: bool = False, indent: str = ""
+    rows: Sequence[GroupRow],
+    *,
+    hash_mode: bool,
+    wide: bool = False,
+    indent: str = "",
+    gangs: bool = False,
 ) -> str:
+    """`gangs`: the LWS has spec.scheduling; PODGROUP and GANG come last, the gang's
+    free-text reason at the end of the line."""
     header = ["GROUP", "STATE", "READY", "REVISION", "LEADER NODE", "RESTARTS", "AGE"]
     if hash_mode:
         header += ["SCALE-DOWN RANK", "WAITING FOR"]
     if wide:
         header += ["LEADER POD", "WORKER STATEFULSET"]
+    if gangs:
+        header += ["PODGROUP", "GANG"]
     cells = []
     for row in rows:
         line = [
@@ -42,18 +60,26 @@ def group_table(
             line += [str(rank) if rank is not None else "-", row.waiting_for or "-"]
         if wide:
             line += [row.leader or NONE, row.worker_statefulset or NONE]
+        if gangs:
+            line += [row.gang.pod_group if row.gang else NONE, gang_cell(row)]
         cells.append(line)
     return table(header, cells, indent=indent)
 
 
 def group_objects(
-    rows: Sequence[GroupRow], *, name: str, namespace: str, hash_mode: bool, output: str
+    rows: Sequence[GroupRow],
+    *,
+    name: str,
+    namespace: str,
+    hash_mode: bool,
+    output: str,
+    gangs: bool = False,
 ) -> str:
     document = {
         "leaderWorkerSet": name,
         "namespace": namespace,
         "groupIdentity": "Hash" if hash_mode else "Ordinal",
-        "groups": [row.as_dict(hash_mode) for row in rows],
+        "groups": [row.as_dict(hash_mode, gangs) for row in rows],
     }
     if output == "json":
         return json.dumps(document, indent=2)

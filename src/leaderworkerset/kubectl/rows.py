@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from leaderworkerset.api.objects import meta_of, name_of
+from leaderworkerset.group.gang_state import Gang, gang_of
 from leaderworkerset.group.names import HASH_HOSTNAME_LENGTH
 from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.group.state import (
@@ -41,8 +42,11 @@ class GroupRow:
     worker_statefulset: str
     scale_down_rank: int | None = None
     waiting_for: str | None = None
+    # An LWS with spec.scheduling: the group's PodGroup and where its gang stands;
+    # None for a group whose pods name no PodGroup.
+    gang: Gang | None = None
 
-    def as_dict(self, hash_mode: bool) -> dict[str, object]:
+    def as_dict(self, hash_mode: bool, gangs: bool = False) -> dict[str, object]:
         data: dict[str, object] = {
             "group": self.group,
             "groupIndex": self.index,
@@ -60,6 +64,12 @@ class GroupRow:
         if hash_mode:
             data["scaleDownRank"] = self.scale_down_rank
             data["waitingFor"] = self.waiting_for
+        if gangs:
+            gang = self.gang
+            data["podGroup"] = gang.pod_group if gang else None
+            data["gang"] = gang.state.value if gang else None
+            data["gangReason"] = (gang.reason or None) if gang else None
+            data["gangMessage"] = (gang.message or None) if gang else None
         return data
 
 
@@ -120,6 +130,9 @@ def rows_of(snapshot: Snapshot, now: datetime) -> list[GroupRow]:
             leader=leader,
             worker_statefulset=name_of(group.worker_statefulset),
         )
+        read = snapshot.pod_groups
+        if read is not None:
+            row.gang = gang_of(group, name_of(snapshot.lws), row.size, read.by_name, read.problem)
         if snapshot.hash_mode:
             row.scale_down_rank = ranks.get(leader)
             if state is GroupState.GATED:

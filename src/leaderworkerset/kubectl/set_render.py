@@ -25,7 +25,10 @@ def set_text(view: SetView, *, wide: bool = False) -> str:
     for line in view.leaderworkersets:
         out += ["", f"Groups of {line.name} ({line.group_identity}):"]
         if line.groups:
-            out.append(group_table(line.groups, hash_mode=line.hash_mode, wide=wide, indent=INDENT))
+            table_text = group_table(
+                line.groups, hash_mode=line.hash_mode, wide=wide, indent=INDENT, gangs=line.gangs
+            )
+            out.append(table_text)
         else:
             out.append(f"{INDENT}{NONE}")
     return "\n".join(out)

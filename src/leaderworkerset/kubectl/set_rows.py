@@ -64,6 +64,8 @@ class LwsLine:
     initial: int | None  # the initial-replicas annotation of a revision being drained
     service: str | None  # its `<lws>-prv` Service, when it exists
     groups: list[GroupRow] = field(default_factory=list)
+    # spec.scheduling is set: its groups show their PodGroups.
+    gangs: bool = False
 
     @property
     def hash_mode(self) -> bool:
@@ -81,7 +83,7 @@ class LwsLine:
             "readyReplicas": self.ready,
             "initialReplicas": self.initial,
             "service": self.service,
-            "groups": [row.as_dict(self.hash_mode) for row in self.groups],
+            "groups": [row.as_dict(self.hash_mode, self.gangs) for row in self.groups],
         }
 
 
@@ -137,6 +139,7 @@ def _lws_line(snapshot: Snapshot, current: str, services: set[str], now: datetim
         initial=initial_replicas(meta.get("annotations")),
         service=service_name(name) if service_name(name) in services else None,
         groups=rows_of(snapshot, now),
+        gangs=snapshot.gang_scheduled,
     )
 
 

@@ -9,6 +9,7 @@ import asyncio
 from dataclasses import dataclass
 
 from leaderworkerset.api.disaggregatedset import constants as c
+from leaderworkerset.api.leaderworkerset.view import view_of
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.api.resources import (
     DISAGGREGATEDSETS,
@@ -16,7 +17,7 @@ from leaderworkerset.api.resources import (
     ROLE_SCALERS,
     SERVICES,
 )
-from leaderworkerset.kubectl.snapshot import Snapshot, items_of, snapshot_of
+from leaderworkerset.kubectl.snapshot import Snapshot, items_of, read_pod_groups, snapshot_of
 from leaderworkerset.runtime.client import ApiClient, ApiError
 
 
@@ -58,5 +59,10 @@ async def read_set(client: ApiClient, name: str, namespace: str) -> SetSnapshot:
         items_of(client, SERVICES, namespace, selector),
         _scalers(client, namespace, selector),
     )
-    snapshots = await asyncio.gather(*(snapshot_of(client, lws, namespace) for lws in lwss))
+    # One LIST of the namespace's PodGroups serves every LeaderWorkerSet that has gangs.
+    gangs = any(view_of(lws).scheduling is not None for lws in lwss)
+    pod_groups = await read_pod_groups(client, namespace) if gangs else None
+    snapshots = await asyncio.gather(
+        *(snapshot_of(client, lws, namespace, pod_groups=pod_groups) for lws in lwss)
+    )
     return SetSnapshot(ds, list(snapshots), services, scalers)

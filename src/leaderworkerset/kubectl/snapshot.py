@@ -14,6 +14,7 @@ from leaderworkerset.api.resources import (
     CORE_EVENTS,
     DEPLOYMENTS,
     LEADERWORKERSETS,
+    POD_GROUPS,
     PODS,
     SERVICES,
     STATEFULSETS,
@@ -29,6 +30,15 @@ class LwsNotFound(Exception):
 
 
 @dataclass
+class PodGroups:
+    """The PodGroups of one namespace, read with one LIST; `by_name` is None when
+    they could not be read (`problem` says why), empty when the API is not served."""
+
+    by_name: dict[str, JSON] | None
+    problem: str = ""
+
+
+@dataclass
 class Snapshot:
     lws: JSON
     pods: list[JSON]
@@ -37,6 +47,13 @@ class Snapshot:
     leader_workload: JSON | None
     services: list[JSON] = field(default_factory=list)
     events: list[JSON] = field(default_factory=list)
+    # The namespace's PodGroups by name, read only for an LWS with spec.scheduling.
+    pod_groups: PodGroups | None = None
+
+    @property
+    def gang_scheduled(self) -> bool:
+        """The LWS asks for gangs (spec.scheduling): its rows show their PodGroups."""
+        return self.view.scheduling is not None
 
     @functools.cached_property
     def view(self) -> LwsView:
@@ -84,6 +101,20 @@ async def items_of(
     return items
 
 
+async def read_pod_groups(client: ApiClient, namespace: str) -> PodGroups:
+    """Every PodGroup of the namespace, matched to groups by name (the name a pod's
+    spec.schedulingGroup carries), so PodGroups another controller made are found too."""
+    try:
+        items = await items_of(client, POD_GROUPS, namespace)
+    except ApiError as exc:
+        if exc.not_found:
+            return PodGroups({}, f"the cluster does not serve {POD_GROUPS.api_version}")
+        if exc.status in (401, 403):
+            return PodGroups(None, f"cannot list podgroups: {exc.reason or exc.status}")
+        raise
+    return PodGroups({str(meta_of(g).get("name") or ""): g for g in items})
+
+
 async def read(
     client: ApiClient, name: str, namespace: str, *, with_details: bool = False
 ) -> Snapshot:
@@ -99,20 +130,32 @@ async def read(
 
 
 async def snapshot_of(
-    client: ApiClient, lws: JSON, namespace: str, *, with_details: bool = False
+    client: ApiClient,
+    lws: JSON,
+    namespace: str,
+    *,
+    with_details: bool = False,
+    pod_groups: PodGroups | None = None,
 ) -> Snapshot:
     """The Snapshot of a LeaderWorkerSet already read (a DisaggregatedSet lists its
-    LeaderWorkerSets rather than getting each)."""
+    LeaderWorkerSets rather than getting each, and the namespace's PodGroups once)."""
     name = str(meta_of(lws).get("name") or "")
     selector = f"{c.LABEL_SET_NAME}={name}"
-    hash_mode = view_of(lws).hash_mode
-    leader_kind = DEPLOYMENTS if hash_mode else STATEFULSETS
-    pods, statefulsets, workload = await asyncio.gather(
+    view = view_of(lws)
+    leader_kind = DEPLOYMENTS if view.hash_mode else STATEFULSETS
+
+    async def gangs() -> PodGroups | None:
+        if view.scheduling is None:
+            return None
+        return pod_groups or await read_pod_groups(client, namespace)
+
+    pods, statefulsets, workload, groups = await asyncio.gather(
         items_of(client, PODS, namespace, selector),
         items_of(client, STATEFULSETS, namespace, selector),
         client.get_or_none(leader_kind, name, namespace),
+        gangs(),
     )
-    snapshot = Snapshot(lws, pods, statefulsets, workload)
+    snapshot = Snapshot(lws, pods, statefulsets, workload, pod_groups=groups)
     if with_details:
         services, events = await asyncio.gather(
             items_of(client, SERVICES, namespace, selector),
