@@ -121,6 +121,15 @@ class WorkloadScheduler:
         refusal = support_refusal(self.support)
         if refusal is not None or not self.support.kubernetes:
             return refusal
+        if view.annotation(s.ANNOTATION_GROUP_TEMPLATE_NAME):
+            # KEP-6089: a parent workload's controller owns the Workload; a second one
+            # made here would split the gang. Its discovery is not built yet.
+            return _refused(
+                s.REASON_PARENT_WORKLOAD_NOT_READY,
+                f"{s.ANNOTATION_GROUP_TEMPLATE_NAME}: scheduling delegated to a parent "
+                "Workload is not supported by this controller yet; no Workload or PodGroup "
+                "is made for this LeaderWorkerSet",
+            )
         template_or_outcome = await self._workload(view)
         if isinstance(template_or_outcome, SchedulingOutcome):
             return template_or_outcome

@@ -131,3 +131,23 @@ async def test_without_the_api_the_leader_workload_waits_and_the_status_says_why
     assert client.writes() == []
     assert len(events.told) == 2
     assert scheduling_condition(client) == cond
+
+
+async def test_a_delegated_lws_is_held_rather_than_given_a_second_workload() -> None:
+    """KEP-6089: with the parent's group-template-name annotation the parent owns the
+    Workload; this controller makes none and says why."""
+    from leaderworkerset.api.leaderworkerset.view import view_of
+    from leaderworkerset.controllers.lws.workload_scheduling import WorkloadScheduler
+    from tests.toolkit.lws import lws_object
+
+    obj = lws_object("child", scheduling={})
+    obj["metadata"]["annotations"] = {s.ANNOTATION_GROUP_TEMPLATE_NAME: "decode"}
+    scheduler = WorkloadScheduler(
+        client=None,  # type: ignore[arg-type]  # never reached: nothing is written
+        caches=None,  # type: ignore[arg-type]
+        support=SchedulingSupport("kubernetes", True, True),
+    )
+    outcome = await scheduler.reconcile(view_of(obj), [])
+    assert outcome is not None and outcome.blocked
+    assert outcome.reason == s.REASON_PARENT_WORKLOAD_NOT_READY
+    assert s.ANNOTATION_GROUP_TEMPLATE_NAME in outcome.message
