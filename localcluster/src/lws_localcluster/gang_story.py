@@ -47,16 +47,14 @@ from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.tables import table
 from lws_localcluster.nodesim.nodes import GPU, NodeSpec
 from lws_localcluster.nodesim.simulator import NodeSimulator
-from lws_localcluster.story import StoryError
+from lws_localcluster.story import GPUS_PER_NODE, POOL_LABEL, StoryError, pool_nodes
 
 NAMES = ("alpha", "beta")
 GROUPS = 2
 SIZE = 3
 GPUS_PER_POD = 4
-GPUS_PER_NODE = 8
 NODES = 2
 SLOTS = NODES * GPUS_PER_NODE // GPUS_PER_POD
-POOL_LABEL = "nodesim.leaderworkerset.dev/pool"
 POOL = "gang-story"
 POLL = 0.2
 # How long a stuck (Act 1) or whole-or-nothing (Act 2) picture must hold to count.
@@ -70,15 +68,7 @@ GOING = "terminating"
 
 def gang_nodes(pool: str = POOL) -> list[NodeSpec]:
     """Room for SLOTS pods; tainted so that no other pod lands there."""
-    return [
-        NodeSpec(
-            name=f"{pool}-node-{i}",
-            gpus=GPUS_PER_NODE,
-            labels={POOL_LABEL: pool},
-            taints=[{"key": POOL_LABEL, "value": pool, "effect": "NoSchedule"}],
-        )
-        for i in range(NODES)
-    ]
+    return pool_nodes(pool, NODES, f"{pool}-node")
 
 
 def gang_lws(name: str, namespace: str, pool: str, *, gangs: bool) -> JSON:

@@ -53,18 +53,23 @@ class StoryError(RuntimeError):
     pass
 
 
-def story_nodes() -> list[NodeSpec]:
-    """Exactly enough GPUs for GROUPS groups; tainted so that no other pod lands there."""
-    count = GROUPS * SIZE * GPUS_PER_POD // GPUS_PER_NODE
+def pool_nodes(pool: str, count: int, prefix: str) -> list[NodeSpec]:
+    """`count` nodes of GPUS_PER_NODE GPUs named `<prefix>-<i>`, labelled and tainted
+    with `pool`, so that only a story's pods (which select and tolerate it) land there."""
     return [
         NodeSpec(
-            name=f"story-node-{i}",
+            name=f"{prefix}-{i}",
             gpus=GPUS_PER_NODE,
-            labels={POOL_LABEL: POOL},
-            taints=[{"key": POOL_LABEL, "value": POOL, "effect": "NoSchedule"}],
+            labels={POOL_LABEL: pool},
+            taints=[{"key": POOL_LABEL, "value": pool, "effect": "NoSchedule"}],
         )
         for i in range(count)
     ]
+
+
+def story_nodes() -> list[NodeSpec]:
+    """Exactly enough GPUs for GROUPS groups; tainted so that no other pod lands there."""
+    return pool_nodes(POOL, GROUPS * SIZE * GPUS_PER_POD // GPUS_PER_NODE, "story-node")
 
 
 def story_lws(namespace: str) -> JSON:
