@@ -109,8 +109,8 @@ class WorkloadScheduler:
     client: ApiClient
     caches: LwsCaches
     support: SchedulingSupport
-    # PodGroup or Workload key -> when this process created it.
-    _created: dict[str, float] = field(default_factory=dict)
+    # Per LWS (`namespace/name`): PodGroup name -> when this process created it.
+    _created: dict[str, dict[str, float]] = field(default_factory=dict)
 
     async def reconcile(
         self, view: LwsView, planned: Iterable[GroupRevision]
@@ -153,8 +153,6 @@ class WorkloadScheduler:
                 if not exc.already_exists:
                     return _refused(s.REASON_WORKLOAD_CREATE_FAILED, exc.message, retry=True)
                 stored = await self.client.get(WORKLOADS, view.name, view.namespace)
-            else:
-                self._created[_key(WORKLOADS.plural, view.namespace, view.name)] = time.monotonic()
         owner = controller_ref(stored)
         if owner is None or owner.get("uid") != view.uid:
             return _refused(
@@ -215,7 +213,6 @@ class WorkloadScheduler:
             made = await self.client.create(WORKLOADS, desired)
         except ApiError as exc:
             return _refused(s.REASON_WORKLOAD_CREATE_FAILED, exc.message, retry=True)
-        self._created[_key(WORKLOADS.plural, view.namespace, view.name)] = time.monotonic()
         return made
 
     # -- PodGroups ------------------------------------------------------------------
@@ -226,8 +223,8 @@ class WorkloadScheduler:
         for name, g in needed.items():
             if self._cached(self.caches.pod_groups, view.namespace, name) is not None:
                 continue
-            key = _key(POD_GROUPS.plural, view.namespace, name)
-            if self._recently_created(key):
+            created = self._created.setdefault(_lws_key(view), {})
+            if _recent(created, name):
                 continue
             try:
                 await self.client.create(POD_GROUPS, pod_group(view, template, g.group, g.revision))
@@ -241,7 +238,7 @@ class WorkloadScheduler:
                     f"PodGroup {view.namespace}/{name}: {exc.message}",
                     retry=True,
                 )
-            self._created[key] = time.monotonic()
+            created[name] = time.monotonic()
         return None
 
     async def _delete_unused(
@@ -271,7 +268,7 @@ class WorkloadScheduler:
                         f"PodGroup {view.namespace}/{name}: {exc.message}",
                         requeue_after=RETRY_AFTER,
                     )
-            self._created.pop(_key(POD_GROUPS.plural, view.namespace, name), None)
+            self._created.get(_lws_key(view), {}).pop(name, None)
         return SchedulingOutcome(True, s.REASON_READY, s.MESSAGE_READY, requeue_after=wait)
 
     def _unneeded(self, view: LwsView, needed: dict[str, GroupRevision]) -> list[JSON]:
@@ -294,24 +291,24 @@ class WorkloadScheduler:
     def _cached(informer: Informer | None, namespace: str, name: str) -> JSON | None:
         return informer.get(namespace, name) if informer is not None else None
 
-    def _recently_created(self, key: str) -> bool:
-        at = self._created.get(key)
-        if at is None:
-            return False
-        if time.monotonic() - at < CREATED_MEMORY:
-            return True
-        del self._created[key]
-        return False
-
     def forget(self, namespace: str, name: str) -> None:
         """The LWS is gone: what this process created for it is the collector's now."""
-        prefix = f"/{namespace}/{name}"
-        for key in [k for k in self._created if prefix in k]:
-            del self._created[key]
+        self._created.pop(f"{namespace}/{name}", None)
 
 
-def _key(plural: str, namespace: str, name: str) -> str:
-    return f"{plural}/{namespace}/{name}"
+def _lws_key(view: LwsView) -> str:
+    return f"{view.namespace}/{view.name}"
+
+
+def _recent(created: dict[str, float], name: str) -> bool:
+    """This process created PodGroup `name` less than CREATED_MEMORY ago."""
+    at = created.get(name)
+    if at is None:
+        return False
+    if time.monotonic() - at < CREATED_MEMORY:
+        return True
+    del created[name]
+    return False
 
 
 def _age(meta: JSON) -> float:
