@@ -411,6 +411,12 @@ class NodeSimulator(PodFaults):
         if desired["phase"] == "Running" and (pod.get("status") or {}).get("phase") != "Running":
             self.stats.pods_started += 1
         self.cache.remember_written(updated)
+        # Another writer's change that landed between our read and our write (a readiness
+        # gate set True) comes back merged into the answer; its own watch event is then
+        # older than the cached answer and dropped as an echo, so nothing else would make
+        # us recompute Ready from it.
+        if status_patch(updated, desired_status(updated, rt, node.internal_ip)) is not None:
+            self._queue.add(key)
 
     def _wake_at(self, key: PodKey, deadline: float) -> None:
         """Sync the pod again at ``deadline`` (loop time); an earlier wake-up is kept."""
