@@ -27,11 +27,13 @@ from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.lws.triggers import LWS_WORKERS, setup_lws_controller
 from leaderworkerset.controllers.lws.workload_scheduling import WorkloadScheduler
+from leaderworkerset.controllers.pod.group_recovery import RecoveryMetrics
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.pod.triggers import POD_WORKERS, setup_pod_controller
 from leaderworkerset.controllers.replacement.reconciler import ReplacementReconciler
 from leaderworkerset.controllers.replacement.triggers import setup_replacement_controller
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+from leaderworkerset.group.recreations import BackoffPolicy
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.runtime.manager import Manager
 from leaderworkerset.webhooks.admission import register_webhooks
@@ -63,6 +65,7 @@ def setup_controllers(
     limits: SizeLimits | None = None,
     enable_disaggregatedset: bool = True,
     scheduling: SchedulingSupport | None = None,
+    group_backoff: BackoffPolicy | None = None,
 ) -> LwsControllers:
     client, recorder = manager.client, manager.recorder
     options = ControllerOptions(
@@ -70,6 +73,7 @@ def setup_controllers(
         replacement_release=replacement_release or ReleaseThresholds(),
         limits=limits or SizeLimits(),
         scheduling=scheduling or SchedulingSupport(),
+        group_backoff=group_backoff or BackoffPolicy(),
     )
     workload_api = options.scheduling.kubernetes
     caches = build_caches(client, namespace, metrics=manager.metrics, workload_api=workload_api)
@@ -88,8 +92,17 @@ def setup_controllers(
         lws.scheduler = WorkloadScheduler(client, caches, options.scheduling)
     lws_controller = setup_lws_controller(manager, lws, workers=lws_workers)
 
-    pods = PodReconciler(client, caches, recorder, options=options, group_metrics=group_metrics)
+    pods = PodReconciler(
+        client,
+        caches,
+        recorder,
+        options=options,
+        group_metrics=group_metrics,
+        recovery_metrics=RecoveryMetrics(manager.metrics.registry),
+    )
     pod_controller = setup_pod_controller(manager, pods, workers=pod_workers)
+    # The group back-off wakes a held group's leader when its wait ends.
+    pods.restarter.wake = lambda key, after: pod_controller.enqueue(key, after=after)
     # The LWS reconciler refreshes the group counts; the pod reconciler deletes leaders
     # and so tells the losses it caused from the others'.
     group_metrics.track_changes(lws_controller, caches)
