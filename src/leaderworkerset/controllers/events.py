@@ -163,12 +163,18 @@ def max_group_restarts_exceeded(group: str, budget: int, related: JSON | None = 
 
 
 def group_backoff(
-    group: str, leader_name: str, recent: int, wait: float, until: str, related: JSON | None = None
+    group: str,
+    leader_name: str,
+    recent: int,
+    backoff: float,
+    until: str,
+    related: JSON | None = None,
 ) -> Event:
     """Said once per wait, like the kubelet's BackOff for a container."""
     note = (
         f"Back-off recreating group {group} (leader pod {leader_name}): recreated {recent} "
-        f"time(s) recently, the next recreation waits {wait:.0f}s, until {until}"
+        f"time(s) recently, the next recreation waits {backoff:.0f}s after the last, "
+        f"until {until}"
     )
     return Event(WARNING, EVENT_REASON_GROUP_BACKOFF, ACTION_DELETE, note, related)
 

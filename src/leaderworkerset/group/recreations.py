@@ -74,7 +74,7 @@ class BackoffPolicy:
     def due(self, record: Recreation | None, now: float) -> float:
         """When the group may be recreated next (now or earlier: at once)."""
         recent = self.recent(record, now)
-        if record is None or recent == 0:
+        if record is None or recent == 0 or not self.enabled:
             return now
         return record.last + self.delay(recent)
 
@@ -185,7 +185,10 @@ def _read_recreations(annotations: Mapping[str, str]) -> dict[str, Recreation]:
         last = entry.get("last") if isinstance(entry, dict) else None
         if not isinstance(recent, int) or recent < 0 or not isinstance(last, str):
             raise RecordError(f'annotation {name}: group {group!r}: want {{"recent", "last"}}')
-        out[str(group)] = Recreation(recent, parse_epoch(last))
+        try:
+            out[str(group)] = Recreation(recent, parse_epoch(last))
+        except RecordError as exc:
+            raise RecordError(f"annotation {name}: group {group!r}: {exc}") from exc
     return out
 
 

@@ -190,7 +190,7 @@ class GroupRecovery:
             group,
             str(meta_of(leader).get("name")),
             recent,
-            due - now,
+            self.policy.delay(recent),
             format_epoch(due),
             object_reference(leader),
         )
