@@ -27,7 +27,7 @@ from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.lws.triggers import LWS_WORKERS, setup_lws_controller
 from leaderworkerset.controllers.lws.workload_scheduling import WorkloadScheduler
-from leaderworkerset.controllers.pod.group_recovery import RecoveryMetrics
+from leaderworkerset.controllers.pod.group_recovery import GroupRecovery, RecoveryMetrics
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.pod.triggers import POD_WORKERS, setup_pod_controller
 from leaderworkerset.controllers.replacement.reconciler import ReplacementReconciler
@@ -48,6 +48,9 @@ class LwsControllers:
     pods: Controller
     replacement: Controller
     options: ControllerOptions
+    # The restart budget and group back-off of the pod controller (its policy can be
+    # changed at run time, e.g. by tests).
+    recovery: GroupRecovery | None = None
     # None when the DisaggregatedSet controller is switched off.
     disaggregatedsets: Controller | None = None
     ds_caches: DsCaches | None = None
@@ -119,7 +122,14 @@ def setup_controllers(
         register_webhooks(
             manager.webhook_server, caches, options, client, template_check=dry_run_check(client)
         )
-    built = LwsControllers(caches, lws_controller, pod_controller, replacement_controller, options)
+    built = LwsControllers(
+        caches,
+        lws_controller,
+        pod_controller,
+        replacement_controller,
+        options,
+        recovery=pods.restarter.recovery,
+    )
     if enable_disaggregatedset:
         _setup_disaggregatedsets(manager, built, namespace, enable_webhooks)
     return built
