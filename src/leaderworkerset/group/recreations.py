@@ -7,10 +7,11 @@ leader pods they count:
 - upstream's restart budget (`maxGroupRestarts`, upstream #877): `group-restart-counts`,
   {group: restarts}, kept only while a budget is set, as upstream does; a group whose
   count is past the budget is not recreated again and the LeaderWorkerSet is `Failed`;
-- our group back-off: `group-recreations`, {group: {"recent": n, "last": time}}, the
-  recreations since the group last ran quiet for `reset_after` seconds and when the last
-  one was. The n-th recent recreation waits `initial * 2^(n-1)` (at most `cap`) after the
-  one before it, like a kubelet's CrashLoopBackOff for a whole group.
+- our group back-off: `group-recreations`, {group: {"recent": n, "last": time,
+  "notBefore": time}}, the recreations since the group last ran quiet for `reset_after`
+  seconds, when the last one was, and when the next may be. The n-th recent recreation
+  waits `initial * 2^(n-1)` (at most `cap`) after the one before it, like a kubelet's
+  CrashLoopBackOff for a whole group.
 
 A Hash group is replaced by a group with a new key, so a replacement leader takes over
 both records of a recreated group that has no live leader any more (`claimable`): the
@@ -45,6 +46,9 @@ class RecordError(ValueError):
 class Recreation:
     recent: int
     last: float  # seconds since the epoch
+    # When the back-off lets the next recreation happen, as the controller computed it:
+    # what `kubectl lws`, which does not know the controller's settings, shows.
+    not_before: float | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,9 @@ class BackoffPolicy:
         return record.last + self.delay(recent)
 
     def next_record(self, record: Recreation | None, now: float) -> Recreation:
-        return Recreation(self.recent(record, now) + 1, now)
+        recent = self.recent(record, now) + 1
+        wait = self.delay(recent)
+        return Recreation(recent, now, now + wait if wait else None)
 
 
 @dataclass(frozen=True)
@@ -117,16 +123,18 @@ class GroupRecords:
         return {
             c.ANNOTATION_GROUP_RESTART_COUNTS: _dump(self.counts) if self.counts else None,
             c.ANNOTATION_GROUP_RECREATIONS: (
-                _dump(
-                    {
-                        group: {"recent": r.recent, "last": format_epoch(r.last)}
-                        for group, r in self.recreations.items()
-                    }
-                )
+                _dump({group: _entry(r) for group, r in self.recreations.items()})
                 if self.recreations
                 else None
             ),
         }
+
+
+def _entry(record: Recreation) -> dict[str, object]:
+    entry: dict[str, object] = {"recent": record.recent, "last": format_epoch(record.last)}
+    if record.not_before is not None:
+        entry["notBefore"] = format_epoch(record.not_before)
+    return entry
 
 
 def _dump(value: object) -> str:
@@ -185,8 +193,13 @@ def _read_recreations(annotations: Mapping[str, str]) -> dict[str, Recreation]:
         last = entry.get("last") if isinstance(entry, dict) else None
         if not isinstance(recent, int) or recent < 0 or not isinstance(last, str):
             raise RecordError(f'annotation {name}: group {group!r}: want {{"recent", "last"}}')
+        not_before = entry.get("notBefore") if isinstance(entry, dict) else None
         try:
-            out[str(group)] = Recreation(recent, parse_epoch(last))
+            out[str(group)] = Recreation(
+                recent,
+                parse_epoch(last),
+                parse_epoch(not_before) if isinstance(not_before, str) else None,
+            )
         except RecordError as exc:
             raise RecordError(f"annotation {name}: group {group!r}: {exc}") from exc
     return out

@@ -39,8 +39,10 @@ def test_a_group_quiet_for_reset_after_starts_again_without_a_wait() -> None:
     assert POLICY.recent(record, now=1599.0) == 6
     assert POLICY.recent(record, now=1600.0) == 0
     assert POLICY.due(record, now=1600.0) == 1600.0
-    assert POLICY.next_record(record, now=1600.0) == Recreation(1, 1600.0)
-    assert POLICY.next_record(record, now=1100.0) == Recreation(7, 1100.0)
+    # The record says when the next recreation may come, for readers without the policy.
+    assert POLICY.next_record(record, now=1600.0) == Recreation(1, 1600.0, 1610.0)
+    assert POLICY.next_record(record, now=1100.0) == Recreation(7, 1100.0, 1400.0)
+    assert BackoffPolicy(initial=0).next_record(None, now=5.0) == Recreation(1, 5.0, None)
 
 
 def test_initial_zero_turns_the_back_off_off() -> None:
@@ -50,7 +52,9 @@ def test_initial_zero_turns_the_back_off_off() -> None:
 
 
 def test_records_round_trip_through_their_annotations() -> None:
-    records = GroupRecords({"0": 2}, {"0": Recreation(3, 1_700_000_000.5)})
+    records = GroupRecords(
+        {"0": 2}, {"0": Recreation(3, 1_700_000_000.5, 1_700_000_040.5), "1": Recreation(1, 7.0)}
+    )
     annotations = {k: v for k, v in records.annotations().items() if v is not None}
     assert json.loads(annotations[c.ANNOTATION_GROUP_RESTART_COUNTS]) == {"0": 2}
     assert read_records(annotations) == records

@@ -95,7 +95,9 @@ async def test_a_recreation_is_recorded_before_the_leader_is_deleted() -> None:
     ]
     (annotations,) = lws_patches(client)
     assert json.loads(annotations[c.ANNOTATION_GROUP_RESTART_COUNTS] or "") == {"0": 1}
-    assert recreations(annotations) == {"0": {"recent": 1, "last": format_epoch(T0)}}
+    assert recreations(annotations) == {
+        "0": {"recent": 1, "last": format_epoch(T0), "notBefore": format_epoch(T0 + 10)}
+    }
     # The write is conditional on the version the decision was made from.
     (patch,) = client.calls_of("patch", "leaderworkersets")
     assert "resourceVersion" in patch.body["metadata"]
@@ -160,7 +162,11 @@ async def test_a_repeated_recreation_waits_out_the_back_off_then_goes() -> None:
     assert recreating and event is not None and event.reason == c.EVENT_REASON_RECREATE_GROUP
     assert not r.recovery.holding(quiet_leader())
     (annotations,) = lws_patches(client)
-    assert recreations(annotations)["0"] == {"recent": 3, "last": format_epoch(T0 + 15)}
+    assert recreations(annotations)["0"] == {
+        "recent": 3,
+        "last": format_epoch(T0 + 15),
+        "notBefore": format_epoch(T0 + 15 + 40),
+    }
 
 
 async def test_a_group_quiet_for_reset_after_is_recreated_at_once() -> None:
