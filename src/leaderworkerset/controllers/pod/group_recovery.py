@@ -216,7 +216,9 @@ class GroupRecovery:
         if not records.recreations or group in records.recreations or group in records.counts:
             return
         created = timestamp_of(meta_of(leader).get("creationTimestamp"))
-        if created is None:
+        if created is None or all(r.last > created + 1 for r in records.recreations.values()):
+            # Older than every recreation (most leaders, most of the time): it replaces
+            # none of them, and the leaders need not be looked at.
             return
         live = _live_groups(self.caches.leaders_of(view.namespace, view.name))
         old = claimable(records, live, created)
