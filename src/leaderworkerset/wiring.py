@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from leaderworkerset.admission_dryrun import dry_run_check
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
 from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
+from leaderworkerset.api.objects import name_of, namespace_of
 from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_ds_caches
 from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSetMetrics
@@ -95,13 +96,17 @@ def setup_controllers(
         lws.scheduler = WorkloadScheduler(client, caches, options.scheduling)
     lws_controller = setup_lws_controller(manager, lws, workers=lws_workers)
 
+    recovery_metrics = RecoveryMetrics(manager.metrics.registry)
     pods = PodReconciler(
         client,
         caches,
         recorder,
         options=options,
         group_metrics=group_metrics,
-        recovery_metrics=RecoveryMetrics(manager.metrics.registry),
+        recovery_metrics=recovery_metrics,
+    )
+    caches.leaderworkersets.add_handler(
+        on_delete=lambda lws: recovery_metrics.forget(namespace_of(lws), name_of(lws))
     )
     pod_controller = setup_pod_controller(manager, pods, workers=pod_workers)
     # The group back-off wakes a held group's leader when its wait ends.

@@ -49,6 +49,10 @@ class Recreation:
     # When the back-off lets the next recreation happen, as the controller computed it:
     # what `kubectl lws`, which does not know the controller's settings, shows.
     not_before: float | None = None
+    # The UID of a leader whose group's recreation waits out the back-off: a controller
+    # that restarts meanwhile still recreates the group when the wait is over, even
+    # when the pod that failed (a deleted worker) is long gone.
+    pending: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,9 @@ class BackoffPolicy:
         """How long after the last recreation the next may happen."""
         if recent <= 0 or not self.enabled:
             return 0.0
-        return float(min(self.initial * 2 ** (recent - 1), self.cap))
+        # Doubling past the cap adds nothing; an exponent past ~1,000 would overflow.
+        doublings = min(recent - 1, 64)
+        return float(min(self.initial * 2.0**doublings, self.cap))
 
     def due(self, record: Recreation | None, now: float) -> float:
         """When the group may be recreated next (now or earlier: at once)."""
@@ -134,6 +140,8 @@ def _entry(record: Recreation) -> dict[str, object]:
     entry: dict[str, object] = {"recent": record.recent, "last": format_epoch(record.last)}
     if record.not_before is not None:
         entry["notBefore"] = format_epoch(record.not_before)
+    if record.pending:
+        entry["pending"] = record.pending
     return entry
 
 
@@ -155,6 +163,23 @@ def parse_epoch(text: str) -> float:
 def read_records(annotations: Mapping[str, str]) -> GroupRecords:
     """Both records; raises RecordError naming the annotation when one is malformed."""
     return GroupRecords(_read_counts(annotations), _read_recreations(annotations))
+
+
+def read_records_leniently(
+    annotations: Mapping[str, str],
+) -> tuple[GroupRecords, list[RecordError]]:
+    """Both records, each read on its own: one edited into something unreadable is
+    taken as empty (and reported) without losing the other."""
+    problems: list[RecordError] = []
+    try:
+        counts = _read_counts(annotations)
+    except RecordError as exc:
+        counts, problems = {}, [*problems, exc]
+    try:
+        recreations = _read_recreations(annotations)
+    except RecordError as exc:
+        recreations, problems = {}, [*problems, exc]
+    return GroupRecords(counts, recreations), problems
 
 
 def _read_counts(annotations: Mapping[str, str]) -> dict[str, int]:
@@ -194,11 +219,13 @@ def _read_recreations(annotations: Mapping[str, str]) -> dict[str, Recreation]:
         if not isinstance(recent, int) or recent < 0 or not isinstance(last, str):
             raise RecordError(f'annotation {name}: group {group!r}: want {{"recent", "last"}}')
         not_before = entry.get("notBefore") if isinstance(entry, dict) else None
+        pending = entry.get("pending") if isinstance(entry, dict) else None
         try:
             out[str(group)] = Recreation(
                 recent,
                 parse_epoch(last),
                 parse_epoch(not_before) if isinstance(not_before, str) else None,
+                pending if isinstance(pending, str) and pending else None,
             )
         except RecordError as exc:
             raise RecordError(f"annotation {name}: group {group!r}: {exc}") from exc
@@ -210,21 +237,40 @@ def exhausted(count: int, budget: int | None) -> bool:
     return budget is not None and count >= budget
 
 
-def failed_groups(records: GroupRecords, budget: int | None, live: Collection[str]) -> list[str]:
-    """Live groups past their budget: upstream marks a group that found its budget used
-    up with count budget + 1, and the LeaderWorkerSet is Failed while any is live."""
+def leader_count(leader: Mapping[str, object]) -> int:
+    """The count upstream keeps on a group's leader pod (0 when absent or unreadable)."""
+    meta = leader.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    raw = annotations.get(c.ANNOTATION_GROUP_RESTART_COUNT, "") if annotations else ""
+    try:
+        return max(int(raw), 0) if raw else 0
+    except ValueError:
+        return 0
+
+
+def failed_groups(records: GroupRecords, budget: int | None, live: Mapping[str, int]) -> list[str]:
+    """Live groups past their budget (`live`: each group's count on its leader pod;
+    the higher of that and the LeaderWorkerSet's counts, as upstream reads them).
+    Upstream marks a group that found its budget used up with count budget + 1, and
+    the LeaderWorkerSet is Failed while any is live."""
     if budget is None:
         return []
-    return sorted(g for g in live if records.count(g) > budget)
+    return sorted(g for g, own in live.items() if max(records.count(g), own) > budget)
 
 
-def claimable(records: GroupRecords, live: Collection[str], created: float) -> str | None:
+def claimable(
+    records: GroupRecords, live: Collection[str], created: float, budget: int | None = None
+) -> str | None:
     """The record a new Hash group created at `created` takes over: the oldest
     recreation (by its time) of a group that has no live leader and was recreated
-    before the new group was made; None when there is none."""
+    before the new group was made; None when there is none. A group past its budget
+    was never recreated again: it went by a scale-down or a rollout, and a healthy
+    new group must not start out Failed in its place."""
     candidates = [
         (record.last, group)
         for group, record in records.recreations.items()
-        if group not in live and record.last <= created + _SECOND
+        if group not in live
+        and record.last <= created + _SECOND
+        and not (budget is not None and records.count(group) > budget)
     ]
     return min(candidates)[1] if candidates else None

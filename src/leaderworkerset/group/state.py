@@ -43,7 +43,7 @@ from leaderworkerset.group.readiness import (
     pod_counts_as_ready,
     workers_ready_for_leader,
 )
-from leaderworkerset.group.recreations import GroupRecords
+from leaderworkerset.group.recreations import GroupRecords, failed_groups, leader_count
 from leaderworkerset.group.roles import group_index, group_size, is_leader
 
 
@@ -169,7 +169,7 @@ def recovery_state(
     leader = group.leader
     if leader is None or leader_lost(leader):
         return None
-    if budget is not None and records.count(group.index) > budget:
+    if failed_groups(records, budget, {group.index: leader_count(leader)}):
         return GroupState.FAILED, 0.0
     record = records.recreations.get(group.index)
     not_before = record.not_before if record is not None else None

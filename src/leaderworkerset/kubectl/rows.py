@@ -8,7 +8,7 @@ from datetime import datetime
 from leaderworkerset.api.objects import meta_of, name_of
 from leaderworkerset.group.gang_state import Gang, gang_of
 from leaderworkerset.group.names import HASH_HOSTNAME_LENGTH
-from leaderworkerset.group.recreations import GroupRecords, RecordError, read_records
+from leaderworkerset.group.recreations import GroupRecords, read_records_leniently
 from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.group.state import (
     Group,
@@ -164,10 +164,7 @@ def rows_of(snapshot: Snapshot, now: datetime) -> list[GroupRow]:
 
 
 def _records(snapshot: Snapshot) -> GroupRecords:
-    try:
-        return read_records(snapshot.view.annotations)
-    except RecordError:
-        return GroupRecords({}, {})
+    return read_records_leniently(snapshot.view.annotations)[0]
 
 
 def _recreations(records: GroupRecords, index: str, budget: int | None) -> int | None:

@@ -19,6 +19,7 @@ from leaderworkerset.group.recreations import (
     failed_groups,
     format_epoch,
     read_records,
+    read_records_leniently,
 )
 
 POLICY = BackoffPolicy(initial=10, cap=300, reset_after=600)
@@ -43,6 +44,10 @@ def test_a_group_quiet_for_reset_after_starts_again_without_a_wait() -> None:
     assert POLICY.next_record(record, now=1600.0) == Recreation(1, 1600.0, 1610.0)
     assert POLICY.next_record(record, now=1100.0) == Recreation(7, 1100.0, 1400.0)
     assert BackoffPolicy(initial=0).next_record(None, now=5.0) == Recreation(1, 5.0, None)
+
+
+def test_a_thousand_recreations_stay_at_the_cap() -> None:
+    assert POLICY.delay(5000) == 300
 
 
 def test_initial_zero_turns_the_back_off_off() -> None:
@@ -92,8 +97,11 @@ def test_the_budget_is_used_up_at_count_equal_to_it_and_failed_past_it() -> None
     assert exhausted(2, 2)
     assert exhausted(0, 0)
     records = GroupRecords({"0": 3, "1": 2, "gone": 9}, {})
-    assert failed_groups(records, 2, live={"0", "1"}) == ["0"]
-    assert failed_groups(records, None, live={"0"}) == []
+    assert failed_groups(records, 2, live={"0": 0, "1": 0}) == ["0"]
+    assert failed_groups(records, None, live={"0": 0}) == []
+    # Upstream reads the leader's own count too: the higher one counts.
+    assert failed_groups(records, 2, live={"1": 3}) == ["1"]
+    assert failed_groups(GroupRecords({}, {}), 2, live={"1": 2}) == []
 
 
 def test_moving_a_record_carries_both_the_count_and_the_back_off() -> None:
@@ -118,6 +126,17 @@ def test_a_new_hash_group_takes_the_oldest_record_of_a_group_without_a_live_lead
     # Whole seconds: a group made in the same second as the recreation may be.
     assert claimable(records, live={"live", "gone-early"}, created=299.4) == "gone-late"
     assert claimable(GroupRecords({}, {}), live=set(), created=1.0) is None
+    # A group past its budget went by a scale-down or a rollout: nobody takes it over.
+    failed = GroupRecords({"gone-early": 3}, records.recreations)
+    assert claimable(failed, live={"live"}, created=400.0, budget=2) == "gone-late"
+
+
+def test_one_unreadable_record_leaves_the_other() -> None:
+    records, problems = read_records_leniently(
+        {c.ANNOTATION_GROUP_RESTART_COUNTS: '{"0": 4}', c.ANNOTATION_GROUP_RECREATIONS: "x"}
+    )
+    assert records.counts == {"0": 4} and records.recreations == {}
+    assert len(problems) == 1 and c.ANNOTATION_GROUP_RECREATIONS in str(problems[0])
 
 
 def test_times_are_written_in_rfc_3339() -> None:

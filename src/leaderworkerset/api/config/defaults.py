@@ -77,5 +77,6 @@ def set_defaults(cfg: Configuration) -> Configuration:
     if gb.max_delay is None:
         gb.max_delay = Duration(max(DEFAULT_MAX_BACKOFF, float(gb.initial_delay)))
     if gb.reset_after is None:
-        gb.reset_after = Duration(DEFAULT_BACKOFF_RESET)
+        # Longer than the longest wait, or a group would be forgiven while it waits.
+        gb.reset_after = Duration(max(DEFAULT_BACKOFF_RESET, 2 * float(gb.max_delay)))
     return cfg

@@ -129,7 +129,16 @@ def _validate_group_backoff(gb: GroupBackoff) -> list[FieldError]:
                     "must be greater than or equal to 0s",
                 )
             )
-    first, cap = gb.initial_delay, gb.max_delay
+    first, cap, reset = gb.initial_delay, gb.max_delay, gb.reset_after
+    if first and cap is not None and reset is not None and 0 <= reset <= cap:
+        errs.append(
+            invalid(
+                "groupBackoff.resetAfter",
+                format_duration(reset),
+                f"must be greater than maxDelay ({format_duration(cap)}): a group would "
+                "be forgiven while it waits",
+            )
+        )
     if first is not None and cap is not None and 0 <= cap < first:
         errs.append(
             invalid(

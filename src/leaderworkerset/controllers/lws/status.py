@@ -32,7 +32,11 @@ from leaderworkerset.group.readiness import (
     pod_running_and_ready,
     pod_terminating,
 )
-from leaderworkerset.group.recreations import RecordError, failed_groups, read_records
+from leaderworkerset.group.recreations import (
+    failed_groups,
+    leader_count,
+    read_records_leniently,
+)
 
 # Available excludes the other two; Progressing and UpdateInProgress coexist. Failed (a
 # group used up maxGroupRestarts, upstream #877) excludes all three.
@@ -258,16 +262,14 @@ def merge_conditions(
 
 
 def budget_used_up(view: LwsView, leader_pods: Iterable[JSON]) -> bool:
-    """Some live group of this LWS is past maxGroupRestarts (its count on the LWS)."""
+    """Some live group of this LWS is past maxGroupRestarts (its count on the LWS or,
+    as upstream reads it, on its leader)."""
     budget = view.template.max_group_restarts
     if budget is None:
         return False
-    try:
-        records = read_records(view.annotations)
-    except RecordError:
-        return False
+    records, _ = read_records_leniently(view.annotations)
     live = {
-        g
+        g: leader_count(p)
         for p in _leaders_of(view, leader_pods)
         if not pod_finished(p) and (g := labels_of(p).get(c.LABEL_GROUP_INDEX))
     }

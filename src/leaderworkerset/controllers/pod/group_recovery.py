@@ -21,6 +21,8 @@ each other's record; and the leader pod's `group-restart-count`, as upstream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -38,11 +40,11 @@ from leaderworkerset.group.readiness import pod_finished, pod_terminating
 from leaderworkerset.group.recreations import (
     BackoffPolicy,
     GroupRecords,
-    RecordError,
     claimable,
     exhausted,
     format_epoch,
-    read_records,
+    leader_count,
+    read_records_leniently,
 )
 from leaderworkerset.group.roles import group_index
 from leaderworkerset.runtime.client import ApiClient, ApiError
@@ -85,6 +87,12 @@ class RecoveryMetrics:
             registry=registry,
         )
 
+    def forget(self, namespace: str, name: str) -> None:
+        """The LeaderWorkerSet is gone: its series go with it."""
+        for family in (self.backing_off, self.delayed, self.exhausted):
+            with contextlib.suppress(KeyError):
+                family.remove(namespace, name)
+
 
 @dataclass
 class _Hold:
@@ -113,10 +121,21 @@ class GroupRecovery:
     def active(self, view: LwsView) -> bool:
         return view.template.max_group_restarts is not None or self.policy.enabled
 
-    def holding(self, pod: JSON) -> bool:
+    def holding(self, pod: JSON, view: LwsView) -> bool:
         """A leader whose group's recreation waits out the back-off: its wake-up must
-        reach the restart policy even though the pod that failed was another."""
-        return uid_of(pod) in self.holds
+        reach the restart policy even though the pod that failed was another. Also
+        after a controller restart, from the record's pending mark."""
+        uid = uid_of(pod)
+        if uid in self.holds:
+            return True
+        if not self.active(view):
+            return False
+        record = _records(view.annotations, view).recreations.get(group_index(pod) or "")
+        return record is not None and record.pending == uid
+
+    def release(self, pod: JSON) -> None:
+        """The group no longer waits (its restart policy stopped recreating groups)."""
+        self._release(pod)
 
     def lock(self, leader: JSON) -> asyncio.Lock:
         return self._locks.setdefault(uid_of(leader), asyncio.Lock())
@@ -140,7 +159,7 @@ class GroupRecovery:
         group = group_index(leader) or ""
         records = _records(view.annotations, view)
         budget = view.template.max_group_restarts
-        count = max(records.count(group), _pod_count(leader))
+        count = max(records.count(group), leader_count(leader))
         if exhausted(count, budget):
             assert budget is not None
             return await self._refuse(view, leader, group, count, budget)
@@ -149,10 +168,16 @@ class GroupRecovery:
         due = self.policy.due(record, now)
         if due > now:
             recent = self.policy.recent(record, now)
-            return self._hold(view, leader, group, recent=recent, due=due, now=now)
-        next_count = count + 1 if budget is not None else None
-        nxt = self.policy.next_record(record, now)
-        await self._write(view, lambda r: r.with_recreation(group, nxt, next_count))
+            return await self._hold(view, leader, group, recent=recent, due=due, now=now)
+        pod_count = leader_count(leader)
+
+        def recorded(fresh: GroupRecords) -> GroupRecords:
+            # From the records as they are when written (a conflict re-reads them).
+            nxt = self.policy.next_record(fresh.recreations.get(group), now)
+            counted = max(fresh.count(group), pod_count) + 1 if budget is not None else None
+            return fresh.with_recreation(group, nxt, counted)
+
+        await self._write(view, recorded)
         self._release(leader)
         self._admitted.add(uid_of(leader))
         return Verdict(True)
@@ -176,7 +201,7 @@ class GroupRecovery:
             False, ev.max_group_restarts_exceeded(group, budget, object_reference(leader))
         )
 
-    def _hold(
+    async def _hold(
         self, view: LwsView, leader: JSON, group: str, *, recent: int, due: float, now: float
     ) -> Verdict:
         uid = uid_of(leader)
@@ -184,6 +209,15 @@ class GroupRecovery:
         self.holds[uid] = _Hold(view.namespace, view.name, due)
         if not first:
             return Verdict(False, wait=due - now)
+
+        def marked(fresh: GroupRecords) -> GroupRecords:
+            record = fresh.recreations.get(group)
+            if record is None or record.pending == uid:
+                return fresh
+            pending = dataclasses.replace(record, pending=uid)
+            return GroupRecords(fresh.counts, {**fresh.recreations, group: pending})
+
+        await self._write(view, marked)
         self.metrics.delayed.labels(view.namespace, view.name).inc()
         self._publish(view.namespace, view.name)
         event = ev.group_backoff(
@@ -221,17 +255,24 @@ class GroupRecovery:
             # none of them, and the leaders need not be looked at.
             return
         live = _live_groups(self.caches.leaders_of(view.namespace, view.name))
-        old = claimable(records, live, created)
-        if old is None:
-            return
-        await self._write(view, lambda r: r.moved(old, group) if old in r.recreations else r)
+        budget = view.template.max_group_restarts
+
+        def inherited(fresh: GroupRecords) -> GroupRecords:
+            # Chosen from the records as written: another new leader may have taken the
+            # oldest one meanwhile.
+            if group in fresh.recreations or group in fresh.counts:
+                return fresh
+            old = claimable(fresh, live, created, budget)
+            return fresh if old is None else fresh.moved(old, group)
+
+        await self._write(view, inherited)
 
     async def sync_leader_count(self, view: LwsView, leader: JSON) -> None:
         """Upstream keeps the group's count on its current leader pod too."""
         if view.template.max_group_restarts is None:
             return
         count = _records(view.annotations, view).count(group_index(leader) or "")
-        if count > _pod_count(leader):
+        if count > leader_count(leader):
             await self._annotate_leader(leader, count)
 
     # --- writes ---------------------------------------------------------------------------
@@ -277,21 +318,12 @@ class GroupRecovery:
 
 
 def _records(annotations: Mapping[str, str], view: LwsView) -> GroupRecords:
-    try:
-        return read_records(annotations)
-    except RecordError as exc:
-        # Hand-edited into something we cannot read: start afresh rather than stop
-        # recreating groups; the next record written replaces it.
-        log.warning("ignoring the group records of %s/%s: %s", view.namespace, view.name, exc)
-        return GroupRecords({}, {})
-
-
-def _pod_count(leader: JSON) -> int:
-    raw = (meta_of(leader).get("annotations") or {}).get(c.ANNOTATION_GROUP_RESTART_COUNT, "")
-    try:
-        return max(int(raw), 0) if raw else 0
-    except ValueError:
-        return 0
+    records, problems = read_records_leniently(annotations)
+    for problem in problems:
+        # Hand-edited into something we cannot read: that record starts afresh rather
+        # than stop recreating groups; the next one written replaces it.
+        log.warning("ignoring a group record of %s/%s: %s", view.namespace, view.name, problem)
+    return records
 
 
 def _live_groups(leaders: list[JSON]) -> set[str]:

@@ -135,8 +135,9 @@ class GroupRestarter:
     async def handle(self, pod: JSON, view: LwsView) -> tuple[bool, ev.Event | None]:
         """(the group is being recreated, the event to record)."""
         if view.template.restart_policy not in RECREATING_POLICIES:
+            self.recovery.release(pod)
             return False, None
-        if not restart_may_act(pod) and not self.recovery.holding(pod):
+        if not restart_may_act(pod) and not (is_leader(pod) and self.recovery.holding(pod, view)):
             return False, None
         if waits_for_start(view) and self.pending_in_group(pod, view):
             return False, None

@@ -150,18 +150,21 @@ async def test_a_repeated_recreation_waits_out_the_back_off_then_goes() -> None:
     assert not recreating and event is not None and event.reason == "GroupBackOff"
     assert "waits 20s" in event.note and "recreated 2 time(s)" in event.note
     assert woken == [("default/test-sample-0", 15.0)]
-    assert client.writes() == []
-    assert r.recovery.holding(restarted_leader())
+    # The wait is marked on the record (for a controller that restarts meanwhile).
+    (marked,) = lws_patches(client)
+    assert recreations(marked)["0"]["pending"] == "uid-1"
+    assert r.recovery.holding(restarted_leader(), held)
     # Later pod events while it waits: no event, no write, the wake-up asked again.
     now[0] += 5
     assert await r.handle(restarted_leader(), held) == (False, None)
     assert woken[-1] == ("default/test-sample-0", 10.0)
+    assert len(client.writes()) == 1
     # The wake-up reaches the leader, whose own containers never restarted.
     now[0] += 10
     recreating, event = await r.handle(quiet_leader(), held)
     assert recreating and event is not None and event.reason == c.EVENT_REASON_RECREATE_GROUP
-    assert not r.recovery.holding(quiet_leader())
-    (annotations,) = lws_patches(client)
+    assert not r.recovery.holding(quiet_leader(), held)
+    (_, annotations) = lws_patches(client)
     assert recreations(annotations)["0"] == {
         "recent": 3,
         "last": format_epoch(T0 + 15),
@@ -201,9 +204,56 @@ async def test_a_gone_leader_stops_its_hold() -> None:
     recent = {
         c.ANNOTATION_GROUP_RECREATIONS: json.dumps({"0": {"recent": 1, "last": format_epoch(T0)}})
     }
-    await r.handle(restarted_leader(), view(annotations=recent))
-    assert r.recovery.holding(restarted_leader())
+    lws = view(annotations=recent)
+    await r.handle(restarted_leader(), lws)
+    assert r.recovery.holding(restarted_leader(), lws)
     gauge = r.recovery.metrics.backing_off.labels("default", "test-sample")
     assert gauge._value.get() == 1
     r.recovery.forget(restarted_leader())
-    assert not r.recovery.holding(restarted_leader()) and gauge._value.get() == 0
+    assert gauge._value.get() == 0
+    assert not r.recovery.holding(restarted_leader(), view())
+
+
+async def test_a_restarted_controller_finds_the_wait_on_the_record() -> None:
+    """The pod that failed is gone (a deleted worker): the leader alone, quiet, is
+    recreated once the wait marked on the record is over."""
+    now = [T0]
+    client, r, woken = setup(now)
+    entry = {"recent": 1, "last": format_epoch(T0 - 2), "pending": "uid-1"}
+    marked = view(annotations={c.ANNOTATION_GROUP_RECREATIONS: json.dumps({"0": entry})})
+    assert r.recovery.holding(quiet_leader(), marked)
+    assert not r.recovery.holding(quiet_leader("uid-other"), marked)
+    recreating, event = await r.handle(quiet_leader(), marked)
+    assert not recreating and event is not None and woken == [("default/test-sample-0", 8.0)]
+    assert client.writes() == []  # marked already
+    now[0] += 8
+    assert (await r.handle(quiet_leader(), marked))[0]
+    assert [call.verb for call in client.writes()] == ["patch", "delete"]
+
+
+async def test_an_unreadable_back_off_record_keeps_the_budget_counts() -> None:
+    client, r, _ = setup([T0])
+    broken = view(
+        budget=5,
+        annotations={
+            c.ANNOTATION_GROUP_RESTART_COUNTS: '{"0": 1, "1": 6}',
+            c.ANNOTATION_GROUP_RECREATIONS: "oops",
+        },
+    )
+    assert (await r.handle(restarted_leader(), broken))[0]
+    (annotations,) = lws_patches(client)
+    assert json.loads(annotations[c.ANNOTATION_GROUP_RESTART_COUNTS] or "") == {"0": 2, "1": 6}
+
+
+async def test_a_policy_that_stops_recreating_releases_the_wait() -> None:
+    now = [T0]
+    _, r, _ = setup(now)
+    entry = {"recent": 1, "last": format_epoch(T0)}
+    held = view(annotations={c.ANNOTATION_GROUP_RECREATIONS: json.dumps({"0": entry})})
+    await r.handle(restarted_leader(), held)
+    gauge = r.recovery.metrics.backing_off.labels("default", "test-sample")
+    assert gauge._value.get() == 1
+    body = lws_json()
+    body["spec"]["leaderWorkerTemplate"]["restartPolicy"] = c.RESTART_POLICY_NONE
+    assert await r.handle(restarted_leader(), view_of(body)) == (False, None)
+    assert gauge._value.get() == 0
