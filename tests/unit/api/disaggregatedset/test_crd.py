@@ -85,6 +85,15 @@ GROUP_IDENTITY_MEMBERS = [
     ),
 ]
 
+# Upstream #877's restart budget, in each role's template as in a LeaderWorkerSet's.
+RESTART_BUDGET = [
+    (
+        "added",
+        (*ROLE_SPEC, "leaderWorkerTemplate", "maxGroupRestarts"),
+        {"type": "integer", "format": "int32", "minimum": 0},
+    )
+]
+
 
 def _schema(crd: dict[str, Any]) -> dict[str, Any]:
     schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
@@ -161,7 +170,7 @@ def test_disaggregatedset_schema_is_upstreams_plus_v0_10(upstream_crd: dict[str,
     ours = _comparable(build_disaggregatedset_crd())
     theirs = _comparable(upstream_crd)
     differences = _differences(_schema(theirs), _schema(ours))
-    expected = V0_10_CHANGES + GROUP_IDENTITY_MEMBERS
+    expected = V0_10_CHANGES + GROUP_IDENTITY_MEMBERS + RESTART_BUDGET
     # Our third addition: a role's groups may be gangs (its LWS's spec.scheduling, #893).
     added_scheduling = [d for d in differences if d[1] == (*ROLE_SPEC, "scheduling")]
     assert [d[0] for d in added_scheduling] == ["added"]
