@@ -96,21 +96,7 @@ def setup_controllers(
         lws.scheduler = WorkloadScheduler(client, caches, options.scheduling)
     lws_controller = setup_lws_controller(manager, lws, workers=lws_workers)
 
-    recovery_metrics = RecoveryMetrics(manager.metrics.registry)
-    pods = PodReconciler(
-        client,
-        caches,
-        recorder,
-        options=options,
-        group_metrics=group_metrics,
-        recovery_metrics=recovery_metrics,
-    )
-    caches.leaderworkersets.add_handler(
-        on_delete=lambda lws: recovery_metrics.forget(namespace_of(lws), name_of(lws))
-    )
-    pod_controller = setup_pod_controller(manager, pods, workers=pod_workers)
-    # The group back-off wakes a held group's leader when its wait ends.
-    pods.restarter.wake = lambda key, after: pod_controller.enqueue(key, after=after)
+    pods, pod_controller = _setup_pods(manager, caches, options, group_metrics, pod_workers)
     # The LWS reconciler refreshes the group counts; the pod reconciler deletes leaders
     # and so tells the losses it caused from the others'.
     group_metrics.track_changes(lws_controller, caches)
@@ -138,6 +124,32 @@ def setup_controllers(
     if enable_disaggregatedset:
         _setup_disaggregatedsets(manager, built, namespace, enable_webhooks)
     return built
+
+
+def _setup_pods(
+    manager: Manager,
+    caches: LwsCaches,
+    options: ControllerOptions,
+    group_metrics: GroupMetrics,
+    workers: int,
+) -> tuple[PodReconciler, Controller]:
+    """The pod controller, with the group back-off's wake-ups and its metrics."""
+    recovery_metrics = RecoveryMetrics(manager.metrics.registry)
+    pods = PodReconciler(
+        manager.client,
+        caches,
+        manager.recorder,
+        options=options,
+        group_metrics=group_metrics,
+        recovery_metrics=recovery_metrics,
+    )
+    caches.leaderworkersets.add_handler(
+        on_delete=lambda lws: recovery_metrics.forget(namespace_of(lws), name_of(lws))
+    )
+    controller = setup_pod_controller(manager, pods, workers=workers)
+    # The group back-off wakes a held group's leader when its wait ends.
+    pods.restarter.wake = lambda key, after: controller.enqueue(key, after=after)
+    return pods, controller
 
 
 def _setup_disaggregatedsets(
