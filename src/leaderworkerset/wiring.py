@@ -57,6 +57,8 @@ class LwsControllers:
     ds_caches: DsCaches | None = None
 
 
+# One piece: the order is the wiring (options, caches, then each reconciler with what it
+# shares with the others), which reads best top to bottom.
 def setup_controllers(
     manager: Manager,
     *,
