@@ -145,10 +145,11 @@ def _setup_pods(
         group_metrics=group_metrics,
         recovery_metrics=recovery_metrics,
     )
-    caches.leaderworkersets.add_handler(
-        on_delete=lambda lws: recovery_metrics.forget(namespace_of(lws), name_of(lws))
-    )
     controller = setup_pod_controller(manager, pods, workers=workers)
+    controller.on_delete(
+        caches.leaderworkersets,
+        lambda lws: recovery_metrics.forget(namespace_of(lws), name_of(lws)),
+    )
     # The group back-off wakes a held group's leader when its wait ends.
     pods.restarter.wake = lambda key, after: controller.enqueue(key, after=after)
     return pods, controller
