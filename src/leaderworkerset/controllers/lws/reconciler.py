@@ -200,7 +200,8 @@ class LeaderWorkerSetReconciler:
             old.get("conditions") or [], outcome.condition(view.generation, format_time())
         )
         # Holding the workload is this pass's answer to the spec, so the status says
-        # which generation it answers, as a full pass's does.
+        # which generation it answers, as a full pass's does (docs/upstream-deviations.md,
+        # "A held LeaderWorkerSet reports the generation it answers").
         status = {**old, "conditions": conditions, "observedGeneration": view.generation}
         if status_changed(old, status):
             if not await self._write_status(view, status):
