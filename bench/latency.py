@@ -52,7 +52,15 @@ from lws_localcluster.nodesim.pods import TERMINATION_DELAY_ANNOTATION
 
 from bench import workload
 from bench.latency_groups import MARKER, PodSeen, ReadySince, WholeGroup, pod_seen, whole_groups
-from bench.latency_report import GO, Result, plot_recovery, steps_line, table
+from bench.latency_report import (
+    GO,
+    GroupReplacement,
+    Result,
+    plot_recovery,
+    rollout_phases,
+    steps_line,
+    table,
+)
 from bench.processes import PeakMemory, Simulator, memory_kib, process_tree, tree_cpu_seconds
 from bench.scale import PODS_PER_NODE, REPO, lws_ready, start_manager
 from leaderworkerset.api.leaderworkerset import constants as c
@@ -120,6 +128,12 @@ class Driver:
         # (monotonic time, partition) of the leader StatefulSet, each change.
         self.partitions: list[tuple[float, int]] = []
         self.last_gone = 0.0
+        # Per pod UID: when the watch first saw it, saw it going, saw it gone; its last
+        # state (a gone pod's included).
+        self.first_seen: dict[str, float] = {}
+        self.deleting_at: dict[str, float] = {}
+        self.gone_at: dict[str, float] = {}
+        self.last: dict[str, PodSeen] = {}
         self.pods = Informer(
             api,
             PODS,
@@ -132,13 +146,19 @@ class Driver:
 
     def _pod(self, pod: dict[str, Any]) -> dict[str, Any]:
         seen = pod_seen(pod)
-        self.since.observe(seen, time.monotonic())
+        now = time.monotonic()
+        self.since.observe(seen, now)
+        self.first_seen.setdefault(seen.uid, now)
+        if seen.deleting:
+            self.deleting_at.setdefault(seen.uid, now)
+        self.last[seen.uid] = seen
         meta = pod.get("metadata") or {}
         kept = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta}
         return {"metadata": kept, "seen": seen}
 
     def _gone(self, pod: dict[str, Any]) -> None:
         self.last_gone = time.monotonic()
+        self.gone_at[str((pod.get("metadata") or {}).get("uid", ""))] = self.last_gone
 
     def _sts(self, sts: dict[str, Any]) -> dict[str, Any]:
         meta = sts.get("metadata") or {}
@@ -234,6 +254,7 @@ class Driver:
     async def rollout(self, result: Result) -> None:
         n = self.args.replicas
         self.partitions.clear()
+        old = {p.index: p.uid for p in self.seen() if p.leader and not p.deleting}
         started = time.monotonic()
         patch = {
             "spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {"annotations": {
@@ -255,6 +276,30 @@ class Driver:
         if partitions and partitions[0][1] != n:
             partitions.insert(0, (0.0, n))
         result.partitions = partitions
+        replaced = {
+            g.index: self._replacement(old.get(g.index), g, started, result.updated_at[g.index])
+            for g in groups
+        }
+        result.rollout_phases = rollout_phases(partitions, replaced)
+
+    def _replacement(
+        self, old: str | None, group: WholeGroup, started: float, ready: float
+    ) -> GroupReplacement:
+        def since(at: float | None) -> float | None:
+            return None if at is None else at - started
+
+        workers = [
+            self.first_seen[uid]
+            for uid in group.uids
+            if uid != group.leader_uid and uid in self.first_seen
+        ]
+        return GroupReplacement(
+            old_deleting=since(self.deleting_at.get(old or "")),
+            old_gone=since(self.gone_at.get(old or "")),
+            new_leader=since(self.first_seen.get(group.leader_uid)),
+            new_worker=since(min(workers, default=None)),
+            ready=ready,
+        )
 
     async def scale(self, result: Result) -> None:
         n, size = self.args.replicas, self.args.size

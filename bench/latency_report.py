@@ -48,6 +48,9 @@ class Result:
     # Seconds since the rollout began at which each group (by index) was whole, Ready
     # and updated.
     updated_at: dict[str, float] = field(default_factory=dict)
+    # The median over the groups of each part of a group's replacement in the rollout
+    # (see `rollout_phases`), seconds.
+    rollout_phases: dict[str, float] = field(default_factory=dict)
     scale_up_s: float | None = None
     scale_down_s: float | None = None
     delete_s: float | None = None
@@ -120,6 +123,46 @@ def rollout_steps(
     return steps
 
 
+@dataclass(frozen=True)
+class GroupReplacement:
+    """When (seconds since the rollout began) each part of one Ordinal group's
+    replacement happened, as the driver's pod watch saw it; None if not seen."""
+
+    old_deleting: float | None
+    old_gone: float | None
+    new_leader: float | None
+    new_worker: float | None
+    ready: float | None
+
+
+PHASES = (
+    "partition to old leader deleting",
+    "old leader deleting to gone",
+    "old leader gone to new leader",
+    "new leader to first new worker",
+    "first new worker to group Ready",
+)
+
+
+def rollout_phases(
+    partitions: Sequence[tuple[float, int]], groups: dict[str, GroupReplacement]
+) -> dict[str, float]:
+    """The median over the groups of each part of their replacement: the StatefulSet
+    controller acting on the partition, the old leader's termination, the new leader's
+    creation, the old workers' teardown and the new worker StatefulSet, the new workers
+    to Ready. Together with the wait for the next step, what a step is made of."""
+    parts: dict[str, list[float]] = {name: [] for name in PHASES}
+    for index, g in groups.items():
+        if not index.isdigit():
+            continue
+        lowered = next((t for t, p in partitions if p <= int(index)), None)
+        marks = [lowered, g.old_deleting, g.old_gone, g.new_leader, g.new_worker, g.ready]
+        for name, start, end in zip(PHASES, marks, marks[1:], strict=False):
+            if start is not None and end is not None:
+                parts[name].append(end - start)
+    return {name: round(statistics.median(v), 2) for name, v in parts.items() if v}
+
+
 def steps_line(result: Result) -> str:
     """The rollout's steps in one line: how long each took to be Ready, and how long the
     next one waited after that."""
@@ -128,10 +171,12 @@ def steps_line(result: Result) -> str:
         return ""
     took = [s.ready - s.at for s in steps if s.ready is not None]
     waits = [s.wait for s in steps if s.wait is not None]
+    phases = "; ".join(f"{name} {v:.2f}" for name, v in result.rollout_phases.items())
     return (
         f"{len(steps)} partition steps; step to its groups Ready p50 {_fmt(_median(took))} s "
         f"max {_fmt(max(took, default=None))} s; last group Ready to the next step p50 "
         f"{_fmt(_median(waits))} s max {_fmt(max(waits, default=None))} s"
+        + (f"\n  per group, p50 s: {phases}" if phases else "")
     )
 
 

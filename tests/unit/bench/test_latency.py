@@ -4,7 +4,15 @@ steps of a rollout and the table of ours against Go."""
 from __future__ import annotations
 
 from bench.latency_groups import PodSeen, ReadySince, whole_groups
-from bench.latency_report import Result, percentile, recovery_curves, rollout_steps, table
+from bench.latency_report import (
+    GroupReplacement,
+    Result,
+    percentile,
+    recovery_curves,
+    rollout_phases,
+    rollout_steps,
+    table,
+)
 
 
 def _pod(uid: str, key: str, leader: bool = False, **kw: object) -> PodSeen:
@@ -92,3 +100,19 @@ def test_the_table_has_the_median_the_range_and_the_ratio_to_go() -> None:
 def test_recovery_curves_pool_the_runs_of_a_configuration() -> None:
     curves = recovery_curves([_result("ours", 1, 1, [2.0, 1.0]), _result("ours", 2, 1, [3.0])])
     assert curves == {"ours (3 groups)": [(0.0, 0.0), (1.0, 1 / 3), (2.0, 2 / 3), (3.0, 1.0)]}
+
+
+def test_rollout_phases_are_medians_of_each_part_of_a_group_replacement() -> None:
+    partitions = [(0.1, 2), (1.0, 1), (9.0, 0)]
+    groups = {
+        "1": GroupReplacement(1.5, 4.5, 4.6, 7.6, 8.0),
+        "0": GroupReplacement(9.2, 12.2, 12.4, 15.4, 16.0),
+        "k": GroupReplacement(None, None, 1.0, 2.0, 3.0),  # Hash: no partition, left out
+    }
+    assert rollout_phases(partitions, groups) == {
+        "partition to old leader deleting": 0.35,
+        "old leader deleting to gone": 3.0,
+        "old leader gone to new leader": 0.15,
+        "new leader to first new worker": 3.0,
+        "first new worker to group Ready": 0.5,
+    }
