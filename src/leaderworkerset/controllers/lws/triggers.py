@@ -41,12 +41,14 @@ def _rolling(caches: LwsCaches, obj: JSON) -> bool:
     return sts is not None and rolling_in_progress(sts)
 
 
-def group_ready_mid_rollout(caches: LwsCaches) -> tuple[Predicate, Predicate]:
-    """(leader pods, worker StatefulSets): an Ordinal group's last step to Ready (its
-    leader Running and Ready, or its worker StatefulSet ready) while its LeaderWorkerSet
-    is mid-rollout. The next partition step waits on exactly that, so these events are
-    not paced: a paced one comes up to a pace after the pass its group's other half
-    caused, and every step of a rollout would wait that long."""
+def rollout_steps(caches: LwsCaches) -> tuple[Predicate, Predicate]:
+    """(leader pods, StatefulSets): the events a rollout's next partition step waits on,
+    while the LeaderWorkerSet is mid-rollout: an Ordinal group's last step to Ready (its
+    leader Running and Ready, or its worker StatefulSet ready), and a change of the
+    leader StatefulSet's spec (the pass that made a new revision only raises the
+    partition to `replicas`; the next pass takes the first step down). These are not
+    paced: a paced one comes up to a pace after the pass before it, and every step of
+    a rollout would wait that long."""
 
     def leader_ready(old: JSON, new: JSON) -> bool:
         return (
@@ -56,19 +58,22 @@ def group_ready_mid_rollout(caches: LwsCaches) -> tuple[Predicate, Predicate]:
             and _rolling(caches, new)
         )
 
-    def workers_ready(old: JSON, new: JSON) -> bool:
-        labels = new["metadata"].get("labels") or {}
-        return (
-            c.LABEL_GROUP_INDEX in labels
-            and statefulset_ready(new)
-            and not statefulset_ready(old)
-            and _rolling(caches, new)
-        )
+    def step_or_workers_ready(old: JSON, new: JSON) -> bool:
+        meta = new["metadata"]
+        labels = meta.get("labels") or {}
+        if c.LABEL_GROUP_INDEX in labels:
+            changed = statefulset_ready(new) and not statefulset_ready(old)
+        else:
+            # The leader StatefulSet (named like its LeaderWorkerSet): only the
+            # controller's own writes change its spec.
+            leader = meta.get("name") == labels.get(c.LABEL_SET_NAME)
+            changed = leader and old.get("spec") != new.get("spec")
+        return changed and _rolling(caches, new)
 
     def never(obj: JSON) -> bool:
         return False
 
-    return Predicate(never, leader_ready, never), Predicate(never, workers_ready, never)
+    return Predicate(never, leader_ready, never), Predicate(never, step_or_workers_ready, never)
 
 
 def _watch_for_lws(controller: Controller, caches: LwsCaches, pace: float) -> None:
@@ -79,9 +84,9 @@ def _watch_for_lws(controller: Controller, caches: LwsCaches, pace: float) -> No
     if pace:
         # Before the paced sources of the same informers: an event both pass is then
         # queued at once, and the paced handler, finding it queued, adds no later pass.
-        leaders_ready, workers_ready = group_ready_mid_rollout(caches)
+        leaders_ready, sets_changed = rollout_steps(caches)
         controller.watch_labelled(caches.pods, c.LABEL_SET_NAME, leaders_ready)
-        controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME, workers_ready)
+        controller.watch_labelled(caches.statefulsets, c.LABEL_SET_NAME, sets_changed)
     # Events of what the LWS owns are paced: during a scale-up of a thousand groups
     # they arrive many times a second, and each pass reads every group.
     for informer in (caches.statefulsets, caches.deployments, caches.services):

@@ -258,6 +258,24 @@ async def test_a_group_becoming_ready_outside_a_rollout_stays_paced(
         assert w.controller.queue.waiting == 1
 
 
+async def test_the_leader_statefulset_stepped_mid_rollout_is_not_paced(tmp_path: Path) -> None:
+    """The pass that made a new revision raised the partition to `replicas`; its write
+    coming back takes the first step down at once, not a pace later."""
+    before = leader_sts("lws", "old", replicas=10, partition=0)
+    raised = _newer(leader_sts("lws", "new", replicas=10, partition=10))
+    async with wired(tmp_path, before) as w:
+        await w.queued()  # the pass that raised it just ran
+        w.event(w.caches.statefulsets, raised)
+        assert await w.queued() == [KEY]
+        assert w.controller.queue.waiting == 0
+        # A status-only change of the leader StatefulSet stays paced.
+        status = {**raised, "metadata": {**raised["metadata"], "resourceVersion": "10"},
+                  "status": {"replicas": 10, "readyReplicas": 3}}  # fmt: skip
+        w.event(w.caches.statefulsets, status)
+        assert await w.queued() == []
+        assert w.controller.queue.waiting == 1
+
+
 async def test_surge_replicas_still_to_take_back_count_as_mid_rollout() -> None:
     assert rolling_in_progress(leader_sts("lws", "k", replicas=12, partition=0, recorded=10))
     assert not rolling_in_progress(leader_sts("lws", "k", replicas=10, partition=0))
