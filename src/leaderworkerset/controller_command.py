@@ -47,6 +47,7 @@ from leaderworkerset.api.leaderworkerset.scheduling import (
 )
 from leaderworkerset.api.resources import POD_GROUPS, WORKLOADS
 from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.group.recreations import BackoffPolicy
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
 from leaderworkerset.runtime.discovery import serves
@@ -187,6 +188,20 @@ class Settings:
             termination_overrun=(
                 defaults.termination_overrun if overrun is None else float(overrun)
             ),
+        )
+
+    @property
+    def group_backoff(self) -> BackoffPolicy:
+        """groupBackoff: how repeated recreations of one group wait."""
+        gb = self.configuration.group_backoff
+        defaults = BackoffPolicy()
+        if gb is None:
+            return defaults
+        first, cap, reset = gb.initial_delay, gb.max_delay, gb.reset_after
+        return BackoffPolicy(
+            initial=defaults.initial if first is None else float(first),
+            cap=defaults.cap if cap is None else float(cap),
+            reset_after=defaults.reset_after if reset is None else float(reset),
         )
 
     @property
@@ -544,6 +559,7 @@ def run_controller(settings: Settings) -> None:
             gang_scheduling=settings.gang_scheduling_provider == PROVIDER_VOLCANO,
             scheduling=scheduling,
             replacement_release=settings.replacement_release,
+            group_backoff=settings.group_backoff,
             limits=settings.size_limits,
         )
         await manager.run()

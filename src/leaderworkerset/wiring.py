@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from leaderworkerset.admission_dryrun import dry_run_check
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
 from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
+from leaderworkerset.api.objects import name_of, namespace_of
 from leaderworkerset.caches import LwsCaches, build_caches
 from leaderworkerset.controllers.disaggregatedset.caches import DsCaches, build_ds_caches
 from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSetMetrics
@@ -27,11 +28,13 @@ from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.lws.triggers import LWS_WORKERS, setup_lws_controller
 from leaderworkerset.controllers.lws.workload_scheduling import WorkloadScheduler
+from leaderworkerset.controllers.pod.group_recovery import GroupRecovery, RecoveryMetrics
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.pod.triggers import POD_WORKERS, setup_pod_controller
 from leaderworkerset.controllers.replacement.reconciler import ReplacementReconciler
 from leaderworkerset.controllers.replacement.triggers import setup_replacement_controller
 from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+from leaderworkerset.group.recreations import BackoffPolicy
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.runtime.manager import Manager
 from leaderworkerset.webhooks.admission import register_webhooks
@@ -46,11 +49,16 @@ class LwsControllers:
     pods: Controller
     replacement: Controller
     options: ControllerOptions
+    # The restart budget and group back-off of the pod controller (its policy can be
+    # changed at run time, e.g. by tests).
+    recovery: GroupRecovery | None = None
     # None when the DisaggregatedSet controller is switched off.
     disaggregatedsets: Controller | None = None
     ds_caches: DsCaches | None = None
 
 
+# One piece: the order is the wiring (options, caches, then each reconciler with what it
+# shares with the others), which reads best top to bottom.
 def setup_controllers(
     manager: Manager,
     *,
@@ -63,6 +71,7 @@ def setup_controllers(
     limits: SizeLimits | None = None,
     enable_disaggregatedset: bool = True,
     scheduling: SchedulingSupport | None = None,
+    group_backoff: BackoffPolicy | None = None,
 ) -> LwsControllers:
     client, recorder = manager.client, manager.recorder
     options = ControllerOptions(
@@ -70,6 +79,7 @@ def setup_controllers(
         replacement_release=replacement_release or ReleaseThresholds(),
         limits=limits or SizeLimits(),
         scheduling=scheduling or SchedulingSupport(),
+        group_backoff=group_backoff or BackoffPolicy(),
     )
     workload_api = options.scheduling.kubernetes
     caches = build_caches(client, namespace, metrics=manager.metrics, workload_api=workload_api)
@@ -88,8 +98,7 @@ def setup_controllers(
         lws.scheduler = WorkloadScheduler(client, caches, options.scheduling)
     lws_controller = setup_lws_controller(manager, lws, workers=lws_workers)
 
-    pods = PodReconciler(client, caches, recorder, options=options, group_metrics=group_metrics)
-    pod_controller = setup_pod_controller(manager, pods, workers=pod_workers)
+    pods, pod_controller = _setup_pods(manager, caches, options, group_metrics, pod_workers)
     # The LWS reconciler refreshes the group counts; the pod reconciler deletes leaders
     # and so tells the losses it caused from the others'.
     group_metrics.track_changes(lws_controller, caches)
@@ -106,10 +115,44 @@ def setup_controllers(
         register_webhooks(
             manager.webhook_server, caches, options, client, template_check=dry_run_check(client)
         )
-    built = LwsControllers(caches, lws_controller, pod_controller, replacement_controller, options)
+    built = LwsControllers(
+        caches,
+        lws_controller,
+        pod_controller,
+        replacement_controller,
+        options,
+        recovery=pods.restarter.recovery,
+    )
     if enable_disaggregatedset:
         _setup_disaggregatedsets(manager, built, namespace, enable_webhooks)
     return built
+
+
+def _setup_pods(
+    manager: Manager,
+    caches: LwsCaches,
+    options: ControllerOptions,
+    group_metrics: GroupMetrics,
+    workers: int,
+) -> tuple[PodReconciler, Controller]:
+    """The pod controller, with the group back-off's wake-ups and its metrics."""
+    recovery_metrics = RecoveryMetrics(manager.metrics.registry)
+    pods = PodReconciler(
+        manager.client,
+        caches,
+        manager.recorder,
+        options=options,
+        group_metrics=group_metrics,
+        recovery_metrics=recovery_metrics,
+    )
+    controller = setup_pod_controller(manager, pods, workers=workers)
+    controller.on_delete(
+        caches.leaderworkersets,
+        lambda lws: recovery_metrics.forget(namespace_of(lws), name_of(lws)),
+    )
+    # The group back-off wakes a held group's leader when its wait ends.
+    pods.restarter.wake = lambda key, after: controller.enqueue(key, after=after)
+    return pods, controller
 
 
 def _setup_disaggregatedsets(

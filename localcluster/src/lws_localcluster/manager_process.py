@@ -209,6 +209,8 @@ class ManagerProcess:
     config_file: Path | None = None  # default <workdir>/<name>-config.yaml
     # The Configuration's groupReplacement (nodeNotReadyRelease, ...); None: defaults.
     group_replacement: Mapping[str, str] | None = None
+    # The Configuration's groupBackoff (initialDelay, ...); None: defaults.
+    group_backoff: Mapping[str, str] | None = None
     # Serve spec.scheduling with Kubernetes' Workload API (the kubernetes provider and
     # the WorkloadAwareScheduling gate); upstream's v0.9.0 manager knows neither.
     workload_scheduling: bool = False
@@ -259,6 +261,8 @@ class ManagerProcess:
         }
         if self.group_replacement:
             config["groupReplacement"] = dict(self.group_replacement)
+        if self.group_backoff:
+            config["groupBackoff"] = dict(self.group_backoff)
         if self.workload_scheduling:
             config["gangSchedulingManagement"] = {"schedulerProvider": "kubernetes"}
             config["featureGates"] = {"WorkloadAwareScheduling": True}

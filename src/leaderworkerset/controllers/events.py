@@ -152,6 +152,33 @@ def group_recreated(
     return Event(NORMAL, c.EVENT_REASON_RECREATE_GROUP, ACTION_DELETE, note, related)
 
 
+# --- Group recovery: the restart budget (upstream #877) and our group back-off ----------
+EVENT_REASON_MAX_GROUP_RESTARTS_EXCEEDED: Final = c.REASON_MAX_GROUP_RESTARTS_EXCEEDED
+EVENT_REASON_GROUP_BACKOFF: Final = "GroupBackOff"
+
+
+def max_group_restarts_exceeded(group: str, budget: int, related: JSON | None = None) -> Event:
+    note = f"Skip recreating group {group}: reached maxGroupRestarts={budget}"
+    return Event(WARNING, EVENT_REASON_MAX_GROUP_RESTARTS_EXCEEDED, ACTION_DELETE, note, related)
+
+
+def group_backoff(
+    group: str,
+    leader_name: str,
+    recent: int,
+    backoff: float,
+    until: str,
+    related: JSON | None = None,
+) -> Event:
+    """Said once per wait, like the kubelet's BackOff for a container."""
+    note = (
+        f"Back-off recreating group {group} (leader pod {leader_name}): recreated {recent} "
+        f"time(s) recently, the next recreation waits {backoff:.0f}s after the last, "
+        f"until {until}"
+    )
+    return Event(WARNING, EVENT_REASON_GROUP_BACKOFF, ACTION_DELETE, note, related)
+
+
 # --- Group hardening: what the pod reconciler cannot do for a group, said once -----------
 def group_service_not_owned(
     service: str, pod_name: str, owner: str, related: JSON | None = None

@@ -46,7 +46,13 @@ from leaderworkerset.controllers.group_timing import (
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_index, is_leader, lws_name
-from leaderworkerset.group.state import Group, GroupState, group_state, groups_of
+from leaderworkerset.group.state import (
+    POD_STATES,
+    Group,
+    GroupState,
+    group_state,
+    groups_of,
+)
 from leaderworkerset.runtime.controller import Controller
 
 LABELS = ("namespace", "leaderworkerset", "group_identity")
@@ -141,7 +147,7 @@ class _LwsRecord:
     # counts by state, and the groups whose objects changed since the last refresh
     # (None: count every group again).
     states: dict[str, tuple[GroupState, str | None]] = field(default_factory=dict)
-    counts: dict[GroupState, int] = field(default_factory=lambda: dict.fromkeys(GroupState, 0))
+    counts: dict[GroupState, int] = field(default_factory=lambda: dict.fromkeys(POD_STATES, 0))
     changed: set[str] | None = None
     # Groups lost (by the index they had) and not yet Ready again.
     recovering: dict[str, Recovering] = field(default_factory=dict)
@@ -292,7 +298,7 @@ class GroupMetrics:
         record.revision = revision
         record.states.clear()
         record.outdated.clear()
-        record.counts = dict.fromkeys(GroupState, 0)
+        record.counts = dict.fromkeys(POD_STATES, 0)
         labels = (namespace, name, mode)
         now = self.clock()
         for group in groups_of(pods, statefulsets):
@@ -393,7 +399,7 @@ class GroupMetrics:
         return record
 
     def _remove_series(self, namespace: str, name: str, mode: str) -> None:
-        for state in GroupState:
+        for state in POD_STATES:
             with contextlib.suppress(KeyError):
                 self.groups.remove(namespace, name, mode, _state_label(state))
 

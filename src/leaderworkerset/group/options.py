@@ -7,6 +7,7 @@ from typing import Final
 
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
 from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
+from leaderworkerset.group.recreations import BackoffPolicy
 
 # How long a tearing-down group may hold back its replacement in the two cases where
 # the capacity it holds will not come back by waiting (see docs/hash-mode.md).
@@ -52,3 +53,5 @@ class ControllerOptions:
     limits: SizeLimits = field(default_factory=SizeLimits)
     # What spec.scheduling can be served with: provider, feature gate, cluster API.
     scheduling: SchedulingSupport = field(default_factory=SchedulingSupport)
+    # groupBackoff in the manager Configuration: how repeated recreations of a group wait.
+    group_backoff: BackoffPolicy = field(default_factory=BackoffPolicy)

@@ -16,6 +16,13 @@ key in Hash mode). The states, in the order they take precedence:
   (the group is on an old revision, or its workers are not on the leader's, or
   the worker StatefulSet has a rollout pending).
 - NotReady: anything else.
+
+Two more come from the LeaderWorkerSet's recreation records, not from the pods, and
+only `recovery_state` gives them (the lifecycle metrics, which count pods, do not):
+
+- Failed: the group used up `maxGroupRestarts`; the restart policy leaves it as it is.
+- BackOff: one of its pods restarted and the restart policy waits out the group
+  back-off before recreating it.
 """
 
 from __future__ import annotations
@@ -31,10 +38,12 @@ from leaderworkerset.api.objects import (
 )
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import (
+    container_restarted,
     leader_lost,
     pod_counts_as_ready,
     workers_ready_for_leader,
 )
+from leaderworkerset.group.recreations import GroupRecords, failed_groups, leader_count
 from leaderworkerset.group.roles import group_index, group_size, is_leader
 
 
@@ -44,6 +53,18 @@ class GroupState(enum.Enum):
     GATED = "Gated"
     TEARING_DOWN = "TearingDown"
     UPDATING = "Updating"
+    FAILED = "Failed"
+    BACK_OFF = "BackOff"
+
+
+# What `group_state` answers from the pods alone (the lifecycle metrics' states).
+POD_STATES = (
+    GroupState.READY,
+    GroupState.NOT_READY,
+    GroupState.GATED,
+    GroupState.TEARING_DOWN,
+    GroupState.UPDATING,
+)
 
 
 @dataclass
@@ -138,6 +159,23 @@ def group_state(group: Group, current_revision: str | None) -> GroupState:
     if _moving(group, current_revision):
         return GroupState.UPDATING
     return GroupState.NOT_READY
+
+
+def recovery_state(
+    group: Group, records: GroupRecords, budget: int | None, now: float
+) -> tuple[GroupState, float] | None:
+    """Failed or BackOff (with the seconds the back-off has left), or None: the
+    group's state is then `group_state`'s."""
+    leader = group.leader
+    if leader is None or leader_lost(leader):
+        return None
+    if failed_groups(records, budget, {group.index: leader_count(leader)}):
+        return GroupState.FAILED, 0.0
+    record = records.recreations.get(group.index)
+    not_before = record.not_before if record is not None else None
+    if not_before is not None and not_before > now and any(map(container_restarted, group.pods)):
+        return GroupState.BACK_OFF, not_before - now
+    return None
 
 
 def _moving(group: Group, current_revision: str | None) -> bool:

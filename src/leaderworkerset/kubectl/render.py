@@ -37,7 +37,16 @@ def group_table(
 ) -> str:
     """`gangs`: the LWS has spec.scheduling; PODGROUP and GANG come last, the gang's
     free-text reason at the end of the line."""
-    header = ["GROUP", "STATE", "READY", "REVISION", "LEADER NODE", "RESTARTS", "AGE"]
+    header = [
+        "GROUP",
+        "STATE",
+        "READY",
+        "REVISION",
+        "LEADER NODE",
+        "RESTARTS",
+        "RECREATED",
+        "AGE",
+    ]
     if hash_mode:
         header += ["SCALE-DOWN RANK", "WAITING FOR"]
     if wide:
@@ -48,11 +57,12 @@ def group_table(
     for row in rows:
         line = [
             row.group,
-            row.state.value,
+            row.state_text,
             f"{row.ready}/{row.size}",
             _revision(row),
             row.leader_node or NONE,
             str(row.restarts),
+            "-" if row.recreations is None else str(row.recreations),
             row.age,
         ]
         if hash_mode:

@@ -8,6 +8,7 @@ from datetime import datetime
 from leaderworkerset.api.objects import meta_of, name_of
 from leaderworkerset.group.gang_state import Gang, gang_of
 from leaderworkerset.group.names import HASH_HOSTNAME_LENGTH
+from leaderworkerset.group.recreations import GroupRecords, read_records_leniently
 from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.group.state import (
     Group,
@@ -15,6 +16,7 @@ from leaderworkerset.group.state import (
     group_state,
     leader_node,
     ready_pods,
+    recovery_state,
     restarts,
 )
 from leaderworkerset.kubectl.ages import age_since
@@ -45,6 +47,17 @@ class GroupRow:
     # An LWS with spec.scheduling: the group's PodGroup and where its gang stands;
     # None for a group whose pods name no PodGroup.
     gang: Gang | None = None
+    # Recreations by the restart policy: the budget's count when maxGroupRestarts is
+    # set, else the recent ones the back-off counts; None when never recreated.
+    recreations: int | None = None
+    # Seconds the group back-off still holds the group's recreation (state BackOff).
+    backoff_left: float | None = None
+
+    @property
+    def state_text(self) -> str:
+        if self.backoff_left is not None:
+            return f"{self.state.value} ({self.backoff_left:.0f}s)"
+        return self.state.value
 
     def as_dict(self, hash_mode: bool, gangs: bool = False) -> dict[str, object]:
         data: dict[str, object] = {
@@ -57,6 +70,8 @@ class GroupRow:
             "currentRevision": self.current,
             "leaderNode": self.leader_node or None,
             "restarts": self.restarts,
+            "recreations": self.recreations,
+            "backOffSeconds": None if self.backoff_left is None else round(self.backoff_left),
             "age": self.age,
             "leaderPod": self.leader or None,
             "workerStatefulSet": self.worker_statefulset or None,
@@ -111,9 +126,12 @@ def rows_of(snapshot: Snapshot, now: datetime) -> list[GroupRow]:
     current = snapshot.current_revision
     ranks = scale_down_ranks(snapshot, now) if snapshot.hash_mode else {}
     pairing = pairing_of(snapshot, now) if snapshot.hash_mode else Pairing()
+    records = _records(snapshot)
+    budget = snapshot.view.template.max_group_restarts
     rows = []
     for group in snapshot.groups():
-        state = group_state(group, current)
+        recovering = recovery_state(group, records, budget, now.timestamp())
+        state = recovering[0] if recovering else group_state(group, current)
         leader = name_of(group.leader)
         revision = group.revision
         row = GroupRow(
@@ -130,6 +148,9 @@ def rows_of(snapshot: Snapshot, now: datetime) -> list[GroupRow]:
             leader=leader,
             worker_statefulset=name_of(group.worker_statefulset),
         )
+        if recovering and recovering[0] is GroupState.BACK_OFF:
+            row.backoff_left = recovering[1]
+        row.recreations = _recreations(records, group.index, budget)
         read = snapshot.pod_groups
         if read is not None:
             row.gang = gang_of(group, name_of(snapshot.lws), row.size, read.by_name, read.problem)
@@ -140,3 +161,14 @@ def rows_of(snapshot: Snapshot, now: datetime) -> list[GroupRow]:
                 row.waiting_for = short(waited) if waited else ADMITTING
         rows.append(row)
     return rows
+
+
+def _records(snapshot: Snapshot) -> GroupRecords:
+    return read_records_leniently(snapshot.view.annotations)[0]
+
+
+def _recreations(records: GroupRecords, index: str, budget: int | None) -> int | None:
+    if budget is not None and index in records.counts:
+        return records.count(index)
+    record = records.recreations.get(index)
+    return record.recent if record is not None else None

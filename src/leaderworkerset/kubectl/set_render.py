@@ -41,6 +41,8 @@ def set_objects(view: SetView, output: str) -> str:
         "revision": view.revision,
         "slices": view.slices,
         "placement": view.placement,
+        "generation": view.generation,
+        "observedGeneration": view.observed_generation,
         "conditions": view.conditions,
         "roles": [role.as_dict() for role in view.roles],
         "leaderWorkerSets": [line.as_dict() for line in view.leaderworkersets],
@@ -62,6 +64,15 @@ def _summary(view: SetView) -> list[str]:
     lines += [(str(cond.get("type")), _condition(cond)) for cond in view.conditions]
     if not view.conditions:
         lines.append(("Conditions", NONE))
+    if view.stale:
+        # The controller has not acted on the latest spec yet: what is above may be old.
+        lines.append(
+            (
+                "Status",
+                f"stale: describes generation {view.observed_generation}, "
+                f"the spec is at {view.generation}",
+            )
+        )
     return [f"{key + ':':<13}{value}" for key, value in lines]
 
 

@@ -97,6 +97,18 @@ class SetView:
     conditions: list[JSON]
     roles: list[RoleLine]
     leaderworkersets: list[LwsLine]
+    generation: int | None = None
+    # None when the controller wrote none (upstream v0.10.0's writes no status at all).
+    observed_generation: int | None = None
+
+    @property
+    def stale(self) -> bool:
+        """The status was written for an older spec than the stored one."""
+        return (
+            self.generation is not None
+            and self.observed_generation is not None
+            and self.observed_generation < self.generation
+        )
 
 
 def set_view(snapshot: SetSnapshot, now: datetime) -> SetView:
@@ -108,15 +120,18 @@ def set_view(snapshot: SetSnapshot, now: datetime) -> SetView:
     lines.sort(key=lambda x: (_slice_number(x.slice), not x.current, order.get(x.role, len(order))))
     scalers = {name_of(s): s for s in snapshot.scalers}
     spec = ds.spec
+    status = snapshot.ds.get("status") or {}
     return SetView(
         name=ds.name,
         namespace=ds.namespace,
         revision=revision,
         slices=(spec.slices if spec is not None else None) or c.DEFAULT_SLICES,
         placement=_placement(ds),
-        conditions=list((snapshot.ds.get("status") or {}).get("conditions") or []),
+        conditions=list(status.get("conditions") or []),
         roles=[_role_line(ds.name, role, lines, scalers) for role in ds.roles],
         leaderworkersets=lines,
+        generation=_optional_int(meta_of(snapshot.ds).get("generation")),
+        observed_generation=_optional_int(status.get("observedGeneration")),
     )
 
 
@@ -181,3 +196,7 @@ def _slice_number(value: str) -> int:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _optional_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

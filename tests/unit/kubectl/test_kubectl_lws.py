@@ -286,7 +286,8 @@ def test_ordinal_table_has_no_hash_columns() -> None:
     rows = rows_of(Snapshot(lws, [leader], [sts], sts), NOW)
     text = group_table(rows, hash_mode=False)
     assert "SCALE-DOWN RANK" not in text and "WAITING FOR" not in text
-    assert text.splitlines()[1].split() == ["0", "NotReady", "1/2", "current", "n1", "0", "65s"]
+    row = ["0", "NotReady", "1/2", "current", "n1", "0", "-", "65s"]
+    assert text.splitlines()[1].split() == row
 
 
 def test_json_and_yaml_carry_the_same_rows() -> None:
@@ -453,3 +454,42 @@ def test_the_plugin_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- group recovery: the restart budget and the group back-off --------------------------
+
+
+def test_a_group_waiting_out_its_back_off_shows_the_time_left_and_its_recreations() -> None:
+    from leaderworkerset.group.recreations import GroupRecords, Recreation
+
+    lws = hash_lws(groupIdentity=c.GROUP_IDENTITY_ORDINAL)
+    now = NOW.timestamp()
+    records = GroupRecords({}, {"0": Recreation(2, now - 5, now + 15), "1": Recreation(1, now - 9)})
+    lws["metadata"]["annotations"] = {k: v for k, v in records.annotations().items() if v}
+    crashed = pod("web-0", key="0", restarts=1)
+    quiet = pod("web-1", key="1")
+    sts = {"metadata": {"name": "web", "labels": {c.LABEL_TEMPLATE_REVISION_HASH: "r1"}}}
+    rows = {r.group: r for r in rows_of(Snapshot(lws, [crashed, quiet], [sts], sts), NOW)}
+    assert rows["0"].state is GroupState.BACK_OFF and rows["0"].backoff_left == 15
+    assert rows["0"].state_text == "BackOff (15s)" and rows["0"].recreations == 2
+    # No restarted pod: nothing waits, whatever the record says.
+    assert rows["1"].state is not GroupState.BACK_OFF and rows["1"].recreations == 1
+    line = group_table([rows["0"]], hash_mode=False).splitlines()[1]
+    assert "BackOff (15s)" in line and line.split()[7] == "2"
+
+
+def test_a_group_past_its_budget_is_failed() -> None:
+    lws = hash_lws(groupIdentity=c.GROUP_IDENTITY_ORDINAL)
+    lws["spec"]["leaderWorkerTemplate"]["maxGroupRestarts"] = 1
+    lws["metadata"]["annotations"] = {c.ANNOTATION_GROUP_RESTART_COUNTS: '{"0": 2, "1": 1}'}
+    sts = {"metadata": {"name": "web", "labels": {c.LABEL_TEMPLATE_REVISION_HASH: "r1"}}}
+    leaders = [pod("web-0", key="0", restarts=3), pod("web-1", key="1")]
+    rows = {r.group: r for r in rows_of(Snapshot(lws, leaders, [sts], sts), NOW)}
+    assert rows["0"].state is GroupState.FAILED and rows["0"].recreations == 2
+    assert rows["1"].state is not GroupState.FAILED and rows["1"].recreations == 1
+    as_json = json.loads(
+        group_objects(
+            list(rows.values()), name="web", namespace="ns", hash_mode=False, output="json"
+        )
+    )
+    assert [g["state"] for g in as_json["groups"]] == ["Failed", "NotReady"]

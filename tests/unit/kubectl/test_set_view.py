@@ -197,6 +197,28 @@ def test_conditions_are_shown_when_written() -> None:
     assert "Conditions:" not in text
 
 
+def with_generations(generation: int, observed: int | None) -> SetView:
+    snapshot = mid_rollout([{"type": "Available", "status": "True", "reason": "R"}])
+    snapshot.ds["metadata"]["generation"] = generation
+    if observed is not None:
+        snapshot.ds["status"]["observedGeneration"] = observed
+    return set_view(snapshot, NOW)
+
+
+def test_a_status_written_for_an_older_spec_is_called_stale() -> None:
+    stale = with_generations(4, 3)
+    assert stale.stale
+    assert "Status:      stale: describes generation 3, the spec is at 4" in set_text(stale)
+    assert json.loads(set_objects(stale, "json"))["observedGeneration"] == 3
+
+
+def test_a_current_or_unwritten_observed_generation_says_nothing() -> None:
+    # Unwritten: a controller that writes no observedGeneration (upstream v0.10.0).
+    for current in (with_generations(4, 4), with_generations(4, None)):
+        assert not current.stale
+        assert "Status:" not in set_text(current)
+
+
 def test_json_and_yaml_carry_the_same_data() -> None:
     as_json = json.loads(set_objects(view(), "json"))
     assert as_json == yaml.safe_load(set_objects(view(), "yaml"))

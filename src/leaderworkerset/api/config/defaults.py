@@ -5,6 +5,7 @@ from __future__ import annotations
 from leaderworkerset.api.config.types import (
     ClientConnection,
     Configuration,
+    GroupBackoff,
     GroupReplacement,
     InternalCertManagement,
 )
@@ -25,6 +26,10 @@ DEFAULT_BURST = 500
 # The same values as group.options' (api may not import group).
 DEFAULT_NODE_NOT_READY_RELEASE = 120.0
 DEFAULT_TERMINATION_OVERRUN_RELEASE = 300.0
+# The same values as group.recreations' (a kubelet's CrashLoopBackOff).
+DEFAULT_INITIAL_BACKOFF = 10.0
+DEFAULT_MAX_BACKOFF = 300.0
+DEFAULT_BACKOFF_RESET = 600.0
 
 
 def set_defaults(cfg: Configuration) -> Configuration:
@@ -66,4 +71,12 @@ def set_defaults(cfg: Configuration) -> Configuration:
         gr.node_not_ready_release = Duration(DEFAULT_NODE_NOT_READY_RELEASE)
     if gr.termination_overrun_release is None:
         gr.termination_overrun_release = Duration(DEFAULT_TERMINATION_OVERRUN_RELEASE)
+    gb = cfg.group_backoff = cfg.group_backoff or GroupBackoff()
+    if gb.initial_delay is None:
+        gb.initial_delay = Duration(DEFAULT_INITIAL_BACKOFF)
+    if gb.max_delay is None:
+        gb.max_delay = Duration(max(DEFAULT_MAX_BACKOFF, float(gb.initial_delay)))
+    if gb.reset_after is None:
+        # Longer than the longest wait, or a group would be forgiven while it waits.
+        gb.reset_after = Duration(max(DEFAULT_BACKOFF_RESET, 2 * float(gb.max_delay)))
     return cfg

@@ -88,6 +88,17 @@ class GroupReplacement:
 
 
 @dataclass
+class GroupBackoff:
+    """Our addition: repeated recreations of one group by the restart policy wait
+    initialDelay, then twice that, ... up to maxDelay; a group not recreated for
+    resetAfter starts again with no wait. initialDelay 0s: no back-off (upstream)."""
+
+    initial_delay: Duration | None = None
+    max_delay: Duration | None = None
+    reset_after: Duration | None = None
+
+
+@dataclass
 class LeaderWorkerSetLimits:
     """Our addition, for clusters shared by many teams: admission refuses a
     LeaderWorkerSet past these (absent or 0: no limit, as upstream). A `size` in the
@@ -116,6 +127,7 @@ class Configuration:
     feature_gates: dict[str, bool] = field(default_factory=dict)
     client_connection: ClientConnection | None = None
     group_replacement: GroupReplacement | None = None
+    group_backoff: GroupBackoff | None = None
     leader_worker_set_limits: LeaderWorkerSetLimits | None = None
 
     def to_dict(self) -> dict[str, Any]:

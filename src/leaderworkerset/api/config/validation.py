@@ -7,6 +7,7 @@ from leaderworkerset.api.config.types import (
     TLS,
     Configuration,
     GangSchedulingManagement,
+    GroupBackoff,
     GroupReplacement,
     InternalCertManagement,
     LeaderWorkerSetLimits,
@@ -44,6 +45,8 @@ def validate(cfg: Configuration) -> list[FieldError]:
         )
     if cfg.group_replacement is not None:
         errs += _validate_group_replacement(cfg.group_replacement)
+    if cfg.group_backoff is not None:
+        errs += _validate_group_backoff(cfg.group_backoff)
     if cfg.leader_worker_set_limits is not None:
         errs += _validate_limits(cfg.leader_worker_set_limits)
     port = cfg.webhook.port
@@ -109,6 +112,42 @@ def _validate_limits(limits: LeaderWorkerSetLimits) -> list[FieldError]:
         for name, value in (("maxSize", limits.max_size), ("maxPods", limits.max_pods))
         if value is not None and value < 0
     ]
+
+
+def _validate_group_backoff(gb: GroupBackoff) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for name, value in (
+        ("initialDelay", gb.initial_delay),
+        ("maxDelay", gb.max_delay),
+        ("resetAfter", gb.reset_after),
+    ):
+        if value is not None and value < 0:
+            errs.append(
+                invalid(
+                    f"groupBackoff.{name}",
+                    format_duration(value),
+                    "must be greater than or equal to 0s",
+                )
+            )
+    first, cap, reset = gb.initial_delay, gb.max_delay, gb.reset_after
+    if first and cap is not None and reset is not None and 0 <= reset <= cap:
+        errs.append(
+            invalid(
+                "groupBackoff.resetAfter",
+                format_duration(reset),
+                f"must be greater than maxDelay ({format_duration(cap)}): a group would "
+                "be forgiven while it waits",
+            )
+        )
+    if first is not None and cap is not None and 0 <= cap < first:
+        errs.append(
+            invalid(
+                "groupBackoff.maxDelay",
+                format_duration(cap),
+                f"must be greater than or equal to initialDelay ({format_duration(first)})",
+            )
+        )
+    return errs
 
 
 def _validate_group_replacement(gr: GroupReplacement) -> list[FieldError]:

@@ -144,6 +144,12 @@ class RoleStatus:
 
 @dataclass
 class DisaggregatedSetStatus:
+    observed_generation: int | None = api_field(
+        "observedGeneration",
+        Kind.INT64,
+        "The metadata.generation this status describes: less than metadata.generation "
+        "while the controller has not yet acted on the latest spec.",
+    )
     role_statuses: list[RoleStatus] | None = api_field(
         "roleStatuses",
         Kind.MODEL_LIST,

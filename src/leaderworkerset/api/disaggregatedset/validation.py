@@ -50,6 +50,7 @@ from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
 from leaderworkerset.api.leaderworkerset.validation import (
     group_identity_errors,
     int_or_percent_errors,
+    restart_budget_errors,
     schema_errors,
 )
 from leaderworkerset.api.leaderworkerset.validation import warnings_for as lws_warnings_for
@@ -237,6 +238,7 @@ def _role_rules(ds: DisaggregatedSet) -> list[FieldError]:
             ruled = {e.field for e in rollout}
             identity = group_identity_errors(role.spec, f"{path}.spec")
             errs.extend(e for e in identity if e.field not in ruled)
+            errs.extend(restart_budget_errors(role.spec, f"{path}.spec"))
         name = scaler_name(ds.name, role.name or "")
         if role.external and len(name) > c.OBJECT_NAME_MAX_LENGTH:
             errs.append(

@@ -47,6 +47,16 @@ ANNOTATION_SUBGROUP_POLICY_TYPE: Final = PREFIX + "subgroup-policy-type"
 ANNOTATION_SUBDOMAIN_POLICY: Final = PREFIX + "subdomainPolicy"
 ANNOTATION_LEADER_REQUESTS_TPUS: Final = PREFIX + "leader-requests-tpus"
 
+# The restart budget (spec.leaderWorkerTemplate.maxGroupRestarts, upstream #877): the
+# count on the leader pod, and per group on the LeaderWorkerSet ({group: count}, JSON) so
+# that it outlives the leader.
+ANNOTATION_GROUP_RESTART_COUNT: Final = PREFIX + "group-restart-count"
+ANNOTATION_GROUP_RESTART_COUNTS: Final = PREFIX + "group-restart-counts"
+# Our addition, on the LeaderWorkerSet: per group, its recent recreations and the last
+# one's time ({group: {"recent": n, "last": RFC 3339}}), for the group back-off and for a
+# Hash replacement to take over the record of the group it replaces.
+ANNOTATION_GROUP_RECREATIONS: Final = PREFIX + "group-recreations"
+
 # Gang scheduling (volcano)
 ANNOTATION_POD_GROUP_NAME: Final = "scheduling.k8s.io/group-name"
 ANNOTATION_VOLCANO_QUEUE_NAME: Final = "scheduling.volcano.sh/queue-name"
@@ -126,6 +136,8 @@ MAX_SCHEDULING_RESOURCE_CLAIMS: Final = 4
 CONDITION_AVAILABLE: Final = "Available"
 CONDITION_PROGRESSING: Final = "Progressing"
 CONDITION_UPDATE_IN_PROGRESS: Final = "UpdateInProgress"
+# A group used up maxGroupRestarts (upstream #877).
+CONDITION_FAILED: Final = "Failed"
 
 REASON_ALL_GROUPS_READY: Final = "AllGroupsReady"
 REASON_GROUPS_PROGRESSING: Final = "GroupsProgressing"
@@ -134,6 +146,8 @@ REASON_GROUPS_UPDATING: Final = "GroupsUpdating"
 MESSAGE_ALL_GROUPS_READY: Final = "All replicas are ready"
 MESSAGE_GROUPS_PROGRESSING: Final = "Replicas are progressing"
 MESSAGE_GROUPS_UPDATING: Final = "Rolling Upgrade is in progress"
+REASON_MAX_GROUP_RESTARTS_EXCEEDED: Final = "MaxGroupRestartsExceeded"
+MESSAGE_MAX_GROUP_RESTARTS_EXCEEDED: Final = "One or more groups exceeded maxGroupRestarts"
 
 # --- Event reasons -----------------------------------------------------------------
 EVENT_REASON_CREATING_REVISION: Final = "CreatingRevision"

@@ -135,6 +135,15 @@ class LeaderWorkerTemplate:
         enum=c.RESTART_POLICIES,
         schema_default=c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART,
     )
+    max_group_restarts: int | None = api_field(
+        "maxGroupRestarts",
+        Kind.INT32,
+        "How many times the restart policy may recreate one group before it stops and "
+        "the LeaderWorkerSet is marked Failed (0: never). Unset: no limit. Only with "
+        "restartPolicy RecreateGroupOnPodRestart or RecreateGroupAfterStart. In Hash "
+        "mode a replacement group carries on the count of the group it replaces.",
+        minimum=0,
+    )
     subgroup_policy: SubGroupPolicy | None = api_field(
         "subGroupPolicy",
         Kind.MODEL,

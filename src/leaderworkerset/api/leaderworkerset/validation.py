@@ -144,6 +144,7 @@ def _validate_spec(lws: LeaderWorkerSet) -> list[FieldError]:
     rule_errs.extend(_validate_counts(spec))
     rule_errs.extend(_validate_rolling_update(spec))
     rule_errs.extend(_validate_subgroups(lws))
+    rule_errs.extend(restart_budget_errors(spec))
     rule_errs.extend(group_identity_errors(spec))
     # The API server checks the schema first and reports its own message; where the
     # webhook has a rule for the same field, report the webhook's wording only.
@@ -207,6 +208,29 @@ def _validate_counts(spec: LeaderWorkerSetSpec) -> list[FieldError]:
             )
         )
     return errs
+
+
+def restart_budget_errors(spec: LeaderWorkerSetSpec, path: str = SPEC) -> list[FieldError]:
+    """Upstream #877 allows the budget with RecreateGroupOnPodRestart only; we also allow
+    it with RecreateGroupAfterStart, which recreates groups by the same path."""
+    template = spec.leader_worker_template
+    if template is None or template.max_group_restarts is None:
+        return []
+    # Unset is the schema's default (a DisaggregatedSet role is validated undefaulted).
+    if template.restart_policy in (
+        None,
+        c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART,
+        c.RESTART_POLICY_RECREATE_GROUP_AFTER_START,
+    ):
+        return []
+    return [
+        invalid(
+            f"{path}.leaderWorkerTemplate.maxGroupRestarts",
+            template.max_group_restarts,
+            "maxGroupRestarts is only supported when restartPolicy is "
+            "RecreateGroupOnPodRestart or RecreateGroupAfterStart",
+        )
+    ]
 
 
 def _validate_rolling_update(spec: LeaderWorkerSetSpec) -> list[FieldError]:

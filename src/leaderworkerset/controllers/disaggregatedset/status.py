@@ -1,8 +1,10 @@
-"""The status of a DisaggregatedSet: per role, its groups over all slices and revisions
-(`replicas`, `readyReplicas`) and those of the current revision (`updatedReplicas`);
-and two conditions.
+"""The status of a DisaggregatedSet: the generation it describes (`observedGeneration`);
+per role, its groups over all slices and revisions (`replicas`, `readyReplicas`) and
+those of the current revision (`updatedReplicas`); and two conditions.
 
-Upstream v0.10.0 declares these members but writes none of them; this is ours:
+Upstream v0.10.0 declares `roleStatuses` and `conditions` but writes none of them;
+`observedGeneration` came after it (upstream #933, with the LeaderWorkerSet's meaning).
+The conditions are ours:
 - `Available`: True when every role has at least one ready group (the set can serve);
   reason `AllRolesAvailable`, else False with `RolesUnavailable` naming the roles.
 - `Progressing`: True while a slice rolls out (`RollingUpdate`) or a role's current
@@ -89,7 +91,12 @@ def set_status(
         _condition(kind, value, generation, previous.get(kind), now)
         for kind, value in ((AVAILABLE, available), (PROGRESSING, progressing))
     ]
-    return {"roleStatuses": role_statuses, "conditions": conditions}
+    status: JSON = {"roleStatuses": role_statuses, "conditions": conditions}
+    if isinstance(generation, int):
+        # Part of the same write as the rest, and compared with it: a spec change alone
+        # (a new generation, nothing else different) is then a change to write.
+        status = {"observedGeneration": generation, **status}
+    return status
 
 
 def _condition(

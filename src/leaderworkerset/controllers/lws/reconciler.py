@@ -40,6 +40,7 @@ from leaderworkerset.controllers.lws.status import (
     StatusUpdate,
     hash_status,
     ordinal_status,
+    status_changed,
     with_condition,
 )
 from leaderworkerset.controllers.lws.workload_scheduling import (
@@ -198,11 +199,16 @@ class LeaderWorkerSetReconciler:
         conditions = with_condition(
             old.get("conditions") or [], outcome.condition(view.generation, format_time())
         )
-        if conditions != (old.get("conditions") or []):
-            if not await self._write_status(view, {**old, "conditions": conditions}):
+        # Holding the workload is this pass's answer to the spec, so the status says
+        # which generation it answers, as a full pass's does (docs/upstream-deviations.md,
+        # "A held LeaderWorkerSet reports the generation it answers").
+        status = {**old, "conditions": conditions, "observedGeneration": view.generation}
+        if status_changed(old, status):
+            if not await self._write_status(view, status):
                 return Result(requeue=True)
-            failed = ev.workload_scheduling_failed(outcome.reason, outcome.message)
-            record(self.recorder, view.obj, failed)
+            if conditions != (old.get("conditions") or []):
+                failed = ev.workload_scheduling_failed(outcome.reason, outcome.message)
+                record(self.recorder, view.obj, failed)
         if outcome.requeue_after is not None:
             return Result(requeue_after=outcome.requeue_after)
         return None

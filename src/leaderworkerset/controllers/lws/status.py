@@ -32,18 +32,31 @@ from leaderworkerset.group.readiness import (
     pod_running_and_ready,
     pod_terminating,
 )
+from leaderworkerset.group.recreations import (
+    failed_groups,
+    leader_count,
+    read_records_leniently,
+)
 
-# Available excludes the other two; Progressing and UpdateInProgress coexist.
+# Available excludes the other two; Progressing and UpdateInProgress coexist. Failed (a
+# group used up maxGroupRestarts, upstream #877) excludes all three.
 EXCLUSIVE_PAIRS: Final = frozenset(
     {
         frozenset({c.CONDITION_AVAILABLE, c.CONDITION_PROGRESSING}),
         frozenset({c.CONDITION_AVAILABLE, c.CONDITION_UPDATE_IN_PROGRESS}),
+        frozenset({c.CONDITION_FAILED, c.CONDITION_AVAILABLE}),
+        frozenset({c.CONDITION_FAILED, c.CONDITION_PROGRESSING}),
+        frozenset({c.CONDITION_FAILED, c.CONDITION_UPDATE_IN_PROGRESS}),
     }
 )
 _CATALOGUE: Final = {
     c.CONDITION_AVAILABLE: (c.REASON_ALL_GROUPS_READY, c.MESSAGE_ALL_GROUPS_READY),
     c.CONDITION_PROGRESSING: (c.REASON_GROUPS_PROGRESSING, c.MESSAGE_GROUPS_PROGRESSING),
     c.CONDITION_UPDATE_IN_PROGRESS: (c.REASON_GROUPS_UPDATING, c.MESSAGE_GROUPS_UPDATING),
+    c.CONDITION_FAILED: (
+        c.REASON_MAX_GROUP_RESTARTS_EXCEEDED,
+        c.MESSAGE_MAX_GROUP_RESTARTS_EXCEEDED,
+    ),
 }
 
 
@@ -189,8 +202,10 @@ def count_groups(groups: Iterable[GroupObservation]) -> GroupCounts:
 
 
 # --- Conditions ---------------------------------------------------------------------------
-def chosen_condition_types(counts: GroupCounts, replicas: int) -> list[str]:
+def chosen_condition_types(counts: GroupCounts, replicas: int, failed: bool = False) -> list[str]:
     """The condition types that hold, in the order they are merged."""
+    if failed:
+        return [c.CONDITION_FAILED]
     if counts.part_updated < counts.current:
         return [c.CONDITION_UPDATE_IN_PROGRESS, c.CONDITION_PROGRESSING]
     if counts.ready_non_burst == replicas and counts.part_updated_ready == counts.current:
@@ -246,6 +261,21 @@ def merge_conditions(
     return merged
 
 
+def budget_used_up(view: LwsView, leader_pods: Iterable[JSON]) -> bool:
+    """Some live group of this LWS is past maxGroupRestarts (its count on the LWS or,
+    as upstream reads it, on its leader)."""
+    budget = view.template.max_group_restarts
+    if budget is None:
+        return False
+    records, _ = read_records_leniently(view.annotations)
+    live = {
+        g: leader_count(p)
+        for p in _leaders_of(view, leader_pods)
+        if not pod_finished(p) and (g := labels_of(p).get(c.LABEL_GROUP_INDEX))
+    }
+    return bool(failed_groups(records, budget, live))
+
+
 # --- Assembling the status ------------------------------------------------------------------
 def ordinal_status(
     view: LwsView,
@@ -257,9 +287,13 @@ def ordinal_status(
     memo: ObservationMemo | None = None,
 ) -> StatusUpdate:
     """The status of an Ordinal-mode LWS; `replicas` is the leader StatefulSet's."""
+    leader_pods = list(leader_pods)
     groups, skipped = ordinal_groups(view, key, leader_pods, worker_statefulsets, memo)
     replicas = ((leader_sts or {}).get("status") or {}).get("replicas", 0)
-    return _status_update(view, count_groups(groups), replicas, view.partition, now, skipped)
+    failed = budget_used_up(view, leader_pods)
+    return _status_update(
+        view, count_groups(groups), replicas, view.partition, now, skipped, failed=failed
+    )
 
 
 def hash_status(
@@ -272,10 +306,12 @@ def hash_status(
     memo: ObservationMemo | None = None,
 ) -> StatusUpdate:
     """The status of a Hash-mode LWS; `replicas` counts every live leader pod."""
+    leader_pods = list(leader_pods)
     groups = hash_groups(view, key, leader_pods, memo)
     # Partition is rejected in Hash mode; it means nothing to a Deployment.
     counts = count_groups(groups)
-    update = _status_update(view, counts, len(groups), 0, now, [])
+    failed = budget_used_up(view, leader_pods)
+    update = _status_update(view, counts, len(groups), 0, now, [], failed=failed)
     status = update.status
     if held is not None:
         status["conditions"] = with_held_condition(status["conditions"], held, view.generation, now)
@@ -370,6 +406,8 @@ def _status_update(
     partition: int,
     now: str,
     skipped: list[str],
+    *,
+    failed: bool = False,
 ) -> StatusUpdate:
     old = view.obj.get("status") or {}
     status = copy.deepcopy(old)
@@ -379,7 +417,7 @@ def _status_update(
         status["hpaPodSelector"] = hpa_pod_selector(view.name)
     status["readyReplicas"] = counts.ready
     status["updatedReplicas"] = counts.updated
-    types = chosen_condition_types(counts, view.replicas)
+    types = chosen_condition_types(counts, view.replicas, failed)
     fresh = [new_condition(t, view.generation, now) for t in types]
     status["conditions"] = merge_conditions(
         old.get("conditions") or [], fresh, view.generation, now

@@ -31,6 +31,7 @@ from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.pod.backoff import RetryBackoff
 from leaderworkerset.controllers.pod.gang_scheduling import ensure_pod_group
 from leaderworkerset.controllers.pod.group_ready import GroupReadyWrites, sync_group_ready
+from leaderworkerset.controllers.pod.group_recovery import GroupRecovery, RecoveryMetrics
 from leaderworkerset.controllers.pod.group_service import (
     group_service,
     group_service_name,
@@ -99,8 +100,16 @@ class PodReconciler:
     worker_creates: WorkerSetCreates = field(default_factory=WorkerSetCreates)
     group_metrics: GroupMetrics = field(default_factory=GroupMetrics)
 
+    recovery_metrics: RecoveryMetrics = field(default_factory=RecoveryMetrics)
+
     def __post_init__(self) -> None:
         self.restarter = GroupRestarter(self.client, self.caches, metrics=self.group_metrics)
+        self.restarter.recovery = GroupRecovery(
+            self.client,
+            self.caches,
+            policy=self.options.group_backoff,
+            metrics=self.recovery_metrics,
+        )
 
     def remember_deleted(self, pod: JSON) -> None:
         """The pod cache's delete handler; runs before the key is reconciled."""
@@ -111,6 +120,8 @@ class PodReconciler:
         final["metadata"] = {**meta, "deletionTimestamp": meta.get("deletionTimestamp") or "gone"}
         self.tombstones[object_key(pod)] = final
         self.group_ready_writes.forget(pod)
+        if is_leader(pod):
+            self.restarter.recovery.forget(pod)
         self.worker_creates.forget(pod)
         for wait in (_WAIT_REVISION, _WAIT_SERVICE):
             self.waits.forget(_wait_key(wait, pod))
@@ -173,9 +184,13 @@ class PodReconciler:
         if view.hash_mode and pod_finished(pod):
             await self._take_down_lost_group(pod, view)
             return None
+        # Before anything that can wait: a Hash replacement takes over the records of the
+        # group it replaces as soon as it exists, gated or not.
+        await self.restarter.recovery.inherit(view, pod)
         if view.hash_mode and is_scheduling_gated(pod):
             # PostTermination: nothing exists for a group until it is admitted.
             return None
+        await self.restarter.recovery.sync_leader_count(view, pod)
         size = _group_size(pod, view)
         worker_sts = None
         if size > 1:

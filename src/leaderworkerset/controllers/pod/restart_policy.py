@@ -15,16 +15,25 @@ from dataclasses import dataclass, field
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.view import LwsView
-from leaderworkerset.api.objects import JSON, controller_ref, labels_of, meta_of, revision_key_of
+from leaderworkerset.api.objects import (
+    JSON,
+    controller_ref,
+    labels_of,
+    meta_of,
+    revision_key_of,
+    uid_of,
+)
 from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GroupMetrics
+from leaderworkerset.controllers.pod.group_recovery import GroupRecovery
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
 from leaderworkerset.group.roles import group_size, is_leader
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
+from leaderworkerset.runtime.indexes import object_key
 
 # How long a leader deletion is remembered (client-go's ExpectationsTimeout): far longer
 # than the pod cache takes to show the deletionTimestamp it caused.
@@ -64,6 +73,13 @@ class GroupRestarter:
     deleted_leaders: dict[str, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     metrics: GroupMetrics = field(default_factory=GroupMetrics)
+    # Queues a pod key for a later reconcile (the pod controller's, set by wiring).
+    wake: Callable[[str, float], None] = lambda key, after: None
+    # The restart budget and the group back-off, asked before a group is recreated.
+    recovery: GroupRecovery = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.recovery = GroupRecovery(self.client, self.caches)
 
     def pending_in_group(self, pod: JSON, view: LwsView) -> bool:
         """Some pod of the group is missing or still Pending."""
@@ -119,8 +135,9 @@ class GroupRestarter:
     async def handle(self, pod: JSON, view: LwsView) -> tuple[bool, ev.Event | None]:
         """(the group is being recreated, the event to record)."""
         if view.template.restart_policy not in RECREATING_POLICIES:
+            self.recovery.release(pod)
             return False, None
-        if not restart_may_act(pod):
+        if not restart_may_act(pod) and not (is_leader(pod) and self.recovery.holding(pod, view)):
             return False, None
         if waits_for_start(view) and self.pending_in_group(pod, view):
             return False, None
@@ -129,8 +146,17 @@ class GroupRestarter:
             return False, None
         if pod_terminating(leader):
             return True, None
-        if not await self.delete_leader(leader):
-            return True, None
+        async with self.recovery.lock(leader):
+            if self._recently_deleted(uid_of(leader)):
+                return True, None
+            verdict = await self.recovery.admit(view, leader)
+            if not verdict.proceed:
+                if verdict.wait is not None:
+                    # Whichever pod brought us here, the leader is what is retried.
+                    self.wake(object_key(leader), verdict.wait)
+                return False, verdict.event
+            if not await self.delete_leader(leader):
+                return True, None
         self.metrics.group_restarted(leader, pod, view.group_identity)
         group = str(labels_of(leader).get(c.LABEL_GROUP_INDEX, ""))
         return True, ev.group_recreated(
@@ -166,6 +192,13 @@ class GroupRestarter:
             self.deleted_leaders.pop(uid, None)
             raise
         return True
+
+    def _recently_deleted(self, uid: str) -> bool:
+        now = self.clock()
+        expired = [u for u, at in self.deleted_leaders.items() if now - at > DELETED_LEADER_MEMORY]
+        for old in expired:
+            del self.deleted_leaders[old]
+        return uid in self.deleted_leaders
 
     def _first_deletion(self, uid: str) -> bool:
         """Claim the deletion of leader `uid`; False if it was already deleted here.

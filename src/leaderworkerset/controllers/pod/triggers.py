@@ -74,8 +74,14 @@ def hash_leader_of_worker(caches: LwsCaches) -> Callable[[JSON], Iterable[str]]:
     return keys
 
 
+# Written by the pod controller itself, per group: no leader needs waking for them.
+_RECORDS = frozenset({c.ANNOTATION_GROUP_RESTART_COUNTS, c.ANNOTATION_GROUP_RECREATIONS})
+
+
 def _leader_settings(lws: JSON) -> tuple[Any, Any]:
-    return (lws.get("spec") or {}).get("startupPolicy"), meta_of(lws).get("annotations")
+    annotations = meta_of(lws).get("annotations") or {}
+    kept = {k: v for k, v in annotations.items() if k not in _RECORDS}
+    return (lws.get("spec") or {}).get("startupPolicy"), kept
 
 
 LEADER_SETTINGS_CHANGED = Predicate(

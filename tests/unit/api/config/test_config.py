@@ -661,3 +661,28 @@ def test_console_lines_are_what_the_e2e_suite_looks_for(tmp_path: Path) -> None:
     )
     # Upstream's metrics spec greps the manager's log for this substring.
     assert "controller-runtime.metrics\tServing metrics server\t" in stream.getvalue()
+
+
+# --- groupBackoff (ours) ---------------------------------------------------------------------
+def test_group_backoff_defaults_and_settings() -> None:
+    cfg = set_defaults(decode_configuration(HEADER))
+    assert cfg.group_backoff is not None
+    assert (
+        format_duration(cfg.group_backoff.initial_delay or 0),
+        format_duration(cfg.group_backoff.max_delay or 0),
+        format_duration(cfg.group_backoff.reset_after or 0),
+    ) == ("10s", "5m0s", "10m0s")
+    # A longer cap stretches the default reset beyond it.
+    cfg = set_defaults(decode_configuration(HEADER + "groupBackoff: {maxDelay: 15m}\n"))
+    assert cfg.group_backoff is not None and float(cfg.group_backoff.reset_after or 0) == 1800
+    assert errors_of("groupBackoff: {initialDelay: 0s}") == []
+
+
+def test_group_backoff_bounds_are_checked_with_their_fields() -> None:
+    (negative,) = errors_of("groupBackoff: {initialDelay: -1s}")
+    assert negative.startswith('groupBackoff.initialDelay: Invalid value: "-1s"')
+    (cap,) = errors_of("groupBackoff: {initialDelay: 1m, maxDelay: 30s, resetAfter: 1h}")
+    assert cap.startswith('groupBackoff.maxDelay: Invalid value: "30s"')
+    (reset,) = errors_of("groupBackoff: {maxDelay: 5m, resetAfter: 5m}")
+    assert reset.startswith('groupBackoff.resetAfter: Invalid value: "5m0s"')
+    assert "greater than maxDelay" in reset

@@ -3,8 +3,9 @@ makes, and the schemas are upstream's.
 
 The DisaggregatedSet CRD is compared with upstream's v0.9.0 file (the last release the
 Go module proxy serves), fetched at run time: the same structural schema, descriptions
-aside, except for what v0.10.0 added, listed below. The RoleScaler kind is new in
-v0.10.0, so its CRD is checked against v0.10.0's facts, written out here."""
+aside, except for what v0.10.0 added and the later status.observedGeneration, listed
+below. The RoleScaler kind is new in v0.10.0, so its CRD is checked against v0.10.0's
+facts, written out here."""
 
 from __future__ import annotations
 
@@ -74,6 +75,11 @@ V0_10_CHANGES = [
     ("added", ("spec", "slices"), SLICES),
     ("changed", ("spec", "x-kubernetes-validations"), [V0_10_RULE]),
 ]
+# Upstream's after v0.10.0 (#933): the generation the status describes, as the
+# LeaderWorkerSet's status has it.
+AFTER_V0_10 = [
+    ("added", ("status", "observedGeneration"), {"type": "integer", "format": "int64"}),
+]
 # Ours, not upstream's: a role's Group Identity members, with the LeaderWorkerSet's enums
 # and no default (so a set that does not use them is stored as upstream stores it).
 GROUP_IDENTITY_MEMBERS = [
@@ -83,6 +89,15 @@ GROUP_IDENTITY_MEMBERS = [
         (*ROLE_SPEC, "groupReplacementPolicy"),
         {"type": "string", "enum": ["PostTermination", "Immediate"]},
     ),
+]
+
+# Upstream #877's restart budget, in each role's template as in a LeaderWorkerSet's.
+RESTART_BUDGET = [
+    (
+        "added",
+        (*ROLE_SPEC, "leaderWorkerTemplate", "maxGroupRestarts"),
+        {"type": "integer", "format": "int32", "minimum": 0},
+    )
 ]
 
 
@@ -161,7 +176,7 @@ def test_disaggregatedset_schema_is_upstreams_plus_v0_10(upstream_crd: dict[str,
     ours = _comparable(build_disaggregatedset_crd())
     theirs = _comparable(upstream_crd)
     differences = _differences(_schema(theirs), _schema(ours))
-    expected = V0_10_CHANGES + GROUP_IDENTITY_MEMBERS
+    expected = V0_10_CHANGES + AFTER_V0_10 + GROUP_IDENTITY_MEMBERS + RESTART_BUDGET
     # Our third addition: a role's groups may be gangs (its LWS's spec.scheduling, #893).
     added_scheduling = [d for d in differences if d[1] == (*ROLE_SPEC, "scheduling")]
     assert [d[0] for d in added_scheduling] == ["added"]

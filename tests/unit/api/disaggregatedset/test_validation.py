@@ -566,3 +566,12 @@ def test_an_ordinal_role_warns_too_near_the_service_name_limit() -> None:
     (warning,) = warnings_for(decoded(disaggregatedset(ordinal, role("decode"), name="a" * 40)))
     assert warning.startswith("spec.roles[0]: LeaderWorkerSet ")
     assert "worker StatefulSet names would reach" in warning
+
+
+def test_a_roles_restart_budget_needs_a_recreating_policy_with_the_roles_path() -> None:
+    budgeted = role("prefill")
+    budgeted["spec"]["leaderWorkerTemplate"]["maxGroupRestarts"] = 2
+    assert errors_of(disaggregatedset(budgeted, role("decode"))) == []
+    budgeted["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "None"
+    errors = errors_of(disaggregatedset(role("decode"), budgeted))
+    assert fields(errors) == ["spec.roles[1].spec.leaderWorkerTemplate.maxGroupRestarts"]

@@ -86,6 +86,18 @@ EXCLUSIVE_ANNOTATION = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 NOT_A_KEY = "name part must consist of alphanumeric characters"
 
 REJECTED: list[tuple[str, Mutation, str, str]] = [
+    (
+        "budget-without-recreation",
+        set_template(maxGroupRestarts=1, restartPolicy="None"),
+        "spec.leaderWorkerTemplate.maxGroupRestarts",
+        "only supported when restartPolicy is RecreateGroupOnPodRestart",
+    ),
+    (
+        "budget-negative",
+        set_template(maxGroupRestarts=-1),
+        "spec.leaderWorkerTemplate.maxGroupRestarts",
+        "greater than or equal to 0",
+    ),
     # (id, mutation, field path, fragment of the message)
     # A topology that is not a label key: every pod would be refused its affinity.
     (
@@ -343,6 +355,13 @@ ACCEPTED: list[tuple[str, Mutation]] = [
         ),
     ),
     ("restart-policy-deprecated-default", set_template(restartPolicy="Default")),
+    ("budget", set_template(maxGroupRestarts=3)),
+    ("budget-zero", set_template(maxGroupRestarts=0)),
+    (
+        "budget-after-start",
+        set_template(maxGroupRestarts=2, restartPolicy="RecreateGroupAfterStart"),
+    ),
+    ("budget-hash", combine(set_spec(groupIdentity="Hash"), set_template(maxGroupRestarts=1))),
     ("startup-leader-ready", set_spec(startupPolicy="LeaderReady")),
     ("unique-per-replica", set_spec(networkConfig={"subdomainPolicy": "UniquePerReplica"})),
     ("hash", set_spec(groupIdentity="Hash")),

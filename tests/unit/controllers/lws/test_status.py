@@ -4,6 +4,7 @@ done flag, and the Hash-mode counting (docs/hash-mode.md)."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -223,6 +224,36 @@ def test_scale_up_of_an_available_set_is_progressing() -> None:
     assert update.event is not None
     assert update.event.note == "Replicas are progressing, with 2 groups ready of total 3 groups"
     assert all(cond["observedGeneration"] == 2 for cond in update.status["conditions"])
+
+
+def test_a_new_generation_alone_is_a_status_change_and_then_settles() -> None:
+    """A spec edit that changes no group (a rollout-strategy tweak on a settled set)
+    still raises status.observedGeneration, in one write; a resync after it writes nothing."""
+    lws = lws_object(name=NAME, replicas=2)
+    pods, sets = _groups(2)
+    lws = _write(lws, _status(lws, pods, sets))
+    lws = _write(lws, _status(lws, pods, sets))
+    assert not _status(lws, pods, sets, now=LATER).changed
+    lws["metadata"]["generation"] = 2
+    update = _status(lws, pods, sets, now=LATER)
+    assert update.changed
+    assert update.status["observedGeneration"] == 2
+    assert {
+        k: v for k, v in update.status.items() if k not in ("observedGeneration", "conditions")
+    } == {k: v for k, v in lws["status"].items() if k not in ("observedGeneration", "conditions")}
+    # lastTransitionTime is left out: upstream's merge (ported as is) takes a condition
+    # whose observedGeneration changed as new, time included.
+    assert [(x["type"], x["status"]) for x in update.status["conditions"]] == [
+        (x["type"], x["status"]) for x in lws["status"]["conditions"]
+    ]
+    assert not _status(_write(lws, update), pods, sets, now=LATER).changed
+
+
+def test_hash_mode_status_carries_the_generation_too() -> None:
+    lws = lws_object(name=NAME, replicas=1, groupIdentity=c.GROUP_IDENTITY_HASH)
+    lws["metadata"]["generation"] = 4
+    update = hash_status(view_of(lws), "k", [], NOW)
+    assert update.status["observedGeneration"] == 4
 
 
 def test_scaled_to_zero_is_available_and_done() -> None:
@@ -722,3 +753,49 @@ def test_hash_status_reports_held_replacements_at_the_lws_generation() -> None:
     )
     assert conditions[c.CONDITION_AVAILABLE]["lastTransitionTime"] == LATER
     assert update.changed
+
+
+# --- The restart budget (maxGroupRestarts, upstream #877) -----------------------------------
+def _with_budget(lws: JSON, budget: int, counts: dict[str, int]) -> JSON:
+    lws = copy.deepcopy(lws)
+    lws["spec"]["leaderWorkerTemplate"]["maxGroupRestarts"] = budget
+    annotations = lws["metadata"].setdefault("annotations", {})
+    annotations[c.ANNOTATION_GROUP_RESTART_COUNTS] = json.dumps(counts)
+    return lws
+
+
+def test_a_live_group_past_its_budget_makes_the_set_failed_and_not_available() -> None:
+    lws = lws_object(name=NAME, replicas=2)
+    pods, sets = _groups(2)
+    lws = _write(lws, _status(lws, pods, sets))
+    assert _conditions(_status(lws, pods, sets)) == {c.CONDITION_AVAILABLE: "True"}
+    # At the budget the group may still be recreated no more, but it is not past it.
+    assert c.CONDITION_FAILED not in _conditions(
+        _status(_with_budget(lws, 2, {"1": 2}), pods, sets)
+    )
+    failed = _with_budget(lws, 2, {"1": 3})
+    update = _status(failed, pods, sets, now=LATER)
+    assert _conditions(update) == {c.CONDITION_AVAILABLE: "False", c.CONDITION_FAILED: "True"}
+    cond = next(x for x in update.status["conditions"] if x["type"] == c.CONDITION_FAILED)
+    assert (cond["reason"], cond["message"]) == (
+        "MaxGroupRestartsExceeded",
+        "One or more groups exceeded maxGroupRestarts",
+    )
+    # A count of a group that no longer exists (scaled away) fails nothing.
+    assert c.CONDITION_FAILED not in _conditions(
+        _status(_with_budget(lws, 2, {"7": 3}), pods, sets)
+    )
+    # Raising the budget lets the set become Available again, and Failed turns False.
+    healed = _write(failed, update)
+    healed["spec"]["leaderWorkerTemplate"]["maxGroupRestarts"] = 5
+    assert _conditions(_status(healed, pods, sets)) == {
+        c.CONDITION_AVAILABLE: "True",
+        c.CONDITION_FAILED: "False",
+    }
+
+
+def test_failed_excludes_every_other_condition() -> None:
+    for other in (c.CONDITION_AVAILABLE, c.CONDITION_PROGRESSING, c.CONDITION_UPDATE_IN_PROGRESS):
+        assert frozenset({c.CONDITION_FAILED, other}) in EXCLUSIVE_PAIRS
+    counts = GroupCounts(0, 0, 2, 0, 0, 0)
+    assert chosen_condition_types(counts, 2, failed=True) == [c.CONDITION_FAILED]

@@ -151,3 +151,38 @@ async def test_a_delegated_lws_is_held_rather_than_given_a_second_workload() -> 
     assert outcome is not None and outcome.blocked
     assert outcome.reason == s.REASON_PARENT_WORKLOAD_NOT_READY
     assert s.ANNOTATION_GROUP_TEMPLATE_NAME in outcome.message
+
+
+async def test_a_held_lws_still_answers_each_spec_change_with_its_generation() -> None:
+    """While the workload waits, status.observedGeneration follows metadata.generation
+    (in the write of the condition), and a resync writes nothing."""
+    lws = lws_object(scheduling={})
+    client = FakeApiClient()
+    client.put(LEADERWORKERSETS, lws)
+    options = ControllerOptions(scheduling=NO_API)
+
+    async def one_pass() -> None:
+        async with seeded_caches(*client.objects.values()) as caches:
+            reconciler = LeaderWorkerSetReconciler(client, caches, options=options)
+            assert await reconciler(KEY) is None
+
+    def stored() -> JSON:
+        found = client.stored(LEADERWORKERSETS, "lws", "default")
+        assert found is not None
+        return found
+
+    await one_pass()
+    assert stored()["status"]["observedGeneration"] == 1
+    edited = stored()
+    edited["spec"]["replicas"] = 3
+    edited["metadata"]["generation"] = 2
+    client.put(LEADERWORKERSETS, edited)
+    client.calls.clear()
+    await one_pass()
+    (write,) = client.writes()
+    assert (write.verb, write.options["subresource"]) == ("replace", "status")
+    assert stored()["status"]["observedGeneration"] == 2
+    assert scheduling_condition(client)["observedGeneration"] == 2
+    client.calls.clear()
+    await one_pass()
+    assert client.writes() == []

@@ -319,7 +319,7 @@ async def test_after_start_uses_the_groups_own_size_during_a_resize() -> None:
         assert not restarter.pending_in_group(leader, view)
         recreating, event = await restarter.handle(leader, view)
     assert recreating and event is not None
-    assert calls(client) == [("delete", "pods", "lws-0")]
+    assert calls(client) == [("patch", "leaderworkersets", "lws"), ("delete", "pods", "lws-0")]
 
 
 async def test_after_start_still_waits_for_a_group_missing_a_pod() -> None:
@@ -480,6 +480,8 @@ def ordinal_group(policy: str) -> tuple[JSON, JSON, JSON, JSON, JSON]:
 
 
 ON_RESTART = c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART
+# The group back-off is on by default: a recreation is recorded on the LWS first.
+RECORDED = ("patch", "leaderworkersets", "lws")
 
 
 async def test_a_worker_deleted_unseen_still_recreates_its_group() -> None:
@@ -492,7 +494,7 @@ async def test_a_worker_deleted_unseen_still_recreates_its_group() -> None:
         assert pods.tombstones == {}
         # Told once: the next event of that name finds no tombstone.
         assert await pods(object_key(worker)) is None
-    assert calls(client) == [("delete", "pods", "lws-0")]
+    assert calls(client) == [RECORDED, ("delete", "pods", "lws-0")]
     ((_, reason, note),) = events.said
     assert reason == c.EVENT_REASON_RECREATE_GROUP
     assert note.startswith("Worker pod lws-0-1 failed, deleted leader pod lws-0")
@@ -559,7 +561,8 @@ async def test_a_failed_reconcile_of_a_lost_pod_keeps_it_for_the_retry() -> None
         assert object_key(worker) in pods.tombstones
         client.fail.clear()
         assert await pods(object_key(worker)) is None
-    assert calls(client) == [("delete", "pods", "lws-0")] * 2
+    # Recorded once: the retry of the failed DELETE is the same recreation.
+    assert calls(client) == [RECORDED, ("delete", "pods", "lws-0"), ("delete", "pods", "lws-0")]
     assert [reason for _, reason, _ in events.said] == [c.EVENT_REASON_RECREATE_GROUP]
 
 
@@ -808,7 +811,7 @@ async def test_a_live_workers_restart_recreates_its_group_and_asks_no_requeue() 
     client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, sts, worker) as caches:
         assert await reconciler(client, caches, events)(object_key(worker)) is None
-    assert calls(client) == [("delete", "pods", "lws-0")]
+    assert calls(client) == [RECORDED, ("delete", "pods", "lws-0")]
     assert events.abouts == [("LeaderWorkerSet/lws", "lws-0")]
 
 
