@@ -191,10 +191,14 @@ def quantile(q: float, before: dict[float, float], after: dict[float, float]) ->
 class Simulator:
     """`python -m bench.nodesim_process` as a child process."""
 
-    def __init__(self, kubeconfig: Path, nodes: int, log_path: Path) -> None:
+    def __init__(
+        self, kubeconfig: Path, nodes: int, log_path: Path, faults: Path | None = None
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.nodes = nodes
         self.log_path = log_path
+        # A unix socket the simulator answers fault requests on (send_fault), if any.
+        self.faults = faults
         self.proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> Simulator:
@@ -206,6 +210,7 @@ class Simulator:
                     "bench.nodesim_process",
                     str(self.kubeconfig),
                     str(self.nodes),
+                    *(["--faults", str(self.faults)] if self.faults else []),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

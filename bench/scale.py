@@ -210,7 +210,7 @@ def _readiness_only(pod: dict[str, Any], timeline: Timeline) -> dict[str, Any]:
     return {"metadata": kept, "ready": ready}
 
 
-def _lws_ready(lws: dict[str, Any], replicas: int) -> bool:
+def lws_ready(lws: dict[str, Any], replicas: int) -> bool:
     status = lws.get("status") or {}
     return status.get("readyReplicas") == replicas and any(
         x["type"] == c.CONDITION_AVAILABLE and x["status"] == "True"
@@ -252,7 +252,7 @@ async def _metrics_token(api: ApiClient) -> str:
     return str(answer["status"]["token"])
 
 
-async def _start_manager(api: ApiClient, manager: ManagerProcess) -> str | None:
+async def start_manager(api: ApiClient, manager: ManagerProcess) -> str | None:
     """Start ``manager`` with its webhooks routed; the token its /metrics asks for."""
     assert manager.tls is not None
     await route_webhooks(api, manager.webhook_port, manager.tls.ca_pem, REPO)
@@ -403,7 +403,7 @@ async def measure(
     try:
         token = None
         if manager is not None:
-            token = await _start_manager(api, manager)
+            token = await start_manager(api, manager)
 
         def scrape() -> Metrics:
             assert manager is not None
@@ -443,7 +443,7 @@ async def measure(
                 pods_ready = now - started
             if manager is not None and lws_ready is None:
                 current = await api.get(LEADERWORKERSETS, workload.NAME, workload.NAMESPACE)
-                if _lws_ready(current, args.replicas):
+                if lws_ready(current, args.replicas):
                     lws_ready = now - started
             await asyncio.sleep(0.5)
         spent = {n: tree_cpu_seconds([pid]) - others_before[n] for n, pid in others.items()}

@@ -1,7 +1,7 @@
 """The group lifecycle metrics as a scraper sees them: one `lws controller` process
 against the session's control plane and node simulator, its plain-HTTP /metrics
-read while LeaderWorkerSets are created, have a group restarted, lose a Hash
-leader under PostTermination, scale down and are deleted.
+read while LeaderWorkerSets are created, have a group restarted (and timed until it
+is back), lose a Hash leader under PostTermination, scale down and are deleted.
 
 Every assertion is on a series of this test's own namespace, so what the process
 counted for anything else does not matter.
@@ -113,6 +113,12 @@ async def test_group_metrics_follow_the_scenarios(
     await scrape.wait("lws_groups", "grp", ordinal, 3, state="ready")
     for other in ("leader_deleted", "pod_failed", "scale_down", "rollout"):
         assert await scrape.value("lws_group_recreations_total", "grp", ordinal, cause=other) == 0
+    # ... and timed from the crash until it was whole and Ready again, once.
+    await scrape.wait("lws_group_recovery_seconds_count", "grp", ordinal, 1,
+                      cause="container_restart")  # fmt: skip
+    recovery = await scrape.value("lws_group_recovery_seconds_sum", "grp", ordinal,
+                                  cause="container_restart")  # fmt: skip
+    assert 0 < recovery < 120
 
     # -- scale down: the highest group goes, counted as such ----------------------------
     await api.patch(LEADERWORKERSETS, "grp", {"spec": {"replicas": 1}}, namespace=namespace)

@@ -1,6 +1,7 @@
 """Group lifecycle metrics: how long groups take to become Ready, how often and why
-they are recreated, how long replacements wait behind their scheduling gate, and
-how many groups are in each state.
+they are recreated and how long they take to recover, how long a rollout takes, how
+long replacements wait behind their scheduling gate, and how many groups are in each
+state.
 
 Every family is labelled by namespace, LeaderWorkerSet name and group identity
 mode only. Group keys, pods and nodes are left out on purpose: they change with
@@ -15,7 +16,6 @@ a node going away) is read from the pod cache's events by :meth:`count_losses`.
 from __future__ import annotations
 
 import contextlib
-import enum
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -36,6 +36,13 @@ from leaderworkerset.api.objects import (
     uid_of,
 )
 from leaderworkerset.caches import LwsCaches
+from leaderworkerset.controllers.group_timing import (
+    RECOVERED_CAUSES,
+    Cause,
+    Recovering,
+    failure_time,
+    match_recovery,
+)
 from leaderworkerset.group.gates import is_scheduling_gated
 from leaderworkerset.group.readiness import container_restarted, pod_finished, pod_terminating
 from leaderworkerset.group.roles import group_index, is_leader, lws_name
@@ -54,6 +61,10 @@ LABELS = ("namespace", "leaderworkerset", "group_identity")
 # accelerators to attach).
 READY_BUCKETS = (1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
 GATED_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+# A recovery also waits out the old group's termination grace period (30 s by default).
+RECOVERY_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+# A rollout is a sequence of group recreations: up to hours for thousands of groups.
+ROLLOUT_BUCKETS = (5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
 
 # How long a counted leader loss is remembered when its final deletion is never seen
 # (a relist that skipped it): far longer than any termination grace period in use.
@@ -61,17 +72,6 @@ LOST_LEADER_MEMORY = 3600.0
 
 # DisruptionTarget reasons of pods that went with their node.
 _NODE_LOST_REASONS = ("DeletionByTaintManager", "DeletionByPodGC")
-
-
-class Cause(enum.StrEnum):
-    """Why a group was taken down (and, except for a scale-down, created again)."""
-
-    CONTAINER_RESTART = "container_restart"
-    POD_FAILED = "pod_failed"
-    LEADER_DELETED = "leader_deleted"
-    NODE_LOST = "node_lost"
-    ROLLOUT = "rollout"
-    SCALE_DOWN = "scale_down"
 
 
 def _disruption_reason(pod: JSON) -> str | None:
@@ -149,12 +149,20 @@ class _LwsRecord:
     states: dict[str, tuple[GroupState, str | None]] = field(default_factory=dict)
     counts: dict[GroupState, int] = field(default_factory=lambda: dict.fromkeys(POD_STATES, 0))
     changed: set[str] | None = None
+    # Groups lost (by the index they had) and not yet Ready again.
+    recovering: dict[str, Recovering] = field(default_factory=dict)
+    # Groups (by index) not on `revision`; when the current rollout began (None: none
+    # under way); the latest time a group became Ready.
+    outdated: set[str] = field(default_factory=set)
+    rollout_since: float | None = None
+    last_ready: float | None = None
 
 
 class GroupMetrics:
     """The group metric families and what they need to remember, in one registry: the
     process's (wiring builds one on the Manager's) or, without, one of their own."""
 
+    # One piece: the metric families, declared one after another with their help text.
     def __init__(
         self, registry: CollectorRegistry | None = None, clock: Callable[[], float] = time.time
     ) -> None:
@@ -180,6 +188,22 @@ class GroupMetrics:
             "gate, from its creation to the gate's removal",
             LABELS,
             buckets=GATED_BUCKETS,
+            registry=registry,
+        )
+        self.recovery_seconds = Histogram(
+            "lws_group_recovery_seconds",
+            "Seconds from the failure that took a group down (a container restart, a failed "
+            "pod, the loss of its leader) until the group is whole and Ready again, by cause",
+            (*LABELS, "cause"),
+            buckets=RECOVERY_BUCKETS,
+            registry=registry,
+        )
+        self.rollout_seconds = Histogram(
+            "lws_rollout_seconds",
+            "Seconds from a change of the LeaderWorkerSet's revision until every group is "
+            "on it and Ready",
+            LABELS,
+            buckets=ROLLOUT_BUCKETS,
             registry=registry,
         )
         self.groups = Gauge(
@@ -217,15 +241,19 @@ class GroupMetrics:
         walks every pod."""
         namespace, name = view.namespace, view.name
         record = self._record(namespace, name, view.group_identity)
+        labels = (namespace, name, record.mode)
+        if record.revision is not None and revision is not None and revision != record.revision:
+            # A new revision: a rollout begins (a later one starts the clock again).
+            record.rollout_since = self.clock()
         if not self._tracking or record.changed is None or record.revision != revision:
             pods = LwsCaches.of_lws(caches.pods, namespace, name)
             statefulsets = LwsCaches.of_lws(caches.statefulsets, namespace, name)
             self.count(namespace, name, view.group_identity, revision, pods, statefulsets)
             record.changed = set()
+            self._rollout_done(record, labels, view.replicas)
             return
         changed, record.changed = record.changed, set()
         now = self.clock()
-        labels = (namespace, name, record.mode)
         for index in changed:
             pods = caches.group_pods(namespace, name, index)
             workers = [
@@ -237,6 +265,24 @@ class GroupMetrics:
             found = groups_of(pods, workers)
             self._observe(record, labels, index, found[0] if found else None, now)
         self._publish(record, labels)
+        self._rollout_done(record, labels, view.replicas)
+
+    def _rollout_done(
+        self, record: _LwsRecord, labels: tuple[str, str, str], replicas: int
+    ) -> None:
+        """Observe the rollout under way once every group is on its revision and Ready:
+        at the moment the last of them became Ready (refreshes are paced behind the
+        events)."""
+        if record.rollout_since is None:
+            return
+        ready = record.counts[GroupState.READY]
+        if ready != replicas or len(record.states) != replicas or record.outdated:
+            return
+        end = record.last_ready
+        if end is None or end < record.rollout_since:
+            end = self.clock()
+        self.rollout_seconds.labels(*labels).observe(max(0.0, end - record.rollout_since))
+        record.rollout_since = None
 
     def count(
         self,
@@ -251,6 +297,7 @@ class GroupMetrics:
         record = self._record(namespace, name, mode)
         record.revision = revision
         record.states.clear()
+        record.outdated.clear()
         record.counts = dict.fromkeys(POD_STATES, 0)
         labels = (namespace, name, mode)
         now = self.clock()
@@ -281,23 +328,46 @@ class GroupMetrics:
             if old[1] is not None and old[1] != uid:
                 record.waiting.discard(old[1])
                 record.done.discard(old[1])
+        record.outdated.discard(index)
         if state is None or group is None:
             return
         record.counts[state] += 1
         record.states[index] = (state, uid)
+        if group.revision != record.revision:
+            record.outdated.add(index)
         if uid is None or uid in record.done or group.leader is None:
             return
         if state is not GroupState.READY:
             record.waiting.add(uid)
             return
         created = timestamp_of(meta_of(group.leader).get("creationTimestamp"))
+        ready = ready_at(group, now)
+        record.last_ready = max(record.last_ready or ready, ready)
+        self._recovered(record, labels, index, uid, created, ready)
         # creationTimestamp has whole seconds.
         ours = uid in record.waiting or (created is not None and created >= record.since - 1)
         if ours and created is not None:
-            seconds = max(0.0, ready_at(group, now) - created)
-            self.ready_seconds.labels(*labels).observe(seconds)
+            self.ready_seconds.labels(*labels).observe(max(0.0, ready - created))
         record.waiting.discard(uid)
         record.done.add(uid)
+
+    def _recovered(
+        self,
+        record: _LwsRecord,
+        labels: tuple[str, str, str],
+        index: str,
+        uid: str,
+        created: float | None,
+        ready: float,
+    ) -> None:
+        """A group is Ready under a new leader: the end of the recovery it answers for."""
+        hash_mode = is_hash_mode(record.mode)
+        key = match_recovery(record.recovering, index, uid, created, same_index=not hash_mode)
+        if key is None:
+            return
+        lost = record.recovering.pop(key)
+        seconds = max(0.0, ready - lost.started)
+        self.recovery_seconds.labels(*labels, lost.cause.value).observe(seconds)
 
     def _publish(self, record: _LwsRecord, labels: tuple[str, str, str]) -> None:
         for state, count in record.counts.items():
@@ -338,15 +408,31 @@ class GroupMetrics:
     def group_restarted(self, leader: JSON, trigger: JSON, mode: str) -> None:
         """The controller deleted `leader` to recreate its group because of `trigger`
         (one of the group's pods, the leader itself included)."""
-        self.recreated(leader, mode, restart_cause(trigger))
+        failed = failure_time(trigger, self.clock())
+        self.recreated(leader, mode, restart_cause(trigger), failed_at=failed)
 
-    def recreated(self, leader: JSON, mode: str, cause: Cause) -> None:
-        """Count the loss of `leader`'s group once, whoever reports it first."""
+    def recreated(
+        self, leader: JSON, mode: str, cause: Cause, failed_at: float | None = None
+    ) -> None:
+        """Count the loss of `leader`'s group once, whoever reports it first; unless the
+        group goes for a rollout or a scale-down, time it from `failed_at` (default now)
+        until a group is Ready in its place."""
         uid = uid_of(leader)
         if not self._claim(uid):
             return
-        name = lws_name(leader) or ""
-        self.recreations.labels(namespace_of(leader), name, mode, cause.value).inc()
+        namespace, name = namespace_of(leader), lws_name(leader) or ""
+        self.recreations.labels(namespace, name, mode, cause.value).inc()
+        index = group_index(leader)
+        if cause not in RECOVERED_CAUSES or index is None:
+            return
+        record = self._record(namespace, name, mode)
+        now = self.clock()
+        for old in [
+            k for k, p in record.recovering.items() if now - p.started > LOST_LEADER_MEMORY
+        ]:
+            del record.recovering[old]
+        started = now if failed_at is None else failed_at
+        record.recovering[index] = Recovering(started, cause, uid)
 
     def _claim(self, uid: str) -> bool:
         now = self.clock()
@@ -408,7 +494,7 @@ class GroupMetrics:
             return  # the whole LeaderWorkerSet is going
         mode = group_identity_of(lws.get("spec"))
         cause = loss_cause(leader) or self._workload_cause(caches, lws, leader)
-        self.recreated(leader, mode, cause)
+        self.recreated(leader, mode, cause, failed_at=failure_time(leader, self.clock()))
 
     def _workload_cause(self, caches: LwsCaches, lws: JSON, leader: JSON) -> Cause:
         """A leader deleted with nothing on the pod to say why: its workload removed it

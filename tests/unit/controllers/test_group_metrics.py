@@ -19,6 +19,7 @@ from leaderworkerset.controllers.group_metrics import (
     restart_cause,
     seconds_since,
 )
+from leaderworkerset.controllers.group_timing import Recovering, failure_time, match_recovery
 from leaderworkerset.runtime.controller import Controller
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.pods import lws_labels
@@ -387,3 +388,131 @@ def test_refresh_recounts_only_changed_groups_and_agrees_with_a_full_count(clock
         observed = value(registry, "lws_group_ready_seconds_count")
         assert observed == value(full_registry, "lws_group_ready_seconds_count"), step
     assert value(registry, "lws_group_ready_seconds_count") > 0
+
+
+# -- recovery and rollout durations -------------------------------------------------------------
+
+
+def test_failure_time_is_what_the_pod_says_never_later_than_now() -> None:
+    now = EPOCH + 60
+    assert failure_time(pod("w", "0", 1), now) == now  # it says nothing
+    crashed = pod(
+        "w",
+        "0",
+        1,
+        containerStatuses=[
+            {"restartCount": 2, "lastState": {"terminated": {"finishedAt": "2026-01-01T00:00:20Z"}}}
+        ],
+    )
+    # Whole seconds: the end of the second the container ended in.
+    assert failure_time(crashed, now) == EPOCH + 21
+    assert failure_time(crashed, EPOCH + 20.4) == EPOCH + 20.4
+    gone = deleting(pod("l", "0"))
+    gone["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:40Z"
+    gone["metadata"]["deletionGracePeriodSeconds"] = 30
+    assert failure_time(gone, now) == EPOCH + 11
+
+
+def test_match_recovery_by_index_or_the_oldest_loss_before_the_leader() -> None:
+    pending = {
+        "0": Recovering(EPOCH + 5, Cause.LEADER_DELETED, "old-0"),
+        "k1": Recovering(EPOCH + 2, Cause.CONTAINER_RESTART, "old-k1"),
+    }
+    assert match_recovery(pending, "0", "new-0", EPOCH + 6, same_index=True) == "0"
+    # The lost leader itself Ready again is no recovery.
+    assert match_recovery(pending, "0", "old-0", EPOCH, same_index=True) is None
+    assert match_recovery(pending, "1", "new-1", EPOCH + 6, same_index=True) is None
+    # A Hash replacement has a key of its own: the oldest loss before it was created.
+    assert match_recovery(pending, "k9", "new-k9", EPOCH + 9, same_index=False) == "k1"
+    assert match_recovery(pending, "k9", "new-k9", EPOCH, same_index=False) is None
+
+
+def test_a_recreated_group_is_timed_from_its_failure_to_ready_again(
+    metrics: GroupMetrics, registry: CollectorRegistry, clock: Clock
+) -> None:
+    leaders = [pod("lws-0", "0"), pod("lws-1", "1")]
+    metrics.count("ns", "lws", "Ordinal", "r1", leaders, [])
+    crashed = pod(
+        "lws-0-1",
+        "0",
+        1,
+        containerStatuses=[
+            {"restartCount": 1, "lastState": {"terminated": {"finishedAt": "2026-01-01T00:00:10Z"}}}
+        ],
+    )
+    clock.now = EPOCH + 10.5
+    metrics.group_restarted(leaders[0], crashed, "Ordinal")
+    # The old leader, still there and Ready, is not the group back.
+    metrics.count("ns", "lws", "Ordinal", "r1", leaders, [])
+    assert value(registry, "lws_group_recovery_seconds_count", cause="container_restart") == 0
+    replacement = pod("lws-0", "0", uid="second", ready=False)
+    clock.now = EPOCH + 13
+    metrics.count("ns", "lws", "Ordinal", "r1", [replacement, leaders[1]], [])
+    clock.now = EPOCH + 14
+    metrics.count("ns", "lws", "Ordinal", "r1", [pod("lws-0", "0", uid="second"), leaders[1]], [])
+    metrics.count("ns", "lws", "Ordinal", "r1", [pod("lws-0", "0", uid="second"), leaders[1]], [])
+    assert value(registry, "lws_group_recovery_seconds_count", cause="container_restart") == 1
+    assert value(registry, "lws_group_recovery_seconds_sum", cause="container_restart") == 3.5
+
+
+def test_groups_replaced_by_a_rollout_or_removed_by_a_scale_down_are_no_recovery(
+    metrics: GroupMetrics, registry: CollectorRegistry, clock: Clock
+) -> None:
+    metrics.count("ns", "lws", "Ordinal", "r1", [pod("lws-0", "0"), pod("lws-1", "1")], [])
+    metrics.recreated(pod("lws-0", "0"), "Ordinal", Cause.ROLLOUT)
+    metrics.recreated(pod("lws-1", "1"), "Ordinal", Cause.SCALE_DOWN)
+    clock.now = EPOCH + 5
+    back = [pod("lws-0", "0", uid="second"), pod("lws-1", "1", uid="third")]
+    metrics.count("ns", "lws", "Ordinal", "r1", back, [])
+    for cause in Cause:
+        assert value(registry, "lws_group_recovery_seconds_count", cause=cause.value) == 0
+
+
+def test_a_hash_replacement_answers_for_the_group_it_replaces(
+    metrics: GroupMetrics, registry: CollectorRegistry, clock: Clock
+) -> None:
+    labels = {**LABELS, "group_identity": "Hash", "cause": "leader_deleted"}
+    metrics.count("ns", "lws", "Hash", "r1", [pod("lws-a", "a")], [])
+    clock.now = EPOCH + 2
+    metrics.recreated(pod("lws-a", "a"), "Hash", Cause.LEADER_DELETED)
+    replacement = pod("lws-b", "b", uid="b")
+    replacement["metadata"]["creationTimestamp"] = "2026-01-01T00:00:03Z"
+    clock.now = EPOCH + 6
+    metrics.count("ns", "lws", "Hash", "r1", [replacement], [])
+    assert registry.get_sample_value("lws_group_recovery_seconds_count", labels) == 1
+    assert registry.get_sample_value("lws_group_recovery_seconds_sum", labels) == 4
+
+
+def test_a_rollout_is_timed_from_the_new_revision_to_every_group_on_it_and_ready(
+    metrics: GroupMetrics, registry: CollectorRegistry, clock: Clock
+) -> None:
+    from leaderworkerset.api.leaderworkerset.view import view_of
+
+    cluster = Cluster(metrics)
+    cluster.event("ADDED", lws(replicas=2))
+    view = view_of(lws(replicas=2))
+    old = [pod("lws-0", "0"), pod("lws-1", "1")]
+    for p in old:
+        cluster.event("ADDED", p)
+    metrics.refresh(cluster.caches, view, "r1")
+    clock.now = EPOCH + 100
+    metrics.refresh(cluster.caches, view, "r2")  # the rollout begins
+    assert value(registry, "lws_rollout_seconds_count") == 0
+    cluster.event("DELETED", old[1])
+    new_1 = pod("lws-1", "1", uid="n1", revision="r2", version=5)
+    cluster.event("ADDED", new_1)
+    clock.now = EPOCH + 110
+    metrics.refresh(cluster.caches, view, "r2")
+    # Group 0 is Ready but still on r1: not done.
+    assert value(registry, "lws_rollout_seconds_count") == 0
+    cluster.event("DELETED", old[0])
+    cluster.event("ADDED", pod("lws-0", "0", uid="n0", revision="r2", ready=False, version=7))
+    clock.now = EPOCH + 120
+    metrics.refresh(cluster.caches, view, "r2")
+    assert value(registry, "lws_rollout_seconds_count") == 0
+    cluster.event("MODIFIED", pod("lws-0", "0", uid="n0", revision="r2", version=9))
+    clock.now = EPOCH + 125
+    metrics.refresh(cluster.caches, view, "r2")
+    metrics.refresh(cluster.caches, view, "r2")
+    assert value(registry, "lws_rollout_seconds_count") == 1
+    assert value(registry, "lws_rollout_seconds_sum") == 25

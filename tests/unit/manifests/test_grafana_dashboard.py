@@ -68,6 +68,8 @@ def test_every_query_reads_metrics_that_exist(tmp_path: Path) -> None:
         "lws_groups",
         "lws_group_ready_seconds_bucket",
         "lws_group_recreations_total",
+        "lws_group_recovery_seconds_bucket",
+        "lws_rollout_seconds_bucket",
         "lws_replacement_gated_seconds_bucket",
         "lws_scheduling_gate_admissions_total",
         "lws_scheduling_gate_early_releases_total",

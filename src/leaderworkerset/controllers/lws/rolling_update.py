@@ -241,6 +241,13 @@ def sts_partition(sts: JSON) -> int:
     return value if isinstance(value, int) else 0
 
 
+def rolling_in_progress(sts: JSON) -> bool:
+    """The leader StatefulSet is mid-rollout: a partition still to step down, or surge
+    replicas still to take back, each step waiting for groups to become Ready."""
+    recorded = _recorded_replicas(sts)
+    return sts_partition(sts) > 0 or (recorded is not None and sts_replicas(sts) > recorded)
+
+
 def _recorded_replicas(sts: JSON) -> int | None:
     return go_atoi_or_none(_annotations(sts).get(c.ANNOTATION_REPLICAS))
 

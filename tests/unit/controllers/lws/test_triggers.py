@@ -1,6 +1,7 @@
 """What wakes the LeaderWorkerSet reconciler (controllers/lws/triggers.py): its own
 LeaderWorkerSet except for status writes, what it owns, the worker StatefulSets and
-leader pods labelled with its name, each paced; and a new word on held replacements."""
+leader pods labelled with its name, each paced (but a group turning Ready mid-rollout);
+and a new word on held replacements."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.held import HeldReplacements
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
+from leaderworkerset.controllers.lws.rolling_update import rolling_in_progress
 from leaderworkerset.controllers.lws.triggers import LWS_CONTROLLER, setup_lws_controller
 from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.runtime.cache import Informer
@@ -26,7 +28,7 @@ from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_object
 from tests.toolkit.manager import new_manager
 from tests.toolkit.pods import leader_pod
-from tests.toolkit.statefulsets import worker_sts
+from tests.toolkit.statefulsets import leader_sts, worker_sts
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
@@ -206,3 +208,75 @@ async def test_a_new_word_on_held_replacements_wakes_the_lws(tmp_path: Path) -> 
         assert await w.queued() == [KEY]
         w.reconciler.held.publish(KEY, HeldReplacements(("lws-new",), ("group",)))
         assert await w.queued() == []
+
+
+def _newer(obj: JSON) -> JSON:
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "9"}}
+
+
+def _ready_transitions() -> list[tuple[str, JSON, JSON]]:
+    """(which informer, before, after) of each half of a group's last step to Ready."""
+    return [
+        ("pods", leader_pod("lws", 3, "new", ready=False), _newer(leader_pod("lws", 3, "new"))),
+        (
+            "statefulsets",
+            worker_sts("lws", 3, "new", ready=False),
+            _newer(worker_sts("lws", 3, "new")),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("half", range(2))
+async def test_a_group_becoming_ready_mid_rollout_is_not_paced(tmp_path: Path, half: int) -> None:
+    """The next partition step waits on the group's last half to turn Ready: that event
+    is reconciled at once even within the pace of the pass its first half caused, and
+    leaves no paced pass behind."""
+    leader = leader_sts("lws", "new", replicas=10, partition=3)
+    which, before, after = _ready_transitions()[half]
+    async with wired(tmp_path, leader) as w:
+        informer = getattr(w.caches, which)
+        w.event(informer, before, "ADDED")
+        await w.queued()  # the seeded StatefulSet and the first event: a pass just ran
+        w.event(informer, after)
+        assert await w.queued() == [KEY]
+        assert w.controller.queue.waiting == 0
+
+
+@pytest.mark.parametrize("half", range(2))
+async def test_a_group_becoming_ready_outside_a_rollout_stays_paced(
+    tmp_path: Path, half: int
+) -> None:
+    """A scale-up's thousand groups turning Ready are what the pace is for."""
+    leader = leader_sts("lws", "new", replicas=10, partition=0)
+    which, before, after = _ready_transitions()[half]
+    async with wired(tmp_path, leader) as w:
+        informer = getattr(w.caches, which)
+        w.event(informer, before, "ADDED")
+        await w.queued()
+        w.event(informer, after)
+        assert await w.queued() == []
+        assert w.controller.queue.waiting == 1
+
+
+async def test_the_leader_statefulset_stepped_mid_rollout_is_not_paced(tmp_path: Path) -> None:
+    """The pass that made a new revision raised the partition to `replicas`; its write
+    coming back takes the first step down at once, not a pace later."""
+    before = leader_sts("lws", "old", replicas=10, partition=0)
+    raised = _newer(leader_sts("lws", "new", replicas=10, partition=10))
+    async with wired(tmp_path, before) as w:
+        await w.queued()  # the pass that raised it just ran
+        w.event(w.caches.statefulsets, raised)
+        assert await w.queued() == [KEY]
+        assert w.controller.queue.waiting == 0
+        # A status-only change of the leader StatefulSet stays paced.
+        status = {**raised, "metadata": {**raised["metadata"], "resourceVersion": "10"},
+                  "status": {"replicas": 10, "readyReplicas": 3}}  # fmt: skip
+        w.event(w.caches.statefulsets, status)
+        assert await w.queued() == []
+        assert w.controller.queue.waiting == 1
+
+
+async def test_surge_replicas_still_to_take_back_count_as_mid_rollout() -> None:
+    assert rolling_in_progress(leader_sts("lws", "k", replicas=12, partition=0, recorded=10))
+    assert not rolling_in_progress(leader_sts("lws", "k", replicas=10, partition=0))
+    assert rolling_in_progress(leader_sts("lws", "k", replicas=10, partition=1))
