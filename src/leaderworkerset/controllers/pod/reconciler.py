@@ -147,6 +147,10 @@ class PodReconciler:
         view = self.caches.lws_view(namespace, lws_name)
         if view is None:
             return None
+        if not vanished and is_leader(pod):
+            # A group deleted in the foreground before a restart of this controller, or
+            # by someone else: its dependents go now rather than hop by hop.
+            await self.restarter.teardown.resume(pod)
         recreating, event = await self.restarter.handle(pod, view)
         if event is not None:
             record(self.recorder, view.obj, event)

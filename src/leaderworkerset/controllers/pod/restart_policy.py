@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, controller_ref, labels_of, meta_of, revision_key_of
-from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GroupMetrics
+from leaderworkerset.controllers.pod.group_teardown import GroupTeardown
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
 from leaderworkerset.group.roles import group_size, is_leader
@@ -64,6 +64,11 @@ class GroupRestarter:
     deleted_leaders: dict[str, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     metrics: GroupMetrics = field(default_factory=GroupMetrics)
+    # Tear the group down beside the garbage collector (group_teardown.py).
+    parallel_teardown: bool = True
+
+    def __post_init__(self) -> None:
+        self.teardown = GroupTeardown(self.client, self.caches, parallel=self.parallel_teardown)
 
     def pending_in_group(self, pod: JSON, view: LwsView) -> bool:
         """Some pod of the group is missing or still Pending."""
@@ -142,21 +147,15 @@ class GroupRestarter:
         )
 
     async def delete_leader(self, leader: JSON) -> bool:
-        """Delete a group's leader in the foreground (the garbage collector removes the
-        worker StatefulSet and per-group Service first); False when another reconcile
+        """Delete a group's leader in the foreground (its worker StatefulSet and
+        per-group Service go first; group_teardown.py); False when another reconcile
         already did, or the leader is already gone."""
         meta = meta_of(leader)
         uid = str(meta.get("uid", ""))
         if not self._first_deletion(uid):
             return False
         try:
-            await self.client.delete(
-                PODS,
-                str(meta["name"]),
-                str(meta["namespace"]),
-                propagation_policy="Foreground",
-                preconditions={"uid": meta.get("uid")},
-            )
+            await self.teardown.tear_down(leader)
         except ApiError as exc:
             if exc.not_found or exc.conflict:
                 return False
