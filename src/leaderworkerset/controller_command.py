@@ -34,7 +34,14 @@ from leaderworkerset.api.config.defaults import (
     DEFAULT_WEBHOOK_PORT,
     set_defaults,
 )
-from leaderworkerset.api.config.types import API_VERSION, KIND, ClientConnection, Configuration
+from leaderworkerset.api.config.types import (
+    API_VERSION,
+    KIND,
+    TEARDOWN_PARALLEL,
+    ClientConnection,
+    Configuration,
+    Teardown,
+)
 from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.go.durations import Duration, parse_duration
 from leaderworkerset.api.leaderworkerset import constants as c
@@ -187,6 +194,15 @@ class Settings:
             termination_overrun=(
                 defaults.termination_overrun if overrun is None else float(overrun)
             ),
+        )
+
+    @property
+    def parallel_teardown(self) -> tuple[bool, bool]:
+        """teardown: (groupRestart, leaderWorkerSetDeletion) is Parallel."""
+        td = self.configuration.teardown or Teardown()
+        return (
+            (td.group_restart or TEARDOWN_PARALLEL) == TEARDOWN_PARALLEL,
+            td.leader_worker_set_deletion == TEARDOWN_PARALLEL,
         )
 
     @property
@@ -545,6 +561,7 @@ def run_controller(settings: Settings) -> None:
             scheduling=scheduling,
             replacement_release=settings.replacement_release,
             limits=settings.size_limits,
+            parallel_teardown=settings.parallel_teardown,
         )
         await manager.run()
 

@@ -63,13 +63,18 @@ def setup_controllers(
     limits: SizeLimits | None = None,
     enable_disaggregatedset: bool = True,
     scheduling: SchedulingSupport | None = None,
+    parallel_teardown: tuple[bool, bool] = (True, False),
 ) -> LwsControllers:
+    """`parallel_teardown`: the Configuration's teardown (groupRestart,
+    leaderWorkerSetDeletion) is Parallel."""
     client, recorder = manager.client, manager.recorder
     options = ControllerOptions(
         gang_scheduling=gang_scheduling,
         replacement_release=replacement_release or ReleaseThresholds(),
         limits=limits or SizeLimits(),
         scheduling=scheduling or SchedulingSupport(),
+        parallel_group_teardown=parallel_teardown[0],
+        parallel_lws_deletion=parallel_teardown[1],
     )
     workload_api = options.scheduling.kubernetes
     caches = build_caches(client, namespace, metrics=manager.metrics, workload_api=workload_api)

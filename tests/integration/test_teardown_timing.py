@@ -16,6 +16,7 @@ from lws_localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION, Nod
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.resources import LEADERWORKERSETS, STATEFULSETS
+from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import is_leader, key_of, leaders, lws_pods, name_of, wait_ready
@@ -111,32 +112,46 @@ async def test_group_restart_timeline(
     await wait_ready(api, namespace, name, 2)
 
 
+@pytest.mark.parametrize(("teardown", "attempt"), [("gc", 1), ("gc", 2), ("parallel", 1)], ids=str)
 async def test_lws_deletion_timeline(
     lws_controller: RunningController,
     node_simulator: NodeSimulator,
     nodesim_api: ApiClient,
     namespace: str,
+    teardown: str,
+    attempt: int,
 ) -> None:
-    """`kubectl delete lws` (background propagation) of 20 groups of 4."""
+    """`kubectl delete lws` (background propagation) of 20 groups of 4, left to the
+    garbage collector or with the controller's parallel deletion (lws_teardown.py). The
+    collector's twice: that of a control plane that has just started only watches the
+    LeaderWorkerSet resource after its next resync of discovered resources."""
     api, name, groups, size = nodesim_api, "many", 20, 4
+    assert lws_controller.controllers is not None
+    reconciler = lws_controller.controllers.leaderworkersets._reconcile
+    assert isinstance(reconciler, LeaderWorkerSetReconciler)
     body = slow_to_terminate(lws_manifest(name, namespace, replicas=groups, size=size))
     await api.create(LEADERWORKERSETS, body)
     await wait_ready(api, namespace, name, groups, within=240)
-    async with recording(api, namespace) as line:
-        t0 = time.monotonic()
-        await api.delete(LEADERWORKERSETS, name, namespace, propagation_policy="Background")
 
-        async def nothing_left() -> bool:
-            return not await lws_pods(api, namespace, name)
+    async def nothing_left() -> bool:
+        return not await lws_pods(api, namespace, name)
 
-        await eventually(nothing_left, within=240, interval=0.05, what="every pod gone")
-        t_done = time.monotonic() - t0
+    reconciler.teardown.enabled = teardown == "parallel"
+    try:
+        async with recording(api, namespace) as line:
+            t0 = time.monotonic()
+            await api.delete(LEADERWORKERSETS, name, namespace, propagation_policy="Background")
+            await eventually(nothing_left, within=240, interval=0.05, what="every pod gone")
+            t_done = time.monotonic() - t0
+    finally:
+        reconciler.teardown.enabled = False
     pods = line.of("Pod")
     leaders_seen = [s for s in pods if s.leader]
     workers = [s for s in pods if not s.leader]
     sets = [s for s in line.of("StatefulSet") if s.name != name]
     print(
-        f"\n[teardown] delete lws {groups}x{size}, termination {TERMINATION_DELAY:.0f}s: "
+        f"\n[teardown] delete lws {groups}x{size} {teardown} #{attempt}, "
+        f"termination {TERMINATION_DELAY:.0f}s: "
         f"leaders marked {spread(offsets(leaders_seen, MARKED, t0))} gone "
         f"{spread(offsets(leaders_seen, GONE, t0))}; worker sts gone "
         f"{spread(offsets(sets, GONE, t0))}; workers marked {spread(offsets(workers, MARKED, t0))} "

@@ -50,5 +50,10 @@ class ControllerOptions:
     child_event_pace: float = DEFAULT_CHILD_EVENT_PACE
     # leaderWorkerSetLimits in the manager Configuration, enforced at admission.
     limits: SizeLimits = field(default_factory=SizeLimits)
+    # teardown in the manager Configuration (docs/group-recovery.md, "Faster teardown").
+    # A failed group's worker StatefulSet and pods are deleted beside the collector.
+    parallel_group_teardown: bool = True
+    # A deleted LeaderWorkerSet's (Ordinal) groups are deleted at every level at once.
+    parallel_lws_deletion: bool = False
     # What spec.scheduling can be served with: provider, feature gate, cluster API.
     scheduling: SchedulingSupport = field(default_factory=SchedulingSupport)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from leaderworkerset.api.config.types import (
+    TEARDOWN_GARBAGE_COLLECTOR,
+    TEARDOWN_PARALLEL,
     ClientConnection,
     Configuration,
     GroupReplacement,
     InternalCertManagement,
+    Teardown,
 )
 from leaderworkerset.api.go.durations import Duration
 from leaderworkerset.api.leaderworkerset import constants as c
@@ -66,4 +69,7 @@ def set_defaults(cfg: Configuration) -> Configuration:
         gr.node_not_ready_release = Duration(DEFAULT_NODE_NOT_READY_RELEASE)
     if gr.termination_overrun_release is None:
         gr.termination_overrun_release = Duration(DEFAULT_TERMINATION_OVERRUN_RELEASE)
+    td = cfg.teardown = cfg.teardown or Teardown()
+    td.group_restart = td.group_restart or TEARDOWN_PARALLEL
+    td.leader_worker_set_deletion = td.leader_worker_set_deletion or TEARDOWN_GARBAGE_COLLECTOR
     return cfg

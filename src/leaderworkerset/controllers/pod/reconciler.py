@@ -100,7 +100,12 @@ class PodReconciler:
     group_metrics: GroupMetrics = field(default_factory=GroupMetrics)
 
     def __post_init__(self) -> None:
-        self.restarter = GroupRestarter(self.client, self.caches, metrics=self.group_metrics)
+        self.restarter = GroupRestarter(
+            self.client,
+            self.caches,
+            metrics=self.group_metrics,
+            parallel_teardown=self.options.parallel_group_teardown,
+        )
 
     def remember_deleted(self, pod: JSON) -> None:
         """The pod cache's delete handler; runs before the key is reconciled."""
