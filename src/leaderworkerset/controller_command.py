@@ -53,7 +53,7 @@ from leaderworkerset.api.leaderworkerset.scheduling import (
     SchedulingSupport,
 )
 from leaderworkerset.api.resources import POD_GROUPS, WORKLOADS
-from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.group.options import ReleaseThresholds, TeardownModes
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
 from leaderworkerset.runtime.discovery import serves
@@ -197,12 +197,12 @@ class Settings:
         )
 
     @property
-    def parallel_teardown(self) -> tuple[bool, bool]:
-        """teardown: (groupRestart, leaderWorkerSetDeletion) is Parallel."""
+    def teardown(self) -> TeardownModes:
+        """teardown: which of groupRestart and leaderWorkerSetDeletion is Parallel."""
         td = self.configuration.teardown or Teardown()
-        return (
-            (td.group_restart or TEARDOWN_PARALLEL) == TEARDOWN_PARALLEL,
-            td.leader_worker_set_deletion == TEARDOWN_PARALLEL,
+        return TeardownModes(
+            group_restart=(td.group_restart or TEARDOWN_PARALLEL) == TEARDOWN_PARALLEL,
+            lws_deletion=td.leader_worker_set_deletion == TEARDOWN_PARALLEL,
         )
 
     @property
@@ -561,7 +561,7 @@ def run_controller(settings: Settings) -> None:
             scheduling=scheduling,
             replacement_release=settings.replacement_release,
             limits=settings.size_limits,
-            parallel_teardown=settings.parallel_teardown,
+            teardown=settings.teardown,
         )
         await manager.run()
 

@@ -31,7 +31,7 @@ from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.pod.triggers import POD_WORKERS, setup_pod_controller
 from leaderworkerset.controllers.replacement.reconciler import ReplacementReconciler
 from leaderworkerset.controllers.replacement.triggers import setup_replacement_controller
-from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds, TeardownModes
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.runtime.manager import Manager
 from leaderworkerset.webhooks.admission import register_webhooks
@@ -51,6 +51,8 @@ class LwsControllers:
     ds_caches: DsCaches | None = None
 
 
+# One piece: the controllers are built in the order they share things (options, caches,
+# the held board, the group metrics), which reads best top to bottom.
 def setup_controllers(
     manager: Manager,
     *,
@@ -63,18 +65,15 @@ def setup_controllers(
     limits: SizeLimits | None = None,
     enable_disaggregatedset: bool = True,
     scheduling: SchedulingSupport | None = None,
-    parallel_teardown: tuple[bool, bool] = (True, False),
+    teardown: TeardownModes | None = None,
 ) -> LwsControllers:
-    """`parallel_teardown`: the Configuration's teardown (groupRestart,
-    leaderWorkerSetDeletion) is Parallel."""
     client, recorder = manager.client, manager.recorder
     options = ControllerOptions(
         gang_scheduling=gang_scheduling,
         replacement_release=replacement_release or ReleaseThresholds(),
         limits=limits or SizeLimits(),
         scheduling=scheduling or SchedulingSupport(),
-        parallel_group_teardown=parallel_teardown[0],
-        parallel_lws_deletion=parallel_teardown[1],
+        teardown=teardown or TeardownModes(),
     )
     workload_api = options.scheduling.kubernetes
     caches = build_caches(client, namespace, metrics=manager.metrics, workload_api=workload_api)

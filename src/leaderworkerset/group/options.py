@@ -40,6 +40,17 @@ class ReleaseThresholds:
     termination_overrun: float = DEFAULT_TERMINATION_OVERRUN_RELEASE
 
 
+@dataclass(frozen=True)
+class TeardownModes:
+    """teardown in the manager Configuration: True where it is Parallel
+    (docs/group-recovery.md, "Faster teardown")."""
+
+    # A failed group's worker StatefulSet, pods and Service deleted beside the collector.
+    group_restart: bool = True
+    # A deleted LeaderWorkerSet's (Ordinal) groups deleted at every level at once.
+    lws_deletion: bool = False
+
+
 @dataclass
 class ControllerOptions:
     # gangSchedulingManagement.schedulerProvider: volcano
@@ -50,10 +61,7 @@ class ControllerOptions:
     child_event_pace: float = DEFAULT_CHILD_EVENT_PACE
     # leaderWorkerSetLimits in the manager Configuration, enforced at admission.
     limits: SizeLimits = field(default_factory=SizeLimits)
-    # teardown in the manager Configuration (docs/group-recovery.md, "Faster teardown").
-    # A failed group's worker StatefulSet and pods are deleted beside the collector.
-    parallel_group_teardown: bool = True
-    # A deleted LeaderWorkerSet's (Ordinal) groups are deleted at every level at once.
-    parallel_lws_deletion: bool = False
+    # teardown in the manager Configuration.
+    teardown: TeardownModes = field(default_factory=TeardownModes)
     # What spec.scheduling can be served with: provider, feature gate, cluster API.
     scheduling: SchedulingSupport = field(default_factory=SchedulingSupport)

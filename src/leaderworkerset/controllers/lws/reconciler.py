@@ -120,7 +120,7 @@ class LeaderWorkerSetReconciler:
 
     def __post_init__(self) -> None:
         self.teardown = LwsTeardown(
-            self.client, self.caches, enabled=self.options.parallel_lws_deletion
+            self.client, self.caches, enabled=self.options.teardown.lws_deletion
         )
 
     async def __call__(self, key: str) -> Result | None:

@@ -104,7 +104,7 @@ class PodReconciler:
             self.client,
             self.caches,
             metrics=self.group_metrics,
-            parallel_teardown=self.options.parallel_group_teardown,
+            parallel_teardown=self.options.teardown.group_restart,
         )
 
     def remember_deleted(self, pod: JSON) -> None:

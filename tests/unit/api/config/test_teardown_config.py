@@ -11,6 +11,7 @@ import pytest
 
 from leaderworkerset.api.config.codec import ConfigError
 from leaderworkerset.controller_command import Settings, load_configuration
+from leaderworkerset.group.options import TeardownModes
 
 HEADER = "apiVersion: config.lws.x-k8s.io/v1alpha1\nkind: Configuration\n"
 
@@ -23,7 +24,7 @@ def settings(tmp_path: Path, body: str = "") -> Settings:
 
 def test_defaults(tmp_path: Path) -> None:
     loaded = settings(tmp_path)
-    assert loaded.parallel_teardown == (True, False)
+    assert loaded.teardown == TeardownModes(group_restart=True, lws_deletion=False)
     assert loaded.configuration.to_dict()["teardown"] == {
         "groupRestart": "Parallel",
         "leaderWorkerSetDeletion": "GarbageCollector",
@@ -44,7 +45,8 @@ def test_defaults(tmp_path: Path) -> None:
 def test_what_is_set_is_what_the_controllers_get(
     tmp_path: Path, body: str, expected: tuple[bool, bool]
 ) -> None:
-    assert settings(tmp_path, body).parallel_teardown == expected
+    modes = settings(tmp_path, body).teardown
+    assert (modes.group_restart, modes.lws_deletion) == expected
 
 
 @pytest.mark.parametrize("member", ["groupRestart", "leaderWorkerSetDeletion"])
