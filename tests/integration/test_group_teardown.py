@@ -5,7 +5,8 @@ this controller. The guarantees kept: an Ordinal replacement leader never exists
 a pod of its predecessor group; a PostTermination replacement stays gated until every
 old pod is gone; a controller that crashes between the leader's DELETE and the rest
 finishes the teardown when it comes back; nothing is orphaned, and nothing is left
-once the LeaderWorkerSet is deleted."""
+once the LeaderWorkerSet is deleted. And the opt-in parallel LeaderWorkerSet deletion
+deletes only what the deleted UID owned."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from leaderworkerset.api.resources import (
     SERVICES,
     STATEFULSETS,
 )
+from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.controlplane import ExternalCluster
@@ -43,7 +45,7 @@ from tests.toolkit.cluster import (
     wait_ready,
 )
 from tests.toolkit.lws import hash_lws, lws_manifest
-from tests.toolkit.teardown_timeline import CREATED, GONE, recording
+from tests.toolkit.teardown_timeline import CREATED, GONE, MARKED, recording
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -256,5 +258,54 @@ async def test_a_controller_crashed_mid_teardown_finishes_it(
 
     await eventually(recreated, within=60, what="the group recreated")
     await wait_ready(api, namespace, name, 2)
+    await assert_nothing_orphaned(api, namespace, name)
+    await delete_and_expect_nothing_left(api, namespace, name)
+
+
+@pytest.fixture
+def parallel_lws_deletion(lws_controller: RunningController) -> Iterator[None]:
+    """teardown.leaderWorkerSetDeletion: Parallel in the session's controller."""
+    assert lws_controller.controllers is not None
+    reconciler = lws_controller.controllers.leaderworkersets._reconcile
+    assert isinstance(reconciler, LeaderWorkerSetReconciler)
+    reconciler.teardown.enabled = True
+    try:
+        yield
+    finally:
+        reconciler.teardown.enabled = False
+
+
+async def test_parallel_lws_deletion_spares_a_new_one_of_the_same_name(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+    parallel_lws_deletion: None,
+) -> None:
+    """The old LeaderWorkerSet's leaders and workers all go at once; a new one created
+    under the same name right after keeps every pod it makes."""
+    api, name = nodesim_api, "again"
+    await api.create(LEADERWORKERSETS, restarting(lws_manifest(name, namespace, size=SIZE)))
+    await wait_ready(api, namespace, name, 2)
+    old = {uid(p) for p in await lws_pods(api, namespace, name)}
+    async with recording(api, namespace) as line:
+        await api.delete(LEADERWORKERSETS, name, namespace, propagation_policy="Background")
+        await api.create(LEADERWORKERSETS, restarting(lws_manifest(name, namespace, size=SIZE)))
+        await wait_ready(api, namespace, name, 2)
+
+        async def old_gone() -> bool:
+            return not old & {uid(p) for p in await lws_pods(api, namespace, name)}
+
+        await eventually(old_gone, within=60, what="the old LeaderWorkerSet's pods gone")
+        await stays(
+            lambda: all(GONE not in s.steps for u, s in line.objects.items() if u not in old),
+            seconds=2,
+            what="no pod of the new LeaderWorkerSet deleted",
+        )
+    new = [s for u, s in line.objects.items() if s.kind == "Pod" and u not in old]
+    assert len(new) == 2 * SIZE and all(GONE not in s.steps for s in new)
+    # Leaders and workers of the old one were marked together, not a grace period apart.
+    marks = [line.objects[u].steps[MARKED] for u in old]
+    assert max(marks) - min(marks) < 1.0
     await assert_nothing_orphaned(api, namespace, name)
     await delete_and_expect_nothing_left(api, namespace, name)
