@@ -2,9 +2,9 @@
 whole group by deleting its leader in the foreground.
 
 Deleting the leader is enough: the worker StatefulSet and per-group Service are
-owned by the leader pod, so the garbage collector removes them first, and the
-leader workload then recreates the leader (Ordinal: same name and key; Hash: a
-new group with a new key).
+owned by the leader pod, so they go first (group_teardown.py deletes them beside the
+garbage collector), and the leader workload then recreates the leader (Ordinal: same
+name and key; Hash: a new group with a new key).
 """
 
 from __future__ import annotations
