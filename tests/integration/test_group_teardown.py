@@ -148,6 +148,7 @@ async def test_ordinal_replacement_never_beside_its_predecessor(
     await sim.stall_termination(namespace, name_of(workers[-1]))
 
     async with recording(api, namespace) as line:
+        existing = set(line.objects)
         with gc_pause.paused(CONTROLLER_MANAGER):
             await sim.restart_container(namespace, name_of(workers[0]))
             await wait_torn_down_by_us(api, namespace, leader, workers, sts)
@@ -165,13 +166,11 @@ async def test_ordinal_replacement_never_beside_its_predecessor(
 
         await eventually(recreated, within=60, what="the group recreated")
         await wait_ready(api, namespace, name, 2)
-    old_gone = [line.objects[u].steps[GONE] for u in old_uids]
-    successors = [
-        s for u, s in line.objects.items() if s.kind == "Pod" and s.name == name_of(leader)
-    ]
-    new = [s for s in successors if s.steps[CREATED] > max(old_gone) - 10 and GONE not in s.steps]
-    assert new, "the new leader was seen"
-    assert all(s.steps[CREATED] >= max(old_gone) for s in new)
+    last_old_gone = max(line.objects[u].steps[GONE] for u in old_uids)
+    created = [s for u, s in line.objects.items() if u not in existing and s.kind == "Pod"]
+    # Exactly the new group: the old worker StatefulSet made none of its pods again.
+    assert sorted(s.name for s in created) == sorted(name_of(p) for p in [leader, *workers])
+    assert all(s.steps[CREATED] >= last_old_gone for s in created)
     await assert_nothing_orphaned(api, namespace, name)
     await delete_and_expect_nothing_left(api, namespace, name)
 
