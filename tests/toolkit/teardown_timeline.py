@@ -66,11 +66,13 @@ class Timeline:
 async def _watch(
     api: ApiClient, resource: Resource, kind: str, ns: str, line: Timeline, listed_: asyncio.Event
 ) -> None:
-    listed = await api.list(resource, ns)
+    try:
+        listed = await api.list(resource, ns)
+    finally:
+        listed_.set()  # a failed list is raised by `recording`, not waited for
     now = time.monotonic()
     for item in listed.get("items", []):
         line.observe(kind, "ADDED", item, now)
-    listed_.set()
     version = listed["metadata"]["resourceVersion"]
     while True:
         async for event in api.watch(resource, ns, resource_version=version, timeout_seconds=600):
@@ -95,6 +97,10 @@ async def recording(api: ApiClient, namespace: str) -> AsyncIterator[Timeline]:
     ]
     try:
         await asyncio.gather(*(e.wait() for e in listed))
+        await asyncio.sleep(0)  # a list that failed has ended its task by now
+        for task in tasks:
+            if task.done():
+                task.result()
         yield line
     finally:
         for task in tasks:
