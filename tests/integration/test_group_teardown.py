@@ -296,11 +296,11 @@ async def test_parallel_lws_deletion_spares_a_new_one_of_the_same_name(
             return not old & {uid(p) for p in await lws_pods(api, namespace, name)}
 
         await eventually(old_gone, within=60, what="the old LeaderWorkerSet's pods gone")
-        await stays(
-            lambda: all(GONE not in s.steps for u, s in line.objects.items() if u not in old),
-            seconds=2,
-            what="no pod of the new LeaderWorkerSet deleted",
-        )
+
+        async def new_ones_kept() -> bool:
+            return all(GONE not in s.steps for u, s in line.objects.items() if u not in old)
+
+        await stays(new_ones_kept, seconds=2, what="no pod of the new LeaderWorkerSet deleted")
     new = [s for u, s in line.objects.items() if s.kind == "Pod" and u not in old]
     assert len(new) == 2 * SIZE and all(GONE not in s.steps for s in new)
     # Leaders and workers of the old one were marked together, not a grace period apart.

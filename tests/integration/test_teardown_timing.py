@@ -15,12 +15,13 @@ from lws_localcluster.deploy import RunningController
 from lws_localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION, NodeSimulator
 
 from leaderworkerset.api.leaderworkerset import constants as c
-from leaderworkerset.api.resources import LEADERWORKERSETS, STATEFULSETS
+from leaderworkerset.api.resources import DEPLOYMENTS, LEADERWORKERSETS, PODS, STATEFULSETS
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import is_leader, key_of, leaders, lws_pods, name_of, wait_ready
 from tests.toolkit.lws import hash_lws, lws_manifest
+from tests.toolkit.pods import pod_manifest
 from tests.toolkit.teardown_timeline import CREATED, GONE, MARKED, READY, Seen, recording, spread
 from tests.toolkit.waiting import eventually
 
@@ -45,6 +46,34 @@ def offsets(seen: list[Seen], step: str, t0: float) -> list[float]:
     return [s.steps[step] - t0 for s in seen if step in s.steps]
 
 
+BULK = 200
+
+
+def bulk_deployment(namespace: str) -> JSON:
+    """BULK pause pods that terminate at once: deleting them keeps the garbage
+    collector busy (a look-up of the owner and a DELETE per pod)."""
+    labels = {"app": "bulk"}
+    template = pod_manifest("", labels=labels, terminationGracePeriodSeconds=0)
+    template["metadata"].pop("name", None)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "bulk", "namespace": namespace},
+        "spec": {"replicas": BULK, "selector": {"matchLabels": labels}, "template": template},
+    }
+
+
+async def busy_collector(api: ApiClient, namespace: str) -> None:
+    await api.create(DEPLOYMENTS, bulk_deployment(namespace))
+
+    async def all_running() -> bool:
+        pods = await api.list(PODS, namespace, label_selector="app=bulk")
+        return sum(is_ready(p) for p in pods.get("items", [])) == BULK
+
+    await eventually(all_running, within=180, what=f"{BULK} bulk pods running")
+
+
+@pytest.mark.parametrize("load", ["idle", "busy"])
 @pytest.mark.parametrize("mode", [ORDINAL, HASH_POST, HASH_IMMEDIATE])
 async def test_group_restart_timeline(
     lws_controller: RunningController,
@@ -52,7 +81,10 @@ async def test_group_restart_timeline(
     nodesim_api: ApiClient,
     namespace: str,
     mode: str,
+    load: str,
 ) -> None:
+    """`busy`: the restart comes as a Deployment of BULK pods is deleted, so the
+    garbage collector has those to go through too."""
     api, name, size = nodesim_api, "tl", 4
     if mode == ORDINAL:
         body = lws_manifest(name, namespace, replicas=2, size=size)
@@ -68,9 +100,13 @@ async def test_group_restart_timeline(
     old_uids = {p["metadata"]["uid"] for p in old}
     before = {p["metadata"]["uid"] for p in await lws_pods(api, namespace, name)}
     worker = next(p for p in old if not is_leader(p))
+    if load == "busy":
+        await busy_collector(api, namespace)
 
     async with recording(api, namespace) as line:
         t0 = time.monotonic()
+        if load == "busy":
+            await api.delete(DEPLOYMENTS, "bulk", namespace, propagation_policy="Background")
         await node_simulator.restart_container(namespace, name_of(worker))
 
         async def replaced() -> bool:
@@ -83,7 +119,7 @@ async def test_group_restart_timeline(
         t_done = time.monotonic() - t0
     pods = line.of("Pod")
     old_seen = [s for uid, s in line.objects.items() if uid in old_uids]
-    new_group = [s for s in pods if s.steps[CREATED] > t0]
+    new_group = [s for s in pods if s.group and s.steps[CREATED] > t0]
     new_leader = [s for s in new_group if s.leader]
     old_sets = [s for s in line.of("StatefulSet") if MARKED in s.steps or GONE in s.steps]
     old_leader = [s for s in old_seen if s.leader]
@@ -100,7 +136,8 @@ async def test_group_restart_timeline(
         f"group Ready {spread(offsets(new_group, READY, t0))}",
         f"done {t_done:.2f}s",
     ]
-    print(f"\n[teardown] {mode:14} size {size}, termination {TERMINATION_DELAY:.0f}s: ", *parts)
+    head = f"\n[teardown] {mode:14} {load} size {size}, termination {TERMINATION_DELAY:.0f}s:"
+    print(head, *parts)
     if mode != HASH_IMMEDIATE:
         # No replacement before the last pod of the group it replaces is gone: an
         # Ordinal leader is only created then, a PostTermination one only scheduled.
