@@ -297,12 +297,19 @@ async def test_parallel_lws_deletion_spares_a_new_one_of_the_same_name(
 
         await eventually(old_gone, within=60, what="the old LeaderWorkerSet's pods gone")
 
+        def new_pods_gone() -> list[str]:
+            return [
+                s.name
+                for u, s in line.objects.items()
+                if s.kind == "Pod" and u not in old and GONE in s.steps
+            ]
+
         async def new_ones_kept() -> bool:
-            return all(GONE not in s.steps for u, s in line.objects.items() if u not in old)
+            return not new_pods_gone()
 
         await stays(new_ones_kept, seconds=2, what="no pod of the new LeaderWorkerSet deleted")
     new = [s for u, s in line.objects.items() if s.kind == "Pod" and u not in old]
-    assert len(new) == 2 * SIZE and all(GONE not in s.steps for s in new)
+    assert len(new) == 2 * SIZE and new_pods_gone() == []
     # Leaders and workers of the old one were marked together, not a grace period apart.
     marks = [line.objects[u].steps[MARKED] for u in old]
     assert max(marks) - min(marks) < 1.0
