@@ -34,7 +34,14 @@ from leaderworkerset.api.config.defaults import (
     DEFAULT_WEBHOOK_PORT,
     set_defaults,
 )
-from leaderworkerset.api.config.types import API_VERSION, KIND, ClientConnection, Configuration
+from leaderworkerset.api.config.types import (
+    API_VERSION,
+    KIND,
+    TEARDOWN_PARALLEL,
+    ClientConnection,
+    Configuration,
+    Teardown,
+)
 from leaderworkerset.api.config.validation import validate
 from leaderworkerset.api.go.durations import Duration, parse_duration
 from leaderworkerset.api.leaderworkerset import constants as c
@@ -46,7 +53,7 @@ from leaderworkerset.api.leaderworkerset.scheduling import (
     SchedulingSupport,
 )
 from leaderworkerset.api.resources import POD_GROUPS, WORKLOADS
-from leaderworkerset.group.options import ReleaseThresholds
+from leaderworkerset.group.options import ReleaseThresholds, TeardownModes
 from leaderworkerset.group.recreations import BackoffPolicy
 from leaderworkerset.runtime import logging as runtime_logging
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
@@ -202,6 +209,15 @@ class Settings:
             initial=defaults.initial if first is None else float(first),
             cap=defaults.cap if cap is None else float(cap),
             reset_after=defaults.reset_after if reset is None else float(reset),
+        )
+
+    @property
+    def teardown(self) -> TeardownModes:
+        """teardown: which of groupRestart and leaderWorkerSetDeletion is Parallel."""
+        td = self.configuration.teardown or Teardown()
+        return TeardownModes(
+            group_restart=(td.group_restart or TEARDOWN_PARALLEL) == TEARDOWN_PARALLEL,
+            lws_deletion=td.leader_worker_set_deletion == TEARDOWN_PARALLEL,
         )
 
     @property
@@ -561,6 +577,7 @@ def run_controller(settings: Settings) -> None:
             replacement_release=settings.replacement_release,
             group_backoff=settings.group_backoff,
             limits=settings.size_limits,
+            teardown=settings.teardown,
         )
         await manager.run()
 

@@ -33,7 +33,7 @@ from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.controllers.pod.triggers import POD_WORKERS, setup_pod_controller
 from leaderworkerset.controllers.replacement.reconciler import ReplacementReconciler
 from leaderworkerset.controllers.replacement.triggers import setup_replacement_controller
-from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds
+from leaderworkerset.group.options import ControllerOptions, ReleaseThresholds, TeardownModes
 from leaderworkerset.group.recreations import BackoffPolicy
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.runtime.manager import Manager
@@ -57,8 +57,8 @@ class LwsControllers:
     ds_caches: DsCaches | None = None
 
 
-# One piece: the order is the wiring (options, caches, then each reconciler with what it
-# shares with the others), which reads best top to bottom.
+# One piece: the controllers are built in the order they share things (options, caches,
+# the held board, the group metrics), which reads best top to bottom.
 def setup_controllers(
     manager: Manager,
     *,
@@ -72,6 +72,7 @@ def setup_controllers(
     enable_disaggregatedset: bool = True,
     scheduling: SchedulingSupport | None = None,
     group_backoff: BackoffPolicy | None = None,
+    teardown: TeardownModes | None = None,
 ) -> LwsControllers:
     client, recorder = manager.client, manager.recorder
     options = ControllerOptions(
@@ -80,6 +81,7 @@ def setup_controllers(
         limits=limits or SizeLimits(),
         scheduling=scheduling or SchedulingSupport(),
         group_backoff=group_backoff or BackoffPolicy(),
+        teardown=teardown or TeardownModes(),
     )
     workload_api = options.scheduling.kubernetes
     caches = build_caches(client, namespace, metrics=manager.metrics, workload_api=workload_api)

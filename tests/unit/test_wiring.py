@@ -26,7 +26,9 @@ from leaderworkerset.api.disaggregatedset.constants import LABEL_SET_NAME as DS_
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSetMetrics
 from leaderworkerset.controllers.group_metrics import GroupMetrics
+from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
+from leaderworkerset.group.options import TeardownModes
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.controller import Controller
 from leaderworkerset.runtime.metrics import RuntimeMetrics
@@ -138,6 +140,16 @@ def test_the_disaggregatedset_switch(enabled: bool, tmp_path: Path) -> None:
         assert wiring.disaggregatedsets is None and wiring.ds_caches is None
         assert not watched and not any(DS_LABEL in name for name in caches)
         assert not served
+
+
+@pytest.mark.parametrize("modes", [TeardownModes(), TeardownModes(False, True)], ids=str)
+def test_the_teardown_modes_reach_the_reconcilers(modes: TeardownModes, tmp_path: Path) -> None:
+    wiring = setup_controllers(new_manager(tmp_path), teardown=modes)
+    pods = wiring.pods._reconcile
+    lws = wiring.leaderworkersets._reconcile
+    assert isinstance(pods, PodReconciler) and isinstance(lws, LeaderWorkerSetReconciler)
+    assert pods.restarter.teardown.parallel is modes.group_restart
+    assert lws.teardown.enabled is modes.lws_deletion
 
 
 def test_a_standby_hangs_only_the_webhooks_handlers_on_the_caches(tmp_path: Path) -> None:

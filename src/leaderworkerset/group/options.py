@@ -41,6 +41,17 @@ class ReleaseThresholds:
     termination_overrun: float = DEFAULT_TERMINATION_OVERRUN_RELEASE
 
 
+@dataclass(frozen=True)
+class TeardownModes:
+    """teardown in the manager Configuration: True where it is Parallel
+    (docs/group-recovery.md, "Faster teardown")."""
+
+    # A failed group's worker StatefulSet, pods and Service deleted beside the collector.
+    group_restart: bool = True
+    # A deleted LeaderWorkerSet's (Ordinal) groups deleted at every level at once.
+    lws_deletion: bool = False
+
+
 @dataclass
 class ControllerOptions:
     # gangSchedulingManagement.schedulerProvider: volcano
@@ -51,6 +62,8 @@ class ControllerOptions:
     child_event_pace: float = DEFAULT_CHILD_EVENT_PACE
     # leaderWorkerSetLimits in the manager Configuration, enforced at admission.
     limits: SizeLimits = field(default_factory=SizeLimits)
+    # teardown in the manager Configuration.
+    teardown: TeardownModes = field(default_factory=TeardownModes)
     # What spec.scheduling can be served with: provider, feature gate, cluster API.
     scheduling: SchedulingSupport = field(default_factory=SchedulingSupport)
     # groupBackoff in the manager Configuration: how repeated recreations of a group wait.

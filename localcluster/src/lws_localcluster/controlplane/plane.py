@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -265,6 +266,21 @@ class ControlPlane:
             deadline = time.monotonic() + self.start_timeout
             self._supervisor.wait(APISERVER, self.is_healthy, deadline)
             self._write_state()
+
+    @contextlib.contextmanager
+    def paused(self, component: str) -> Iterator[None]:
+        """``component`` (one this process started) stopped with SIGSTOP for the block
+        and continued after: kube-controller-manager, say, to see what happens without
+        its garbage collector, and no lease to lose meanwhile (it runs with
+        --leader-elect=false)."""
+        proc = self._supervisor.procs.get(component)
+        if proc is None:
+            raise ControlPlaneError(f"pausing {component} needs one this process started")
+        os.killpg(proc.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(proc.pid, signal.SIGCONT)
 
     def revive(self) -> list[Revived]:
         """Start kube-controller-manager or kube-scheduler again if it has exited.

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from leaderworkerset.api.config.types import (
+    TEARDOWN_GARBAGE_COLLECTOR,
+    TEARDOWN_PARALLEL,
     ClientConnection,
     Configuration,
     GroupBackoff,
     GroupReplacement,
     InternalCertManagement,
+    Teardown,
 )
 from leaderworkerset.api.go.durations import Duration
 from leaderworkerset.api.leaderworkerset import constants as c
@@ -79,4 +82,7 @@ def set_defaults(cfg: Configuration) -> Configuration:
     if gb.reset_after is None:
         # Longer than the longest wait, or a group would be forgiven while it waits.
         gb.reset_after = Duration(max(DEFAULT_BACKOFF_RESET, 2 * float(gb.max_delay)))
+    td = cfg.teardown = cfg.teardown or Teardown()
+    td.group_restart = td.group_restart or TEARDOWN_PARALLEL
+    td.leader_worker_set_deletion = td.leader_worker_set_deletion or TEARDOWN_GARBAGE_COLLECTOR
     return cfg

@@ -87,6 +87,26 @@ class GroupReplacement:
     termination_overrun_release: Duration | None = None
 
 
+# Who deletes what a teardown leaves below its first object (Teardown's values).
+TEARDOWN_PARALLEL = "Parallel"
+TEARDOWN_GARBAGE_COLLECTOR = "GarbageCollector"
+TEARDOWN_MODES = (TEARDOWN_PARALLEL, TEARDOWN_GARBAGE_COLLECTOR)
+
+
+@dataclass
+class Teardown:
+    """Our addition: whether the controller deletes the lower levels of a teardown
+    itself, beside the garbage collector (Parallel), or leaves them to it
+    (GarbageCollector, as upstream). docs/group-recovery.md, "Faster teardown"."""
+
+    # A failed group's worker StatefulSet, pods and Service (default Parallel).
+    group_restart: str | None = None
+    # A deleted LeaderWorkerSet's leader StatefulSet, leaders, worker StatefulSets
+    # and workers (default GarbageCollector: workers then terminate with their leaders
+    # rather than after them, which upstream never does).
+    leader_worker_set_deletion: str | None = None
+
+
 @dataclass
 class GroupBackoff:
     """Our addition: repeated recreations of one group by the restart policy wait
@@ -129,6 +149,7 @@ class Configuration:
     group_replacement: GroupReplacement | None = None
     group_backoff: GroupBackoff | None = None
     leader_worker_set_limits: LeaderWorkerSetLimits | None = None
+    teardown: Teardown | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form (durations as Go strings, unset members left out)."""

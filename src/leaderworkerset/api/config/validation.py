@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from leaderworkerset.api.config.tls import CIPHER_SUITES, TLS_VERSIONS
 from leaderworkerset.api.config.types import (
+    TEARDOWN_MODES,
     TLS,
     Configuration,
     GangSchedulingManagement,
@@ -11,6 +12,7 @@ from leaderworkerset.api.config.types import (
     GroupReplacement,
     InternalCertManagement,
     LeaderWorkerSetLimits,
+    Teardown,
 )
 from leaderworkerset.api.errors import FieldError, invalid, not_supported, required
 from leaderworkerset.api.go.durations import format_duration
@@ -49,6 +51,8 @@ def validate(cfg: Configuration) -> list[FieldError]:
         errs += _validate_group_backoff(cfg.group_backoff)
     if cfg.leader_worker_set_limits is not None:
         errs += _validate_limits(cfg.leader_worker_set_limits)
+    if cfg.teardown is not None:
+        errs += _validate_teardown(cfg.teardown)
     port = cfg.webhook.port
     if port is not None and not 0 < port < 65536:
         errs.append(invalid("webhook.port", port, "must be between 1 and 65535, inclusive"))
@@ -165,3 +169,14 @@ def _validate_group_replacement(gr: GroupReplacement) -> list[FieldError]:
                 )
             )
     return errs
+
+
+def _validate_teardown(td: Teardown) -> list[FieldError]:
+    return [
+        not_supported(f"teardown.{name}", value, TEARDOWN_MODES)
+        for name, value in (
+            ("groupRestart", td.group_restart),
+            ("leaderWorkerSetDeletion", td.leader_worker_set_deletion),
+        )
+        if value is not None and value not in TEARDOWN_MODES
+    ]

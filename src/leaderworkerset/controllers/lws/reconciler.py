@@ -33,6 +33,7 @@ from leaderworkerset.controllers.held import HeldBoard
 from leaderworkerset.controllers.lws.applied import AppliedObjects
 from leaderworkerset.controllers.lws.leader_deployment import leader_deployment
 from leaderworkerset.controllers.lws.leader_statefulset import leader_statefulset
+from leaderworkerset.controllers.lws.lws_teardown import LwsTeardown
 from leaderworkerset.controllers.lws.rolling_update import rolling_update_parameters
 from leaderworkerset.controllers.lws.shared_service import shared_service, wants_shared_service
 from leaderworkerset.controllers.lws.status import (
@@ -118,7 +119,14 @@ class LeaderWorkerSetReconciler:
     # Per LWS key, the group observations of its last status pass.
     _observations: dict[str, ObservationMemo] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.teardown = LwsTeardown(
+            self.client, self.caches, enabled=self.options.teardown.lws_deletion
+        )
+
     async def __call__(self, key: str) -> Result | None:
+        # First: a new LeaderWorkerSet of the same name may already be in the cache.
+        await self.teardown.tear_down(key)
         view = self.caches.lws_view_by_key(key)
         if view is None or meta_of(view.obj).get("deletionTimestamp"):
             self.group_metrics.forget(key)

@@ -111,6 +111,7 @@ def setup_lws_controller(
     """The LeaderWorkerSet controller, watching its sources, added to `manager`."""
     controller = Controller(LWS_CONTROLLER, reconciler, workers=workers, metrics=manager.metrics)
     _watch_for_lws(controller, reconciler.caches, reconciler.options.child_event_pace)
+    controller.on_delete(reconciler.caches.leaderworkersets, reconciler.teardown.remember)
     # The GroupReplacementHeld condition reports the replacement reconciler's last
     # decision, which no watched object carries.
     reconciler.held.on_change = controller.enqueue

@@ -103,7 +103,12 @@ class PodReconciler:
     recovery_metrics: RecoveryMetrics = field(default_factory=RecoveryMetrics)
 
     def __post_init__(self) -> None:
-        self.restarter = GroupRestarter(self.client, self.caches, metrics=self.group_metrics)
+        self.restarter = GroupRestarter(
+            self.client,
+            self.caches,
+            metrics=self.group_metrics,
+            parallel_teardown=self.options.teardown.group_restart,
+        )
         self.restarter.recovery = GroupRecovery(
             self.client,
             self.caches,
@@ -158,6 +163,10 @@ class PodReconciler:
         view = self.caches.lws_view(namespace, lws_name)
         if view is None:
             return None
+        if not vanished and is_leader(pod):
+            # A group deleted in the foreground before a restart of this controller, or
+            # by someone else: its dependents go now rather than hop by hop.
+            await self.restarter.teardown.resume(pod)
         recreating, event = await self.restarter.handle(pod, view)
         if event is not None:
             record(self.recorder, view.obj, event)

@@ -2,9 +2,9 @@
 whole group by deleting its leader in the foreground.
 
 Deleting the leader is enough: the worker StatefulSet and per-group Service are
-owned by the leader pod, so the garbage collector removes them first, and the
-leader workload then recreates the leader (Ordinal: same name and key; Hash: a
-new group with a new key).
+owned by the leader pod, so they go first (group_teardown.py deletes them beside the
+garbage collector), and the leader workload then recreates the leader (Ordinal: same
+name and key; Hash: a new group with a new key).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from leaderworkerset.api.objects import (
     revision_key_of,
     uid_of,
 )
-from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
 from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.pod.group_recovery import GroupRecovery
+from leaderworkerset.controllers.pod.group_teardown import GroupTeardown
 from leaderworkerset.group.names import parse_ordinal
 from leaderworkerset.group.readiness import container_restarted, pod_terminating
 from leaderworkerset.group.roles import group_size, is_leader
@@ -75,10 +75,13 @@ class GroupRestarter:
     metrics: GroupMetrics = field(default_factory=GroupMetrics)
     # Queues a pod key for a later reconcile (the pod controller's, set by wiring).
     wake: Callable[[str, float], None] = lambda key, after: None
+    # Tear the group down beside the garbage collector (group_teardown.py).
+    parallel_teardown: bool = True
     # The restart budget and the group back-off, asked before a group is recreated.
     recovery: GroupRecovery = field(init=False)
 
     def __post_init__(self) -> None:
+        self.teardown = GroupTeardown(self.client, self.caches, parallel=self.parallel_teardown)
         self.recovery = GroupRecovery(self.client, self.caches)
 
     def pending_in_group(self, pod: JSON, view: LwsView) -> bool:
@@ -168,21 +171,15 @@ class GroupRestarter:
         )
 
     async def delete_leader(self, leader: JSON) -> bool:
-        """Delete a group's leader in the foreground (the garbage collector removes the
-        worker StatefulSet and per-group Service first); False when another reconcile
+        """Delete a group's leader in the foreground (its worker StatefulSet and
+        per-group Service go first; group_teardown.py); False when another reconcile
         already did, or the leader is already gone."""
         meta = meta_of(leader)
         uid = str(meta.get("uid", ""))
         if not self._first_deletion(uid):
             return False
         try:
-            await self.client.delete(
-                PODS,
-                str(meta["name"]),
-                str(meta["namespace"]),
-                propagation_policy="Foreground",
-                preconditions={"uid": meta.get("uid")},
-            )
+            await self.teardown.tear_down(leader)
         except ApiError as exc:
             if exc.not_found or exc.conflict:
                 return False

@@ -55,7 +55,8 @@ def setup(
     now: list[float], policy: BackoffPolicy | None = None
 ) -> tuple[FakeApiClient, GroupRestarter, list[tuple[str, float]]]:
     client = FakeApiClient()
-    r = GroupRestarter(client, cast(LwsCaches, None), clock=lambda: now[0])
+    # No caches: the group's workers are left to the garbage collector here.
+    r = GroupRestarter(client, cast(LwsCaches, None), clock=lambda: now[0], parallel_teardown=False)
     r.recovery.clock = lambda: now[0]
     if policy is not None:
         r.recovery.policy = policy

@@ -494,7 +494,12 @@ async def test_a_worker_deleted_unseen_still_recreates_its_group() -> None:
         assert pods.tombstones == {}
         # Told once: the next event of that name finds no tombstone.
         assert await pods(object_key(worker)) is None
-    assert calls(client) == [RECORDED, ("delete", "pods", "lws-0")]
+    # The leader, then its worker StatefulSet beside the garbage collector.
+    assert calls(client) == [
+        RECORDED,
+        ("delete", "pods", "lws-0"),
+        ("delete", "statefulsets", "lws-0"),
+    ]
     ((_, reason, note),) = events.said
     assert reason == c.EVENT_REASON_RECREATE_GROUP
     assert note.startswith("Worker pod lws-0-1 failed, deleted leader pod lws-0")
@@ -561,8 +566,14 @@ async def test_a_failed_reconcile_of_a_lost_pod_keeps_it_for_the_retry() -> None
         assert object_key(worker) in pods.tombstones
         client.fail.clear()
         assert await pods(object_key(worker)) is None
-    # Recorded once: the retry of the failed DELETE is the same recreation.
-    assert calls(client) == [RECORDED, ("delete", "pods", "lws-0"), ("delete", "pods", "lws-0")]
+    # Recorded once: the retry of the refused leader DELETE is the same recreation, and
+    # the refused DELETE took nothing else with it; the retry tears the group down.
+    assert calls(client) == [
+        RECORDED,
+        ("delete", "pods", "lws-0"),
+        ("delete", "pods", "lws-0"),
+        ("delete", "statefulsets", "lws-0"),
+    ]
     assert [reason for _, reason, _ in events.said] == [c.EVENT_REASON_RECREATE_GROUP]
 
 
@@ -811,7 +822,12 @@ async def test_a_live_workers_restart_recreates_its_group_and_asks_no_requeue() 
     client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, sts, worker) as caches:
         assert await reconciler(client, caches, events)(object_key(worker)) is None
-    assert calls(client) == [RECORDED, ("delete", "pods", "lws-0")]
+    assert calls(client) == [
+        RECORDED,
+        ("delete", "pods", "lws-0"),
+        ("delete", "statefulsets", "lws-0"),
+        ("delete", "pods", "lws-0-1"),
+    ]
     assert events.abouts == [("LeaderWorkerSet/lws", "lws-0")]
 
 

@@ -42,9 +42,18 @@ def fake_client(fail: ApiError | None = None) -> FakeApiClient:
     return client
 
 
+def leader_deletes(client: FakeApiClient) -> list[Call]:
+    """The foreground pod DELETEs: the leaders (group_teardown.py deletes the rest)."""
+    return [
+        call
+        for call in client.calls_of("delete")
+        if call.plural == "pods" and call.options["propagation_policy"] == "Foreground"
+    ]
+
+
 def deletes(client: FakeApiClient) -> list[tuple[str, JSON | None]]:
     """The leaders deleted, with the preconditions of each delete."""
-    return [(call.name, call.options["preconditions"]) for call in client.calls_of("delete")]
+    return [(call.name, call.options["preconditions"]) for call in leader_deletes(client)]
 
 
 def restarted_leader(uid: str = "uid-1") -> JSON:
@@ -61,7 +70,9 @@ def restarted_leader(uid: str = "uid-1") -> JSON:
 
 def restarter(client: FakeApiClient, now: list[float]) -> GroupRestarter:
     # A restarting leader is its own leader: the caches are not consulted.
-    return GroupRestarter(client, cast(LwsCaches, None), clock=lambda: now[0])
+    return GroupRestarter(
+        client, cast(LwsCaches, None), clock=lambda: now[0], parallel_teardown=False
+    )
 
 
 def on_pod_restart() -> JSON:
@@ -207,7 +218,7 @@ async def test_a_restarted_worker_recreates_its_group_through_its_leader(identit
     (recreating, event), client = await group.restart()
     assert recreating
     assert deletes(client) == [(group.leader_name, {"uid": group.leader_uid})]
-    (delete,) = client.calls_of("delete")
+    (delete,) = leader_deletes(client)
     assert delete.options["propagation_policy"] == "Foreground"
     assert delete.namespace == "default"
     assert event is not None and event.reason == c.EVENT_REASON_RECREATE_GROUP
@@ -305,7 +316,7 @@ async def test_a_worker_made_by_its_leader_directly_counts_as_its_groups() -> No
     ]
     (recreating, event), client = await group.restart(group.lws, group.leader, group.worker)
     assert recreating and event is not None
-    assert [call.name for call in client.calls_of("delete")] == [group.leader_name]
+    assert [call.name for call in leader_deletes(client)] == [group.leader_name]
     for name, uid in (("lws-9", group.leader_uid), (group.leader_name, "uid-old")):
         group.worker["metadata"]["ownerReferences"] = [owner("Pod", name, uid)]
         result, client = await group.restart(group.lws, group.leader, group.worker)
@@ -350,7 +361,7 @@ async def test_a_deleted_worker_recreates_its_group() -> None:
     group.worker["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     (recreating, event), client = await group.restart()
     assert recreating and event is not None
-    assert [call.name for call in client.calls_of("delete")] == ["lws-0"]
+    assert [call.name for call in leader_deletes(client)] == ["lws-0"]
 
 
 async def test_a_leader_already_on_its_way_out_is_not_deleted_again() -> None:
@@ -410,14 +421,14 @@ async def test_after_start_leaves_a_group_with_a_pending_pod_alone(how: str) -> 
     # Once every pod of the group runs, the restart recreates it.
     group.leader["status"]["phase"] = "Running"
     (recreating, event), client = await group.restart()
-    assert recreating and event is not None and len(client.calls_of("delete")) == 1
+    assert recreating and event is not None and len(leader_deletes(client)) == 1
 
 
 async def test_on_pod_restart_does_not_wait_for_a_pending_pod() -> None:
     group = Group(c.GROUP_IDENTITY_ORDINAL)
     group.leader["status"]["phase"] = "Pending"
     (recreating, event), client = await group.restart()
-    assert recreating and event is not None and len(client.calls_of("delete")) == 1
+    assert recreating and event is not None and len(leader_deletes(client)) == 1
 
 
 async def test_after_start_counts_only_the_groups_own_pods() -> None:

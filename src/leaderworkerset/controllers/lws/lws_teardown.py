@@ -1,0 +1,110 @@
+"""Deleting a deleted LeaderWorkerSet's groups beside the garbage collector (an option,
+off by default: docs/group-recovery.md, "Faster teardown").
+
+After `kubectl delete lws` (background propagation) the collector goes down the owner
+chain one level per hop: the leader StatefulSet, then the leader pods, and only when a
+leader pod is gone its worker StatefulSet, then the workers. Leaders and workers thus
+terminate one after the other, two grace periods in a row. Here, on the
+LeaderWorkerSet's DELETE event, the controller deletes every level at once.
+
+Only what provably belongs to the UID of the LeaderWorkerSet that was deleted (a new
+one of the same name may already exist): a leader StatefulSet read from the API server
+(not the cache) with that UID as its controller, deleted with that read's
+resourceVersion as a precondition, so that one orphaned meanwhile (`--cascade=orphan`
+removes the owner references before the owner goes) answers 409 and is left alone;
+then the pods that StatefulSet controls, the worker StatefulSets those pods control
+and their pods, each by UID. Hash mode's leaders belong to ReplicaSets, which this
+controller neither caches nor may read: they are left to the collector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from leaderworkerset.api.objects import JSON, controller_uid, meta_of, name_of, uid_of
+from leaderworkerset.api.resources import PODS, STATEFULSETS, Resource
+from leaderworkerset.caches import LwsCaches
+from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.indexes import object_key
+
+log = logging.getLogger(__name__)
+
+
+def _marked(obj: JSON) -> bool:
+    return bool(meta_of(obj).get("deletionTimestamp"))
+
+
+@dataclass
+class LwsTeardown:
+    client: ApiClient
+    caches: LwsCaches
+    enabled: bool = False
+    # LeaderWorkerSets seen deleted and not torn down yet: key -> UID.
+    gone: dict[str, str] = field(default_factory=dict)
+
+    def remember(self, lws: JSON) -> None:
+        """The LeaderWorkerSet cache's delete handler; runs before the key's reconcile."""
+        if self.enabled and uid_of(lws):
+            self.gone[object_key(lws)] = uid_of(lws)
+
+    async def tear_down(self, key: str) -> None:
+        """Delete the groups of the LeaderWorkerSet last seen deleted under `key`, if
+        any. Failures are logged: the garbage collector still does it all."""
+        uid = self.gone.pop(key, None)
+        if uid is None:
+            return
+        namespace, _, name = key.rpartition("/")
+        leader_sets = [
+            s
+            for s in LwsCaches.of_lws(self.caches.statefulsets, namespace, name)
+            if controller_uid(s) == uid
+        ]
+        results = await asyncio.gather(
+            *(self._leader_set(s, uid) for s in leader_sets), return_exceptions=True
+        )
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            log.warning("deleting the groups of deleted LeaderWorkerSet %s: %s", key, failed)
+
+    async def _leader_set(self, cached: JSON, lws_uid: str) -> None:
+        namespace = str(meta_of(cached).get("namespace", ""))
+        live = await self.client.get_or_none(STATEFULSETS, name_of(cached), namespace)
+        if live is None or uid_of(live) != uid_of(cached) or controller_uid(live) != lws_uid:
+            return  # gone (then its pods are the collector's), or no longer the LWS's
+        if not _marked(live):
+            version = meta_of(live).get("resourceVersion")
+            if not await self._delete(STATEFULSETS, live, version):
+                return
+        leaders = self.caches.controlled_pods(live)
+        await asyncio.gather(
+            *(self._delete(PODS, p) for p in leaders if not _marked(p)),
+            *(self._group(p) for p in leaders),
+        )
+
+    async def _group(self, leader: JSON) -> None:
+        sts = self.caches.statefulsets.get(str(meta_of(leader).get("namespace")), name_of(leader))
+        if sts is None or controller_uid(sts) != uid_of(leader):
+            return
+        # The set before its pods, which it would otherwise make again.
+        if not _marked(sts):
+            await self._delete(STATEFULSETS, sts)
+        workers = [p for p in self.caches.controlled_pods(sts) if not _marked(p)]
+        await asyncio.gather(*(self._delete(PODS, p) for p in workers))
+
+    async def _delete(self, resource: Resource, obj: JSON, version: str | None = None) -> bool:
+        """False when the object is gone or is not the one read (404, 409)."""
+        meta = meta_of(obj)
+        preconditions = {"uid": meta.get("uid")}
+        if version:
+            preconditions["resourceVersion"] = version
+        try:
+            await self.client.delete(
+                resource, str(meta["name"]), str(meta["namespace"]), preconditions=preconditions
+            )
+        except ApiError as exc:
+            if exc.not_found or exc.conflict:
+                return False
+            raise
+        return True

@@ -1,0 +1,317 @@
+"""Group teardown beside the garbage collector (controllers/pod/group_teardown.py), on
+the real control plane. kube-controller-manager is paused (SIGSTOP) while a group
+restarts, so whatever of the old group is marked for deletion meanwhile was marked by
+this controller. The guarantees kept: an Ordinal replacement leader never exists beside
+a pod of its predecessor group; a PostTermination replacement stays gated until every
+old pod is gone; a controller that crashes between the leader's DELETE and the rest
+finishes the teardown when it comes back; nothing is orphaned, and nothing is left
+once the LeaderWorkerSet is deleted. And the opt-in parallel LeaderWorkerSet deletion
+deletes only what the deleted UID owned."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from lws_localcluster.controlplane import ControlPlane
+from lws_localcluster.controlplane.components import CONTROLLER_MANAGER
+from lws_localcluster.deploy import RunningController
+from lws_localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION, NodeSimulator
+
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.resources import (
+    DEPLOYMENTS,
+    LEADERWORKERSETS,
+    PODS,
+    REPLICASETS,
+    SERVICES,
+    STATEFULSETS,
+)
+from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
+from leaderworkerset.controllers.pod.reconciler import PodReconciler
+from leaderworkerset.runtime.client import ApiClient
+from tests.fixtures.controlplane import ExternalCluster
+from tests.fixtures.pods import is_ready
+from tests.toolkit.cluster import (
+    gated_pod,
+    is_leader,
+    key_of,
+    leaders,
+    lws_pods,
+    name_of,
+    scheduling_gated,
+    wait_ready,
+)
+from tests.toolkit.lws import hash_lws, lws_manifest
+from tests.toolkit.teardown_timeline import CREATED, GONE, MARKED, recording
+from tests.toolkit.waiting import eventually, stays
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+JSON = dict[str, Any]
+SIZE = 3
+
+
+def restarting(body: JSON) -> JSON:
+    template = body["spec"]["leaderWorkerTemplate"]
+    template["restartPolicy"] = c.RESTART_POLICY_RECREATE_GROUP_ON_POD_RESTART
+    template["workerTemplate"]["metadata"] = {"annotations": {TERMINATION_DELAY_ANNOTATION: "1"}}
+    return body
+
+
+def uid(obj: JSON) -> str:
+    return str(obj["metadata"]["uid"])
+
+
+def marked(obj: JSON | None) -> bool:
+    return obj is not None and bool(obj["metadata"].get("deletionTimestamp"))
+
+
+@pytest.fixture
+def gc_pause(control_plane: ControlPlane | ExternalCluster) -> Iterator[ControlPlane]:
+    if not isinstance(control_plane, ControlPlane):
+        pytest.skip("pauses kube-controller-manager: needs the control plane this session runs")
+    yield control_plane
+
+
+async def objects_of(api: ApiClient, namespace: str, name: str) -> list[JSON]:
+    """Every object the LeaderWorkerSet's teardown could leave: its pods, StatefulSets,
+    Services, and (Hash) its Deployment and ReplicaSets."""
+    found: list[JSON] = []
+    for resource in (PODS, STATEFULSETS, SERVICES, DEPLOYMENTS, REPLICASETS):
+        answer = await api.list(resource, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}")
+        found += [{**item, "kind": resource.kind} for item in answer.get("items", [])]
+    return found
+
+
+async def assert_nothing_orphaned(api: ApiClient, namespace: str, name: str) -> None:
+    """Each object's controller exists with the UID its reference names."""
+    lws = await api.get(LEADERWORKERSETS, name, namespace)
+    found = await objects_of(api, namespace, name)
+    alive = {uid(lws)} | {uid(obj) for obj in found}
+    for obj in found:
+        refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")]
+        assert refs and refs[0]["uid"] in alive, f"{obj['kind']} {name_of(obj)} is orphaned"
+
+
+async def delete_and_expect_nothing_left(api: ApiClient, namespace: str, name: str) -> None:
+    await api.delete(LEADERWORKERSETS, name, namespace, propagation_policy="Background")
+
+    async def nothing_left() -> bool:
+        return await objects_of(api, namespace, name) == []
+
+    await eventually(nothing_left, within=120, what=f"nothing of {name} left")
+
+
+async def old_group(api: ApiClient, namespace: str, name: str) -> tuple[JSON, list[JSON], JSON]:
+    """(leader, workers, worker StatefulSet) of the group whose leader sorts first."""
+    leader = min(await leaders(api, namespace, name), key=name_of)
+    pods = [p for p in await lws_pods(api, namespace, name) if key_of(p) == key_of(leader)]
+    workers = sorted((p for p in pods if not is_leader(p)), key=name_of)
+    sts = await api.get(STATEFULSETS, name_of(leader), namespace)
+    return leader, workers, sts
+
+
+async def wait_torn_down_by_us(
+    api: ApiClient, namespace: str, leader: JSON, workers: list[JSON], sts: JSON
+) -> None:
+    """With the garbage collector paused, only the controller can have marked these."""
+
+    async def all_marked() -> bool:
+        objs = [await api.get_or_none(PODS, name_of(leader), namespace)]
+        objs.append(await api.get_or_none(STATEFULSETS, name_of(sts), namespace))
+        objs += [await api.get_or_none(PODS, name_of(w), namespace) for w in workers[:-1]]
+        stalled = await api.get(PODS, name_of(workers[-1]), namespace)
+        return all(o is None or marked(o) for o in objs) and marked(stalled)
+
+    await eventually(all_marked, within=30, what="leader, worker set and workers marked")
+    # The leader is held by its foreground finalizer until its set is gone.
+    pod = await api.get_or_none(PODS, name_of(leader), namespace)
+    assert pod is not None and uid(pod) == uid(leader)
+    assert "foregroundDeletion" in pod["metadata"]["finalizers"]
+
+
+async def test_ordinal_replacement_never_beside_its_predecessor(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+    gc_pause: ControlPlane,
+) -> None:
+    api, sim, name = nodesim_api, node_simulator, "ord"
+    await api.create(LEADERWORKERSETS, restarting(lws_manifest(name, namespace, size=SIZE)))
+    await wait_ready(api, namespace, name, 2)
+    leader, workers, sts = await old_group(api, namespace, name)
+    old_uids = {uid(leader), *(uid(w) for w in workers)}
+    await sim.stall_termination(namespace, name_of(workers[-1]))
+
+    async with recording(api, namespace) as line:
+        existing = set(line.objects)
+        with gc_pause.paused(CONTROLLER_MANAGER):
+            await sim.restart_container(namespace, name_of(workers[0]))
+            await wait_torn_down_by_us(api, namespace, leader, workers, sts)
+
+        async def predecessor_only() -> bool:
+            pod = await api.get_or_none(PODS, name_of(leader), namespace)
+            return pod is None or uid(pod) == uid(leader)
+
+        await stays(predecessor_only, seconds=3, what="no new leader while a worker stays")
+        await sim.release_termination(namespace, name_of(workers[-1]))
+
+        async def recreated() -> bool:
+            pod = await api.get_or_none(PODS, name_of(leader), namespace)
+            return pod is not None and uid(pod) != uid(leader) and is_ready(pod)
+
+        await eventually(recreated, within=60, what="the group recreated")
+        await wait_ready(api, namespace, name, 2)
+    last_old_gone = max(line.objects[u].steps[GONE] for u in old_uids)
+    created = [s for u, s in line.objects.items() if u not in existing and s.kind == "Pod"]
+    # Exactly the new group: the old worker StatefulSet made none of its pods again.
+    assert sorted(s.name for s in created) == sorted(name_of(p) for p in [leader, *workers])
+    assert all(s.steps[CREATED] >= last_old_gone for s in created)
+    await assert_nothing_orphaned(api, namespace, name)
+    await delete_and_expect_nothing_left(api, namespace, name)
+
+
+async def test_post_termination_replacement_gated_until_the_last_old_pod(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+    gc_pause: ControlPlane,
+) -> None:
+    api, sim, name = nodesim_api, node_simulator, "post"
+    body = hash_lws(
+        name,
+        namespace,
+        size=SIZE,
+        groupReplacementPolicy=c.GROUP_REPLACEMENT_POST_TERMINATION,
+    )
+    await api.create(LEADERWORKERSETS, restarting(body))
+    await wait_ready(api, namespace, name, 2)
+    leader, workers, sts = await old_group(api, namespace, name)
+    before = {key_of(p) for p in await leaders(api, namespace, name)}
+    await sim.stall_termination(namespace, name_of(workers[-1]))
+    with gc_pause.paused(CONTROLLER_MANAGER):
+        await sim.restart_container(namespace, name_of(workers[0]))
+        await wait_torn_down_by_us(api, namespace, leader, workers, sts)
+
+    async def gated_replacement() -> JSON | None:
+        fresh = [p for p in await leaders(api, namespace, name) if key_of(p) not in before]
+        return fresh[0] if len(fresh) == 1 and scheduling_gated(fresh[0]) else None
+
+    replacement = await eventually(gated_replacement, within=60, what="a gated replacement")
+    await stays(gated_replacement, seconds=3, what="gated while an old worker terminates")
+    await sim.release_termination(namespace, name_of(workers[-1]))
+    await wait_ready(api, namespace, name, 2)
+    assert not gated_pod(await api.get(PODS, name_of(replacement), namespace))
+    assert [p for p in await lws_pods(api, namespace, name) if key_of(p) == key_of(leader)] == []
+    await assert_nothing_orphaned(api, namespace, name)
+    await delete_and_expect_nothing_left(api, namespace, name)
+
+
+async def test_a_controller_crashed_mid_teardown_finishes_it(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+    gc_pause: ControlPlane,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The crash comes after the leader's DELETE and before its dependents': the
+    restarted controller sees the leader deleting in the foreground and deletes them."""
+    api, sim, name = nodesim_api, node_simulator, "crash"
+    await api.create(LEADERWORKERSETS, restarting(lws_manifest(name, namespace, size=SIZE)))
+    await wait_ready(api, namespace, name, 2)
+    leader, workers, sts = await old_group(api, namespace, name)
+    await sim.stall_termination(namespace, name_of(workers[-1]))
+    assert lws_controller.controllers is not None
+    pods = lws_controller.controllers.pods._reconcile
+    assert isinstance(pods, PodReconciler)
+    stuck = asyncio.Event()
+
+    async def hang(leader: JSON) -> None:
+        stuck.set()
+        await asyncio.Event().wait()  # until the crash cancels it
+
+    monkeypatch.setattr(pods.restarter.teardown, "_delete_dependents", hang)
+    with gc_pause.paused(CONTROLLER_MANAGER):
+        await sim.restart_container(namespace, name_of(workers[0]))
+        await eventually(stuck.is_set, within=30, what="the leader deleted, the rest not yet")
+
+        async def leader_marked_alone() -> bool:
+            pod = await api.get(PODS, name_of(leader), namespace)
+            set_now = await api.get(STATEFULSETS, name_of(sts), namespace)
+            return marked(pod) and not marked(set_now)
+
+        await eventually(leader_marked_alone, within=30, what="the leader alone marked")
+        await lws_controller.restart(crash=True)
+        await wait_torn_down_by_us(api, namespace, leader, workers, sts)
+    await sim.release_termination(namespace, name_of(workers[-1]))
+
+    async def recreated() -> bool:
+        pod = await api.get_or_none(PODS, name_of(leader), namespace)
+        return pod is not None and uid(pod) != uid(leader) and is_ready(pod)
+
+    await eventually(recreated, within=60, what="the group recreated")
+    await wait_ready(api, namespace, name, 2)
+    await assert_nothing_orphaned(api, namespace, name)
+    await delete_and_expect_nothing_left(api, namespace, name)
+
+
+@pytest.fixture
+def parallel_lws_deletion(lws_controller: RunningController) -> Iterator[None]:
+    """teardown.leaderWorkerSetDeletion: Parallel in the session's controller."""
+    assert lws_controller.controllers is not None
+    reconciler = lws_controller.controllers.leaderworkersets._reconcile
+    assert isinstance(reconciler, LeaderWorkerSetReconciler)
+    reconciler.teardown.enabled = True
+    try:
+        yield
+    finally:
+        reconciler.teardown.enabled = False
+
+
+async def test_parallel_lws_deletion_spares_a_new_one_of_the_same_name(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+    parallel_lws_deletion: None,
+) -> None:
+    """The old LeaderWorkerSet's leaders and workers all go at once; a new one created
+    under the same name right after keeps every pod it makes."""
+    api, name = nodesim_api, "again"
+    await api.create(LEADERWORKERSETS, restarting(lws_manifest(name, namespace, size=SIZE)))
+    await wait_ready(api, namespace, name, 2)
+    old = {uid(p) for p in await lws_pods(api, namespace, name)}
+    async with recording(api, namespace) as line:
+        await api.delete(LEADERWORKERSETS, name, namespace, propagation_policy="Background")
+        await api.create(LEADERWORKERSETS, restarting(lws_manifest(name, namespace, size=SIZE)))
+        await wait_ready(api, namespace, name, 2)
+
+        async def old_gone() -> bool:
+            return not old & {uid(p) for p in await lws_pods(api, namespace, name)}
+
+        await eventually(old_gone, within=60, what="the old LeaderWorkerSet's pods gone")
+
+        def new_pods_gone() -> list[str]:
+            return [
+                s.name
+                for u, s in line.objects.items()
+                if s.kind == "Pod" and u not in old and GONE in s.steps
+            ]
+
+        async def new_ones_kept() -> bool:
+            return not new_pods_gone()
+
+        await stays(new_ones_kept, seconds=2, what="no pod of the new LeaderWorkerSet deleted")
+    new = [s for u, s in line.objects.items() if s.kind == "Pod" and u not in old]
+    assert len(new) == 2 * SIZE and new_pods_gone() == []
+    # Leaders and workers of the old one were marked together, not a grace period apart.
+    marks = [line.objects[u].steps[MARKED] for u in old]
+    assert max(marks) - min(marks) < 1.0
+    await assert_nothing_orphaned(api, namespace, name)
+    await delete_and_expect_nothing_left(api, namespace, name)

@@ -1,0 +1,188 @@
+"""Group teardown beside the garbage collector (group_teardown.py): the leader first in
+the foreground, then its own worker StatefulSet (foreground), its pods and its Services,
+each by UID; nothing of a newer leader of the same name; nothing when the leader's
+DELETE is refused; a foreground-deleting leader resumed once, again after a failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.controllers.pod.group_teardown import (
+    FOREGROUND_FINALIZER,
+    GroupTeardown,
+    deleting_in_foreground,
+)
+from leaderworkerset.runtime.client import ApiError
+from tests.toolkit.caches import seeded_caches
+from tests.toolkit.fake_client import FakeApiClient
+from tests.toolkit.pods import NOW, leader_pod, lws_labels, pod
+from tests.toolkit.statefulsets import worker_sts
+
+JSON = dict[str, Any]
+LEADER_REF = {"apiVersion": "v1", "kind": "Pod", "name": "lws-0", "uid": "uid-lws-0"}
+
+
+def owned(obj: JSON, owner: JSON) -> JSON:
+    obj["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
+    return obj
+
+
+def group(*, sts_owner_uid: str = "uid-lws-0") -> tuple[JSON, JSON, list[JSON], JSON]:
+    """Leader lws-0, its worker StatefulSet, workers lws-0-1 (live), lws-0-2 (already
+    terminating) and lws-0-3 (live), its per-group Service."""
+    leader = leader_pod("lws", 0, "rev")
+    sts = owned(worker_sts("lws", 0, "rev", size=4), {**LEADER_REF, "uid": sts_owner_uid})
+    sts["metadata"]["uid"] = "uid-sts"
+    sts_ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "lws-0", "uid": "uid-sts"}
+    workers = [
+        owned(
+            pod(
+                f"lws-0-{i}",
+                "default",
+                api_version="v1",
+                kind="Pod",
+                uid=f"uid-lws-0-{i}",
+                deleted=NOW if i == 2 else None,
+                labels=lws_labels("lws", worker=str(i), group_index="0"),
+            ),
+            sts_ref,
+        )
+        for i in (1, 2, 3)
+    ]
+    service = owned(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "lws-0",
+                "namespace": "default",
+                "uid": "uid-svc",
+                "labels": {c.LABEL_SET_NAME: "lws"},
+            },
+        },
+        LEADER_REF,
+    )
+    return leader, sts, workers, service
+
+
+def deletes(client: FakeApiClient) -> list[tuple[str, str, str | None, str]]:
+    """(plural, name, propagation, uid precondition) of each DELETE, in order."""
+    return [
+        (
+            call.plural,
+            call.name,
+            call.options["propagation_policy"],
+            call.options["preconditions"]["uid"],
+        )
+        for call in client.calls_of("delete")
+    ]
+
+
+async def test_the_leader_then_its_dependents_each_by_uid() -> None:
+    leader, sts, workers, service = group()
+    client = FakeApiClient()
+    async with seeded_caches(leader, sts, *workers, service) as caches:
+        await GroupTeardown(client, caches).tear_down(leader)
+    found = deletes(client)
+    assert found[0] == ("pods", "lws-0", "Foreground", "uid-lws-0")
+    assert set(found[1:]) == {
+        ("statefulsets", "lws-0", "Foreground", "uid-sts"),
+        ("pods", "lws-0-1", None, "uid-lws-0-1"),
+        ("pods", "lws-0-3", None, "uid-lws-0-3"),
+        ("services", "lws-0", None, "uid-svc"),
+    }, "the terminating lws-0-2 is left to finish"
+    # The StatefulSet before its pods: it must not make them again.
+    assert found.index(("statefulsets", "lws-0", "Foreground", "uid-sts")) < found.index(
+        ("pods", "lws-0-1", None, "uid-lws-0-1")
+    )
+
+
+async def test_a_newer_leaders_statefulset_of_the_same_name_is_left_alone() -> None:
+    leader, sts, workers, _ = group(sts_owner_uid="uid-lws-0-newer")
+    client = FakeApiClient()
+    async with seeded_caches(leader, sts, *workers) as caches:
+        await GroupTeardown(client, caches).tear_down(leader)
+    assert deletes(client) == [("pods", "lws-0", "Foreground", "uid-lws-0")]
+
+
+@pytest.mark.parametrize("status", [409, 500])
+async def test_a_refused_leader_delete_takes_nothing_with_it(status: int) -> None:
+    leader, sts, workers, service = group()
+    client = FakeApiClient()
+    client.fail[("delete", "pods")] = ApiError(status, {"message": "no"})
+    async with seeded_caches(leader, sts, *workers, service) as caches:
+        with pytest.raises(ApiError):
+            await GroupTeardown(client, caches).tear_down(leader)
+    assert [call.plural for call in client.calls_of("delete")] == ["pods"]
+
+
+async def test_without_parallel_teardown_only_the_leader() -> None:
+    leader, sts, workers, service = group()
+    client = FakeApiClient()
+    async with seeded_caches(leader, sts, *workers, service) as caches:
+        teardown = GroupTeardown(client, caches, parallel=False)
+        await teardown.tear_down(leader)
+        leader["metadata"].update(deletionTimestamp=NOW, finalizers=[FOREGROUND_FINALIZER])
+        await teardown.resume(leader)
+    assert deletes(client) == [("pods", "lws-0", "Foreground", "uid-lws-0")]
+
+
+def foreground_deleting(leader: JSON) -> JSON:
+    leader["metadata"].update(deletionTimestamp=NOW, finalizers=[FOREGROUND_FINALIZER])
+    return leader
+
+
+async def test_a_foreground_deleting_leader_is_resumed_once() -> None:
+    leader, sts, workers, service = group()
+    foreground_deleting(leader)
+    client = FakeApiClient()
+    async with seeded_caches(leader, sts, *workers, service) as caches:
+        teardown = GroupTeardown(client, caches)
+        await teardown.resume(leader)
+        await teardown.resume(leader)  # its next status write
+    assert sorted(deletes(client)) == [
+        ("pods", "lws-0-1", None, "uid-lws-0-1"),
+        ("pods", "lws-0-3", None, "uid-lws-0-3"),
+        ("services", "lws-0", None, "uid-svc"),
+        ("statefulsets", "lws-0", "Foreground", "uid-sts"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {},
+        {"deletionTimestamp": NOW},  # background: the collector goes after it
+        {"deletionTimestamp": NOW, "finalizers": ["orphan"]},  # orphaning: kept on purpose
+        {"finalizers": [FOREGROUND_FINALIZER]},
+    ],
+    ids=["alive", "background", "orphan", "finalizer-only"],
+)
+async def test_only_a_foreground_deletion_is_resumed(meta: JSON) -> None:
+    leader, sts, workers, service = group()
+    leader["metadata"].update(meta)
+    assert not deleting_in_foreground(leader)
+    client = FakeApiClient()
+    async with seeded_caches(leader, sts, *workers, service) as caches:
+        await GroupTeardown(client, caches).resume(leader)
+    assert client.calls_of("delete") == []
+
+
+async def test_a_failed_dependent_delete_is_tried_again_and_gone_ones_skipped() -> None:
+    leader, sts, workers, service = group()
+    foreground_deleting(leader)
+    client = FakeApiClient()
+    client.fail[("delete", "pods")] = ApiError(500, {"message": "etcd timeout"})
+    client.fail[("delete", "services")] = ApiError(404, {"reason": "NotFound"})
+    async with seeded_caches(leader, sts, *workers, service) as caches:
+        teardown = GroupTeardown(client, caches)
+        await teardown.resume(leader)  # logged, not raised: the collector is the fallback
+        assert "uid-lws-0" not in teardown.torn_down
+        client.fail.clear()
+        client.calls.clear()
+        await teardown.resume(leader)
+        assert "uid-lws-0" in teardown.torn_down
+    assert ("pods", "lws-0-1", None, "uid-lws-0-1") in deletes(client)
