@@ -182,19 +182,24 @@ def read_records_leniently(
     return GroupRecords(counts, recreations), problems
 
 
-def _read_counts(annotations: Mapping[str, str]) -> dict[str, int]:
-    raw = annotations.get(c.ANNOTATION_GROUP_RESTART_COUNTS, "")
+def _json_object(annotations: Mapping[str, str], name: str) -> dict[str, object]:
+    """The annotation's JSON object ({} when absent)."""
+    raw = annotations.get(name, "")
     if not raw:
         return {}
-    name = c.ANNOTATION_GROUP_RESTART_COUNTS
     try:
         data = json.loads(raw)
     except ValueError as exc:
         raise RecordError(f"annotation {name}: {exc}") from exc
     if not isinstance(data, dict):
         raise RecordError(f"annotation {name}: not a JSON object")
+    return data
+
+
+def _read_counts(annotations: Mapping[str, str]) -> dict[str, int]:
+    name = c.ANNOTATION_GROUP_RESTART_COUNTS
     counts: dict[str, int] = {}
-    for group, count in data.items():
+    for group, count in _json_object(annotations, name).items():
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise RecordError(f"annotation {name}: group {group!r}: must be non-negative")
         counts[str(group)] = count
@@ -202,16 +207,8 @@ def _read_counts(annotations: Mapping[str, str]) -> dict[str, int]:
 
 
 def _read_recreations(annotations: Mapping[str, str]) -> dict[str, Recreation]:
-    raw = annotations.get(c.ANNOTATION_GROUP_RECREATIONS, "")
-    if not raw:
-        return {}
     name = c.ANNOTATION_GROUP_RECREATIONS
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise RecordError(f"annotation {name}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise RecordError(f"annotation {name}: not a JSON object")
+    data = _json_object(annotations, name)
     out: dict[str, Recreation] = {}
     for group, entry in data.items():
         recent = entry.get("recent") if isinstance(entry, dict) else None

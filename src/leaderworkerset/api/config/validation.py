@@ -15,7 +15,7 @@ from leaderworkerset.api.config.types import (
     Teardown,
 )
 from leaderworkerset.api.errors import FieldError, invalid, not_supported, required
-from leaderworkerset.api.go.durations import format_duration
+from leaderworkerset.api.go.durations import Duration, format_duration
 from leaderworkerset.api.leaderworkerset.scheduling import (
     KNOWN_FEATURE_GATES,
     PROVIDER_KUBERNETES,
@@ -118,22 +118,23 @@ def _validate_limits(limits: LeaderWorkerSetLimits) -> list[FieldError]:
     ]
 
 
+def _negative_durations(
+    section: str, durations: tuple[tuple[str, Duration | None], ...], detail: str
+) -> list[FieldError]:
+    return [
+        invalid(f"{section}.{name}", format_duration(value), detail)
+        for name, value in durations
+        if value is not None and value < 0
+    ]
+
+
 def _validate_group_backoff(gb: GroupBackoff) -> list[FieldError]:
-    errs: list[FieldError] = []
-    for name, value in (
-        ("initialDelay", gb.initial_delay),
-        ("maxDelay", gb.max_delay),
-        ("resetAfter", gb.reset_after),
-    ):
-        if value is not None and value < 0:
-            errs.append(
-                invalid(
-                    f"groupBackoff.{name}",
-                    format_duration(value),
-                    "must be greater than or equal to 0s",
-                )
-            )
     first, cap, reset = gb.initial_delay, gb.max_delay, gb.reset_after
+    errs = _negative_durations(
+        "groupBackoff",
+        (("initialDelay", first), ("maxDelay", cap), ("resetAfter", reset)),
+        "must be greater than or equal to 0s",
+    )
     if first and cap is not None and reset is not None and 0 <= reset <= cap:
         errs.append(
             invalid(
@@ -155,20 +156,14 @@ def _validate_group_backoff(gb: GroupBackoff) -> list[FieldError]:
 
 
 def _validate_group_replacement(gr: GroupReplacement) -> list[FieldError]:
-    errs: list[FieldError] = []
-    for name, value in (
-        ("nodeNotReadyRelease", gr.node_not_ready_release),
-        ("terminationOverrunRelease", gr.termination_overrun_release),
-    ):
-        if value is not None and value < 0:
-            errs.append(
-                invalid(
-                    f"groupReplacement.{name}",
-                    format_duration(value),
-                    "must be greater than or equal to 0s (0s: no bound)",
-                )
-            )
-    return errs
+    return _negative_durations(
+        "groupReplacement",
+        (
+            ("nodeNotReadyRelease", gr.node_not_ready_release),
+            ("terminationOverrunRelease", gr.termination_overrun_release),
+        ),
+        "must be greater than or equal to 0s (0s: no bound)",
+    )
 
 
 def _validate_teardown(td: Teardown) -> list[FieldError]:

@@ -17,21 +17,10 @@ from leaderworkerset.group.recreations import BackoffPolicy, format_epoch
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.fake_client import FakeApiClient
 from tests.toolkit.lws import lws_json
-from tests.toolkit.pods import lws_labels, pod
+from tests.unit.controllers.pod.test_restart_policy import restarted_leader
 
 JSON = dict[str, Any]
 T0 = 1_800_000_000.0
-
-
-def restarted_leader(uid: str = "uid-1") -> JSON:
-    return pod(
-        "test-sample-0",
-        "default",
-        uid=uid,
-        labels=lws_labels("test-sample", worker="0", group_index="0"),
-        phase="Running",
-        container_statuses=[{"name": "c", "restartCount": 1}],
-    )
 
 
 def quiet_leader(uid: str = "uid-1") -> JSON:
