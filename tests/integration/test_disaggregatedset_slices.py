@@ -47,7 +47,13 @@ async def test_two_exclusive_slices_land_in_two_zones(
         return set(lwss) == wanted and ready == wanted
 
     await eventually(all_ready, within=120, what="one ready LeaderWorkerSet per slice and role")
-    assert await set_services(api, namespace, "sliced") == {f"{n}-prv" for n in wanted}
+
+    async def services_made() -> bool:
+        return await set_services(api, namespace, "sliced") == {f"{n}-prv" for n in wanted}
+
+    # A slice's Services come from the set's pass that sees its LeaderWorkerSets ready,
+    # a moment after their status says so.
+    await eventually(services_made, within=30, what="a Service per slice and role")
 
     zone_of = {
         n["metadata"]["name"]: n["metadata"]["labels"][ZONE_LABEL]
