@@ -30,6 +30,11 @@ def uid_of(obj: JSON | None) -> str:
     return str(meta_of(obj).get("uid") or "")
 
 
+def marked_for_deletion(obj: JSON | None) -> bool:
+    """Its deletion was asked for (the API server set its deletionTimestamp)."""
+    return bool(meta_of(obj).get("deletionTimestamp"))
+
+
 def labels_of(obj: JSON | None) -> dict[str, Any]:
     labels: dict[str, Any] = meta_of(obj).get("labels") or {}
     return labels

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from leaderworkerset.api.objects import JSON, condition_of, meta_of, revision_key_of
+from leaderworkerset.api.objects import (
+    JSON,
+    condition_of,
+    marked_for_deletion,
+    revision_key_of,
+)
 
 
 def pod_condition_true(pod: JSON, condition_type: str) -> bool:
@@ -21,8 +26,8 @@ def pod_running_and_ready(pod: JSON) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running" and pod_condition_true(pod, "Ready")
 
 
-def pod_terminating(pod: JSON) -> bool:
-    return bool(meta_of(pod).get("deletionTimestamp"))
+# A pod terminates from the moment its deletion is asked for.
+pod_terminating = marked_for_deletion
 
 
 def pod_counts_as_ready(pod: JSON) -> bool:

@@ -23,17 +23,20 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from leaderworkerset.api.objects import JSON, controller_uid, meta_of, name_of, uid_of
+from leaderworkerset.api.objects import (
+    JSON,
+    controller_uid,
+    marked_for_deletion,
+    meta_of,
+    name_of,
+    uid_of,
+)
 from leaderworkerset.api.resources import PODS, STATEFULSETS, Resource
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.indexes import object_key
 
 log = logging.getLogger(__name__)
-
-
-def _marked(obj: JSON) -> bool:
-    return bool(meta_of(obj).get("deletionTimestamp"))
 
 
 @dataclass
@@ -73,13 +76,13 @@ class LwsTeardown:
         live = await self.client.get_or_none(STATEFULSETS, name_of(cached), namespace)
         if live is None or uid_of(live) != uid_of(cached) or controller_uid(live) != lws_uid:
             return  # gone (then its pods are the collector's), or no longer the LWS's
-        if not _marked(live):
+        if not marked_for_deletion(live):
             version = meta_of(live).get("resourceVersion")
             if not await self._delete(STATEFULSETS, live, version):
                 return
         leaders = self.caches.controlled_pods(live)
         await asyncio.gather(
-            *(self._delete(PODS, p) for p in leaders if not _marked(p)),
+            *(self._delete(PODS, p) for p in leaders if not marked_for_deletion(p)),
             *(self._group(p) for p in leaders),
         )
 
@@ -88,9 +91,9 @@ class LwsTeardown:
         if sts is None or controller_uid(sts) != uid_of(leader):
             return
         # The set before its pods, which it would otherwise make again.
-        if not _marked(sts):
+        if not marked_for_deletion(sts):
             await self._delete(STATEFULSETS, sts)
-        workers = [p for p in self.caches.controlled_pods(sts) if not _marked(p)]
+        workers = [p for p in self.caches.controlled_pods(sts) if not marked_for_deletion(p)]
         await asyncio.gather(*(self._delete(PODS, p) for p in workers))
 
     async def _delete(self, resource: Resource, obj: JSON, version: str | None = None) -> bool:

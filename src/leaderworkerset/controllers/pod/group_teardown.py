@@ -32,7 +32,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.leaderworkerset import constants as c
-from leaderworkerset.api.objects import JSON, controller_uid, labels_of, meta_of, name_of, uid_of
+from leaderworkerset.api.objects import (
+    JSON,
+    controller_uid,
+    labels_of,
+    marked_for_deletion,
+    meta_of,
+    name_of,
+    uid_of,
+)
 from leaderworkerset.api.resources import PODS, SERVICES, STATEFULSETS, Resource
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.runtime.client import ApiClient, ApiError
@@ -52,10 +60,6 @@ def deleting_in_foreground(pod: JSON) -> bool:
     return bool(meta.get("deletionTimestamp")) and FOREGROUND_FINALIZER in (
         meta.get("finalizers") or ()
     )
-
-
-def _marked(obj: JSON) -> bool:
-    return bool(meta_of(obj).get("deletionTimestamp"))
 
 
 @dataclass
@@ -102,7 +106,7 @@ class GroupTeardown:
         services = [
             s
             for s in LwsCaches.of_lws(self.caches.services, namespace, lws)
-            if controller_uid(s) == uid and not _marked(s)
+            if controller_uid(s) == uid and not marked_for_deletion(s)
         ]
         results = await asyncio.gather(
             self._delete_worker_set(sts),
@@ -118,11 +122,11 @@ class GroupTeardown:
     async def _delete_worker_set(self, sts: JSON | None) -> None:
         if sts is None:
             return
-        if not _marked(sts):
+        if not marked_for_deletion(sts):
             # Before its pods: a StatefulSet being deleted is not synced again, so it
             # cannot recreate the pods deleted next.
             await self._delete(STATEFULSETS, sts, propagation_policy=FOREGROUND)
-        pods = [p for p in self.caches.controlled_pods(sts) if not _marked(p)]
+        pods = [p for p in self.caches.controlled_pods(sts) if not marked_for_deletion(p)]
         results = await asyncio.gather(
             *(self._delete(PODS, p) for p in pods), return_exceptions=True
         )
