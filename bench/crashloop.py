@@ -34,7 +34,7 @@ from lws_localcluster.manager_process import ManagerProcess, WebhookTLS
 from lws_localcluster.nodesim.simulator import NodeSimulator, NodeSpec
 
 from bench.processes import sum_by
-from bench.scale import _start_manager
+from bench.scale import start_manager
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.resources import LEADERWORKERSETS, PODS
 from leaderworkerset.runtime.client import ApiClient
@@ -124,7 +124,7 @@ async def measure(config: str, cp: ControlPlane, workdir: Path, seconds: float) 
     api = ApiClient.from_kubeconfig(cp.kubeconfig)
     nodes = [NodeSpec(f"crash-{i}") for i in range(2)]
     try:
-        await _start_manager(api, manager)
+        await start_manager(api, manager)
         async with NodeSimulator(cp.kubeconfig, nodes, termination_delay=0.5) as sim:
             await api.create(LEADERWORKERSETS, lws_body())
             crashing = CrashingWorkers(api, sim)

@@ -37,7 +37,6 @@ import contextlib
 import json
 import math
 import os
-import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -62,7 +61,7 @@ from bench.latency_report import (
     table,
 )
 from bench.processes import PeakMemory, Simulator, memory_kib, process_tree, tree_cpu_seconds
-from bench.scale import PODS_PER_NODE, REPO, lws_ready, start_manager
+from bench.scale import PODS_PER_NODE, lws_ready, start_manager, upstream_manager_binary
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.resources import LEADERWORKERSETS, PODS, STATEFULSETS
 from leaderworkerset.runtime.cache import Informer
@@ -462,15 +461,7 @@ def main() -> None:
         args.replicas, args.size, args.kill = 1000, 8, 100
     if "base" in args.configs and args.baseline is None:
         parser.error("the base configuration needs --baseline SRC")
-    go_binary = None
-    if GO in args.configs:
-        built = subprocess.run(
-            ["bash", str(REPO / "hack" / "build-upstream-lws.sh")],
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        go_binary = Path(built.stdout.strip().splitlines()[-1])
+    go_binary = upstream_manager_binary() if GO in args.configs else None
     print(
         f"{args.replicas} groups x {args.size}, {args.kill} killed, pods end in {args.grace} s, "
         f"maxUnavailable {args.max_unavailable} maxSurge {args.max_surge}, {os.cpu_count()} "

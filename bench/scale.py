@@ -431,9 +431,9 @@ async def measure(
             )
             await api.create(LEADERWORKERSETS, lws, workload.NAMESPACE)
         pods_ready: float | None = None
-        lws_ready: float | None = None
+        lws_ready_at: float | None = None
         deadline = started + args.timeout
-        while pods_ready is None or (manager is not None and lws_ready is None):
+        while pods_ready is None or (manager is not None and lws_ready_at is None):
             now = time.monotonic()
             if now > deadline:
                 raise TimeoutError(f"{config}: not ready after {args.timeout}s")
@@ -441,10 +441,10 @@ async def measure(
                 raise RuntimeError(f"{config} exited:\n{manager.log_tail()}")
             if pods_ready is None and sum(1 for p in watch.list() if p["ready"]) >= pods:
                 pods_ready = now - started
-            if manager is not None and lws_ready is None:
+            if manager is not None and lws_ready_at is None:
                 current = await api.get(LEADERWORKERSETS, workload.NAME, workload.NAMESPACE)
                 if lws_ready(current, args.replicas):
-                    lws_ready = now - started
+                    lws_ready_at = now - started
             await asyncio.sleep(0.5)
         spent = {n: tree_cpu_seconds([pid]) - others_before[n] for n, pid in others.items()}
         busiest = sorted(spent.items(), key=lambda item: -item[1])
@@ -459,7 +459,7 @@ async def measure(
             replicas=args.replicas,
             size=args.size,
             mode=identity,
-            lws_ready=lws_ready,
+            lws_ready=lws_ready_at,
             timeline=summary,
             process_cpu=spent,
             ready=timeline.ready_series(),
@@ -728,6 +728,17 @@ def _line_name(result: Result, *, several: bool) -> str:
     return f"{name} run {result.run}" if several else name
 
 
+def upstream_manager_binary() -> Path:
+    """Upstream's Go manager, built from its Go module (cached by the script)."""
+    built = subprocess.run(
+        ["bash", str(REPO / "hack" / "build-upstream-lws.sh")],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return Path(built.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -763,15 +774,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.hash and args.modes:
         parser.error("--hash and --modes: give one (--hash is --modes hash)")
-    go_binary = None
-    if args.with_upstream:
-        built = subprocess.run(
-            ["bash", str(REPO / "hack" / "build-upstream-lws.sh")],
-            check=True,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        go_binary = Path(built.stdout.strip().splitlines()[-1])
+    go_binary = upstream_manager_binary() if args.with_upstream else None
     configs = configurations(args, upstream=go_binary is not None)
     print(
         f"{args.replicas} groups x {args.size} ({args.replicas * args.size} pods), "
