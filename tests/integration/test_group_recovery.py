@@ -18,11 +18,12 @@ from lws_localcluster.deploy import RunningController
 from lws_localcluster.nodesim.simulator import NodeSimulator
 
 from leaderworkerset.api.leaderworkerset import constants as c
-from leaderworkerset.api.objects import timestamp_of
+from leaderworkerset.api.objects import annotations_of, timestamp_of
 from leaderworkerset.api.resources import EVENTS, LEADERWORKERSETS, PODS
 from leaderworkerset.controllers.pod.group_recovery import GroupRecovery
 from leaderworkerset.group.recreations import BackoffPolicy
 from leaderworkerset.runtime.client import ApiClient
+from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     condition,
     get_lws,
@@ -32,6 +33,7 @@ from tests.toolkit.cluster import (
     live_pods,
     name_of,
     new_leader,
+    replacement_of,
     wait_ready,
 )
 from tests.toolkit.lws import hash_lws, lws_manifest
@@ -66,12 +68,8 @@ def budgeted(body: JSON, budget: int) -> JSON:
     return body
 
 
-def annotations(obj: JSON) -> dict[str, str]:
-    return dict(obj["metadata"].get("annotations") or {})
-
-
 def counts(lws: JSON) -> dict[str, int]:
-    return dict(json.loads(annotations(lws).get(c.ANNOTATION_GROUP_RESTART_COUNTS, "{}")))
+    return dict(json.loads(annotations_of(lws).get(c.ANNOTATION_GROUP_RESTART_COUNTS, "{}")))
 
 
 async def events_with(api: ApiClient, namespace: str, reason: str) -> list[str]:
@@ -82,21 +80,18 @@ async def events_with(api: ApiClient, namespace: str, reason: str) -> list[str]:
 async def crash_a_worker(
     api: ApiClient, sim: NodeSimulator, namespace: str, leader: JSON, name: str
 ) -> None:
-    workers = [
-        p
-        for p in await live_pods(api, namespace, name)
-        if not is_leader(p) and key_of(p) == key_of(leader)
-    ]
+
+    async def running_workers() -> list[JSON]:
+        # The LWS status can still say Ready for the group just replaced: wait for this
+        # leader's own workers.
+        return [
+            p
+            for p in await live_pods(api, namespace, name)
+            if not is_leader(p) and key_of(p) == key_of(leader) and is_ready(p)
+        ]
+
+    workers = await eventually(running_workers, within=60, what="the group's workers Ready")
     await sim.restart_container(namespace, name_of(workers[0]))
-
-
-async def replaced(api: ApiClient, namespace: str, name: str, pod_name: str, old_uid: str) -> JSON:
-    async def probe() -> JSON | None:
-        pod = await api.get_or_none(PODS, pod_name, namespace)
-        return pod if pod is not None and pod["metadata"]["uid"] != old_uid else None
-
-    found: JSON = await eventually(probe, within=60, what=f"{pod_name} recreated")
-    return found
 
 
 async def failed(api: ApiClient, namespace: str, name: str) -> JSON | None:
@@ -118,14 +113,14 @@ async def test_ordinal_budget_stops_recreating_and_fails_until_raised(
 
         first = await api.get(PODS, f"{name}-0", namespace)
         await crash_a_worker(api, node_simulator, namespace, first, name)
-        second = await replaced(api, namespace, name, f"{name}-0", first["metadata"]["uid"])
+        second = await replacement_of(api, namespace, first)
         await wait_ready(api, namespace, name, 2)
         lws = await get_lws(api, namespace, name)
         assert counts(lws) == {"0": 1}
 
         async def count_on_leader() -> bool:
             pod = await api.get(PODS, f"{name}-0", namespace)
-            return annotations(pod).get(c.ANNOTATION_GROUP_RESTART_COUNT) == "1"
+            return annotations_of(pod).get(c.ANNOTATION_GROUP_RESTART_COUNT) == "1"
 
         await eventually(count_on_leader, what="the count on the new leader, as upstream")
 
@@ -143,7 +138,7 @@ async def test_ordinal_budget_stops_recreating_and_fails_until_raised(
 
         await stays(same_leader, seconds=3, what="the failed group kept, not recreated")
         pod = await api.get(PODS, f"{name}-0", namespace)
-        assert annotations(pod)[c.ANNOTATION_GROUP_RESTART_COUNT] == "2"
+        assert annotations_of(pod)[c.ANNOTATION_GROUP_RESTART_COUNT] == "2"
         assert (await api.get(PODS, f"{name}-1", namespace))["metadata"]["uid"] == other
         # Said once for the group (the conditions-changed event shares the reason).
         notes = await events_with(api, namespace, "MaxGroupRestartsExceeded")
@@ -183,7 +178,7 @@ async def test_hash_replacement_carries_the_count_and_the_budget_holds(
         # The replacement (a new key) took over the record of the group it replaced.
         await eventually(moved, what="the count moved to the replacement's key")
         recreations = json.loads(
-            annotations(await get_lws(api, namespace, name))[c.ANNOTATION_GROUP_RECREATIONS]
+            annotations_of(await get_lws(api, namespace, name))[c.ANNOTATION_GROUP_RECREATIONS]
         )
         assert set(recreations) == {key_of(second)}
 
@@ -218,7 +213,7 @@ async def test_repeated_recreations_of_a_group_wait_longer_each_time(
         for _ in range(3):
             await crash_a_worker(api, node_simulator, namespace, leader, name)
             crashed_at.append(time.time())
-            leader = await replaced(api, namespace, name, leader_name, leader["metadata"]["uid"])
+            leader = await replacement_of(api, namespace, leader)
             created = timestamp_of(leader["metadata"]["creationTimestamp"])
             assert created is not None
             recreated_at.append(created)
@@ -230,5 +225,5 @@ async def test_repeated_recreations_of_a_group_wait_longer_each_time(
         notes = await events_with(api, namespace, "GroupBackOff")
         assert any("waits 4s after the last" in n for n in notes), notes
         lws = await get_lws(api, namespace, name)
-        record = json.loads(annotations(lws)[c.ANNOTATION_GROUP_RECREATIONS])["0"]
+        record = json.loads(annotations_of(lws)[c.ANNOTATION_GROUP_RECREATIONS])["0"]
         assert record["recent"] == 3

@@ -33,7 +33,6 @@ from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.controlplane import ExternalCluster
-from tests.fixtures.pods import is_ready
 from tests.toolkit.cluster import (
     gated_pod,
     is_leader,
@@ -41,6 +40,7 @@ from tests.toolkit.cluster import (
     leaders,
     lws_pods,
     name_of,
+    replacement_of,
     scheduling_gated,
     wait_ready,
 )
@@ -160,11 +160,7 @@ async def test_ordinal_replacement_never_beside_its_predecessor(
         await stays(predecessor_only, seconds=3, what="no new leader while a worker stays")
         await sim.release_termination(namespace, name_of(workers[-1]))
 
-        async def recreated() -> bool:
-            pod = await api.get_or_none(PODS, name_of(leader), namespace)
-            return pod is not None and uid(pod) != uid(leader) and is_ready(pod)
-
-        await eventually(recreated, within=60, what="the group recreated")
+        await replacement_of(api, namespace, leader, ready=True)
         await wait_ready(api, namespace, name, 2)
     last_old_gone = max(line.objects[u].steps[GONE] for u in old_uids)
     created = [s for u, s in line.objects.items() if u not in existing and s.kind == "Pod"]
@@ -251,11 +247,7 @@ async def test_a_controller_crashed_mid_teardown_finishes_it(
         await wait_torn_down_by_us(api, namespace, leader, workers, sts)
     await sim.release_termination(namespace, name_of(workers[-1]))
 
-    async def recreated() -> bool:
-        pod = await api.get_or_none(PODS, name_of(leader), namespace)
-        return pod is not None and uid(pod) != uid(leader) and is_ready(pod)
-
-    await eventually(recreated, within=60, what="the group recreated")
+    await replacement_of(api, namespace, leader, ready=True)
     await wait_ready(api, namespace, name, 2)
     await assert_nothing_orphaned(api, namespace, name)
     await delete_and_expect_nothing_left(api, namespace, name)

@@ -22,6 +22,7 @@ from leaderworkerset.api.resources import (
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime.client import ApiClient
 from tests.fixtures.pods import condition as pod_condition
+from tests.fixtures.pods import is_ready
 from tests.toolkit.waiting import eventually
 
 JSON = dict[str, Any]
@@ -126,6 +127,23 @@ async def group_members(api: ApiClient, namespace: str, name: str, leader: JSON)
 async def group_pods(api: ApiClient, namespace: str, name: str, key: str) -> list[JSON]:
     """Every pod of one group, terminating ones included."""
     return [p for p in await lws_pods(api, namespace, name) if key_of(p) == key]
+
+
+async def replacement_of(
+    api: ApiClient, namespace: str, pod: JSON, *, ready: bool = False, within: float = 60.0
+) -> JSON:
+    """The pod of `pod`'s name with another UID (an Ordinal leader recreated), once it is
+    Ready when `ready` asks for that."""
+    meta = pod["metadata"]
+
+    async def probe() -> JSON | None:
+        found = await api.get_or_none(PODS, meta["name"], namespace)
+        if found is None or found["metadata"]["uid"] == meta["uid"]:
+            return None
+        return found if not ready or is_ready(found) else None
+
+    found: JSON = await eventually(probe, within=within, what=f"{meta['name']} recreated")
+    return found
 
 
 async def new_leader(api: ApiClient, namespace: str, name: str, old: set[str]) -> JSON:
