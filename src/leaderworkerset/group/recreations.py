@@ -160,11 +160,6 @@ def parse_epoch(text: str) -> float:
         raise RecordError(f"not an RFC 3339 time: {text!r}") from exc
 
 
-def read_records(annotations: Mapping[str, str]) -> GroupRecords:
-    """Both records; raises RecordError naming the annotation when one is malformed."""
-    return GroupRecords(_read_counts(annotations), _read_recreations(annotations))
-
-
 def read_records_leniently(
     annotations: Mapping[str, str],
 ) -> tuple[GroupRecords, list[RecordError]]:
