@@ -307,3 +307,59 @@ async def test_parallel_lws_deletion_spares_a_new_one_of_the_same_name(
     assert max(marks) - min(marks) < 1.0
     await assert_nothing_orphaned(api, namespace, name)
     await delete_and_expect_nothing_left(api, namespace, name)
+
+
+async def test_parallel_lws_deletion_goes_on_after_the_collectors_first_hop(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+    parallel_lws_deletion: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The collector deleted the leader StatefulSet before the controller's reconcile
+    read it (a race the collector often wins): the workers are still marked while
+    their leaders terminate, which the collector alone would not do (it waits for a
+    leader to be gone before it deletes the leader's worker StatefulSet)."""
+    api, name = nodesim_api, "late"
+    body = restarting(lws_manifest(name, namespace, size=SIZE))
+    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"][
+        TERMINATION_DELAY_ANNOTATION
+    ] = "5"
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, name, 2)
+    pods = await lws_pods(api, namespace, name)
+    assert lws_controller.controllers is not None
+    reconciler = lws_controller.controllers.leaderworkersets._reconcile
+    assert isinstance(reconciler, LeaderWorkerSetReconciler)
+    teardown = reconciler.teardown
+    after_the_controller = teardown._leader_set
+
+    async def after_the_collector(cached: JSON, lws_uid: str) -> None:
+        async def set_gone() -> bool:
+            return await api.get_or_none(STATEFULSETS, name_of(cached), namespace) is None
+
+        await eventually(set_gone, within=30, what="the collector deleted the leader set")
+        await after_the_controller(cached, lws_uid)
+
+    monkeypatch.setattr(teardown, "_leader_set", after_the_collector)
+    async with recording(api, namespace) as line:
+        await api.delete(LEADERWORKERSETS, name, namespace, propagation_policy="Background")
+
+        def workers_marked() -> bool:
+            seen = [line.objects.get(uid(p)) for p in pods if not is_leader(p)]
+            return all(s is not None and MARKED in s.steps for s in seen)
+
+        await eventually(workers_marked, within=30, what="every worker marked")
+    leader_gone = {
+        key_of(p): line.objects[uid(p)].steps.get(GONE, float("inf")) for p in pods if is_leader(p)
+    }
+    for worker in (p for p in pods if not is_leader(p)):
+        assert line.objects[uid(worker)].steps[MARKED] < leader_gone[key_of(worker)], name_of(
+            worker
+        )
+
+    async def nothing_left() -> bool:
+        return await objects_of(api, namespace, name) == []
+
+    await eventually(nothing_left, within=120, what=f"nothing of {name} left")

@@ -11,8 +11,10 @@ Only what provably belongs to the UID of the LeaderWorkerSet that was deleted (a
 one of the same name may already exist): a leader StatefulSet read from the API server
 (not the cache) with that UID as its controller, deleted with that read's
 resourceVersion as a precondition, so that one orphaned meanwhile (`--cascade=orphan`
-removes the owner references before the owner goes) answers 409 and is left alone;
-then the pods that StatefulSet controls, the worker StatefulSets those pods control
+removes the owner references before the owner goes) answers 409 and is left alone.
+When the collector has deleted the set already, each of its pods is read again and
+deleted only if it still names the set, at the version read, for the same reason.
+Then the pods that StatefulSet controls, the worker StatefulSets those pods control
 and their pods, each by UID. Hash mode's leaders belong to ReplicaSets, which this
 controller neither caches nor may read: they are left to the collector.
 """
@@ -74,17 +76,34 @@ class LwsTeardown:
     async def _leader_set(self, cached: JSON, lws_uid: str) -> None:
         namespace = str(meta_of(cached).get("namespace", ""))
         live = await self.client.get_or_none(STATEFULSETS, name_of(cached), namespace)
-        if live is None or uid_of(live) != uid_of(cached) or controller_uid(live) != lws_uid:
-            return  # gone (then its pods are the collector's), or no longer the LWS's
-        if not marked_for_deletion(live):
-            version = meta_of(live).get("resourceVersion")
-            if not await self._delete(STATEFULSETS, live, version):
-                return
-        leaders = self.caches.controlled_pods(live)
-        await asyncio.gather(
-            *(self._delete(PODS, p) for p in leaders if not marked_for_deletion(p)),
-            *(self._group(p) for p in leaders),
-        )
+        if live is not None and uid_of(live) == uid_of(cached):
+            if controller_uid(live) != lws_uid:
+                return  # orphaned: no longer the LeaderWorkerSet's
+            if not marked_for_deletion(live):
+                version = meta_of(live).get("resourceVersion")
+                if not await self._delete(STATEFULSETS, live, version):
+                    return
+            leaders, pinned = self.caches.controlled_pods(live), False
+        else:
+            # The collector deleted the set first (its first hop often beats this
+            # reconcile). Its pods are garbage too unless it went with --cascade=orphan,
+            # which rewrote them: so each is read again and must still name the set.
+            leaders, pinned = self.caches.controlled_pods(cached), True
+        await asyncio.gather(*(self._leader(p, uid_of(cached), pinned) for p in leaders))
+
+    async def _leader(self, leader: JSON, set_uid: str, pinned: bool) -> None:
+        if not pinned:
+            deleting = [] if marked_for_deletion(leader) else [self._delete(PODS, leader)]
+            await asyncio.gather(*deleting, self._group(leader))
+            return
+        meta = meta_of(leader)
+        live = await self.client.get_or_none(PODS, name_of(leader), str(meta["namespace"]))
+        if live is None or uid_of(live) != uid_of(leader) or controller_uid(live) != set_uid:
+            return
+        version = meta_of(live).get("resourceVersion")
+        if not marked_for_deletion(live) and not await self._delete(PODS, live, version):
+            return  # rewritten since the read: perhaps orphaned
+        await self._group(live)
 
     async def _group(self, leader: JSON) -> None:
         sts = self.caches.statefulsets.get(str(meta_of(leader).get("namespace")), name_of(leader))

@@ -2,14 +2,15 @@
 (lws_teardown.py): every level at once, each object by UID, only down the owner chain
 of the UID that was deleted; nothing when the option is off, when the leader
 StatefulSet is no longer that UID's on the server (orphaned, or a new LeaderWorkerSet's),
-or when it changed between the read and the DELETE."""
+or when it changed between the read and the DELETE. When the collector deleted the
+leader StatefulSet first, the rest still goes at once, each leader read again."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
-from leaderworkerset.api.resources import STATEFULSETS
+from leaderworkerset.api.resources import PODS, STATEFULSETS
 from leaderworkerset.controllers.lws.lws_teardown import LwsTeardown
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.caches import seeded_caches
@@ -153,3 +154,40 @@ async def test_a_failure_is_logged_not_raised() -> None:
         teardown.remember(lws())
         await teardown.tear_down(f"{NS}/lws")  # the collector still does it all
     assert ("statefulsets", "lws-0", "uid-worker-sts") in deletes(client)
+
+
+async def test_the_rest_goes_at_once_after_the_collector_deleted_the_leader_set() -> None:
+    """The collector's first hop won the race: the set is gone on the server, its
+    leader not yet marked. The leader is deleted at the version read, then its group."""
+    objects = one_group()
+    client = FakeApiClient()
+    live_leader = client.put(PODS, objects[1])
+    async with seeded_caches(*objects) as caches:
+        teardown = LwsTeardown(client, caches, enabled=True)
+        teardown.remember(lws())
+        await teardown.tear_down(f"{NS}/lws")
+    assert deletes(client) == {
+        ("pods", "lws-0", "uid-lws-0"),
+        ("statefulsets", "lws-0", "uid-worker-sts"),
+        ("pods", "lws-0-1", "uid-lws-0-1"),
+    }
+    (leader_delete,) = [
+        c for c in client.calls_of("delete") if (c.plural, c.name) == ("pods", "lws-0")
+    ]
+    assert (
+        leader_delete.options["preconditions"]["resourceVersion"]
+        == (live_leader["metadata"]["resourceVersion"])
+    )
+
+
+async def test_a_leader_orphaned_with_its_deleted_set_is_left_alone() -> None:
+    """`--cascade=orphan` on the leader StatefulSet: gone, and its pods lost their owner
+    on the server while the cache still shows it."""
+    objects = one_group()
+    client = FakeApiClient()
+    client.put(PODS, dict(objects[1], metadata={**objects[1]["metadata"], "ownerReferences": []}))
+    async with seeded_caches(*objects) as caches:
+        teardown = LwsTeardown(client, caches, enabled=True)
+        teardown.remember(lws())
+        await teardown.tear_down(f"{NS}/lws")
+    assert client.calls_of("delete") == []
