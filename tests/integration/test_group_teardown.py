@@ -45,7 +45,7 @@ from tests.toolkit.cluster import (
     wait_ready,
 )
 from tests.toolkit.lws import hash_lws, lws_manifest
-from tests.toolkit.teardown_timeline import CREATED, GONE, MARKED, recording
+from tests.toolkit.teardown_timeline import CREATED, GONE, MARKED, Timeline, recording
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -253,6 +253,15 @@ async def test_a_controller_crashed_mid_teardown_finishes_it(
     await delete_and_expect_nothing_left(api, namespace, name)
 
 
+def assert_workers_marked_while_their_leaders_terminate(line: Timeline, uids: set[str]) -> None:
+    """Not a leader's grace period apart, as the collector's teardown is: it deletes a
+    worker StatefulSet only once the leader that owns it is gone."""
+    seen = [line.objects[u] for u in uids]
+    leader_gone = {s.group: s.steps.get(GONE, float("inf")) for s in seen if s.leader}
+    for worker in (s for s in seen if s.kind == "Pod" and not s.leader):
+        assert worker.steps[MARKED] < leader_gone[worker.group], worker.name
+
+
 @pytest.fixture
 def parallel_lws_deletion(lws_controller: RunningController) -> Iterator[None]:
     """teardown.leaderWorkerSetDeletion: Parallel in the session's controller."""
@@ -302,9 +311,7 @@ async def test_parallel_lws_deletion_spares_a_new_one_of_the_same_name(
         await stays(new_ones_kept, seconds=2, what="no pod of the new LeaderWorkerSet deleted")
     new = [s for u, s in line.objects.items() if s.kind == "Pod" and u not in old]
     assert len(new) == 2 * SIZE and new_pods_gone() == []
-    # Leaders and workers of the old one were marked together, not a grace period apart.
-    marks = [line.objects[u].steps[MARKED] for u in old]
-    assert max(marks) - min(marks) < 1.0
+    assert_workers_marked_while_their_leaders_terminate(line, old)
     await assert_nothing_orphaned(api, namespace, name)
     await delete_and_expect_nothing_left(api, namespace, name)
 
@@ -351,13 +358,7 @@ async def test_parallel_lws_deletion_goes_on_after_the_collectors_first_hop(
             return all(s is not None and MARKED in s.steps for s in seen)
 
         await eventually(workers_marked, within=30, what="every worker marked")
-    leader_gone = {
-        key_of(p): line.objects[uid(p)].steps.get(GONE, float("inf")) for p in pods if is_leader(p)
-    }
-    for worker in (p for p in pods if not is_leader(p)):
-        assert line.objects[uid(worker)].steps[MARKED] < leader_gone[key_of(worker)], name_of(
-            worker
-        )
+    assert_workers_marked_while_their_leaders_terminate(line, {uid(p) for p in pods})
 
     async def nothing_left() -> bool:
         return await objects_of(api, namespace, name) == []

@@ -22,6 +22,7 @@ controller neither caches nor may read: they are left to the collector.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from dataclasses import dataclass, field
 
@@ -39,6 +40,15 @@ from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.indexes import object_key
 
 log = logging.getLogger(__name__)
+
+# Reads and DELETEs of one object before it is left to the collector.
+DELETE_TRIES = 3
+
+
+class _Outcome(enum.Enum):
+    GONE = "gone"
+    NOT_OURS = "not ours"
+    DELETED = "deleted"
 
 
 @dataclass
@@ -74,36 +84,41 @@ class LwsTeardown:
             log.warning("deleting the groups of deleted LeaderWorkerSet %s: %s", key, failed)
 
     async def _leader_set(self, cached: JSON, lws_uid: str) -> None:
-        namespace = str(meta_of(cached).get("namespace", ""))
-        live = await self.client.get_or_none(STATEFULSETS, name_of(cached), namespace)
-        if live is not None and uid_of(live) == uid_of(cached):
-            if controller_uid(live) != lws_uid:
-                return  # orphaned: no longer the LeaderWorkerSet's
-            if not marked_for_deletion(live):
-                version = meta_of(live).get("resourceVersion")
-                if not await self._delete(STATEFULSETS, live, version):
-                    return
-            leaders, pinned = self.caches.controlled_pods(live), False
-        else:
-            # The collector deleted the set first (its first hop often beats this
-            # reconcile). Its pods are garbage too unless it went with --cascade=orphan,
-            # which rewrote them: so each is read again and must still name the set.
-            leaders, pinned = self.caches.controlled_pods(cached), True
+        outcome = await self._delete_if_controlled(STATEFULSETS, cached, lws_uid)
+        if outcome is _Outcome.NOT_OURS:
+            return
+        # GONE: the collector deleted the set first (its first hop often beats this
+        # reconcile). Its pods are garbage too unless it went with --cascade=orphan,
+        # which rewrote them: so each is then read again and must still name the set.
+        pinned = outcome is _Outcome.GONE
+        leaders = self.caches.controlled_pods(cached)
         await asyncio.gather(*(self._leader(p, uid_of(cached), pinned) for p in leaders))
 
     async def _leader(self, leader: JSON, set_uid: str, pinned: bool) -> None:
         if not pinned:
             deleting = [] if marked_for_deletion(leader) else [self._delete(PODS, leader)]
             await asyncio.gather(*deleting, self._group(leader))
-            return
-        meta = meta_of(leader)
-        live = await self.client.get_or_none(PODS, name_of(leader), str(meta["namespace"]))
-        if live is None or uid_of(live) != uid_of(leader) or controller_uid(live) != set_uid:
-            return
-        version = meta_of(live).get("resourceVersion")
-        if not marked_for_deletion(live) and not await self._delete(PODS, live, version):
-            return  # rewritten since the read: perhaps orphaned
-        await self._group(live)
+        elif await self._delete_if_controlled(PODS, leader, set_uid) is _Outcome.DELETED:
+            await self._group(leader)
+
+    async def _delete_if_controlled(
+        self, resource: Resource, cached: JSON, owner_uid: str
+    ) -> _Outcome:
+        """Delete the object `cached` shows if the server's copy is still controlled by
+        `owner_uid`, at the version read (DELETED also when already being deleted). A
+        refused DELETE (deleted meanwhile, or written by its own controller since the
+        read) is decided by reading again."""
+        meta = meta_of(cached)
+        for _ in range(DELETE_TRIES):
+            live = await self.client.get_or_none(resource, name_of(cached), str(meta["namespace"]))
+            if live is None or uid_of(live) != uid_of(cached):
+                return _Outcome.GONE
+            if controller_uid(live) != owner_uid:
+                return _Outcome.NOT_OURS
+            version = meta_of(live).get("resourceVersion")
+            if marked_for_deletion(live) or await self._delete(resource, live, version):
+                return _Outcome.DELETED
+        return _Outcome.NOT_OURS
 
     async def _group(self, leader: JSON) -> None:
         sts = self.caches.statefulsets.get(str(meta_of(leader).get("namespace")), name_of(leader))

@@ -50,6 +50,7 @@ from leaderworkerset.controllers.lws.workload_scheduling import (
     support_refusal,
 )
 from leaderworkerset.group.options import ControllerOptions
+from leaderworkerset.group.ownership import left_by_predecessor
 from leaderworkerset.group.workload_objects import GroupRevision, scheduling_of
 from leaderworkerset.runtime.cache import Informer
 from leaderworkerset.runtime.client import ApiClient, ApiError
@@ -337,10 +338,29 @@ class LeaderWorkerSetReconciler:
             # revision collides by name instead of making a duplicate.
             meta = revision["metadata"]
             existing = await self.client.get(CONTROLLER_REVISIONS, meta["name"], meta["namespace"])
-            revisions.append(existing)
-            return existing, False
+            if not left_by_predecessor(existing, revision):
+                revisions.append(existing)
+                return existing, False
+            # A LeaderWorkerSet deleted and made again under its name collides with the
+            # old one's revision until the collector removes it, and the new groups'
+            # pods would wait for a revision of their own: the garbage goes now.
+            await self._delete_predecessors(CONTROLLER_REVISIONS, existing)
+            created = await self.client.create(CONTROLLER_REVISIONS, revision)
         revisions.append(created)
         return created, True
+
+    async def _delete_predecessors(self, resource: Resource, existing: JSON) -> None:
+        meta = meta_of(existing)
+        try:
+            await self.client.delete(
+                resource,
+                str(meta["name"]),
+                str(meta["namespace"]),
+                preconditions={"uid": meta.get("uid")},
+            )
+        except ApiError as exc:
+            if not (exc.not_found or exc.conflict):
+                raise
 
     @staticmethod
     def _applied_key(resource: Resource, body: JSON) -> str:
@@ -362,10 +382,16 @@ class LeaderWorkerSetReconciler:
     async def _ensure_shared_service(self, view: LwsView) -> None:
         if not wants_shared_service(view):
             return
-        if self.caches.services.get(view.namespace, view.name) is not None:
-            return
+        body = shared_service(view)
+        cached = self.caches.services.get(view.namespace, view.name)
+        if cached is not None:
+            if not left_by_predecessor(cached, body):
+                return
+            # The old one's selector matches the new groups' pods, but it goes with
+            # its owner: made again now rather than after the collector's pass.
+            await self._delete_predecessors(SERVICES, cached)
         try:
-            await self.client.create(SERVICES, shared_service(view))
+            await self.client.create(SERVICES, body)
         except ApiError as exc:
             if exc.already_exists:
                 return

@@ -11,10 +11,10 @@ from typing import Any
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.resources import PODS, STATEFULSETS
-from leaderworkerset.controllers.lws.lws_teardown import LwsTeardown
+from leaderworkerset.controllers.lws.lws_teardown import DELETE_TRIES, LwsTeardown
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.caches import seeded_caches
-from tests.toolkit.fake_client import FakeApiClient
+from tests.toolkit.fake_client import Call, FakeApiClient
 from tests.toolkit.pods import lws_labels, pod
 from tests.toolkit.statefulsets import controller_ref, statefulset
 
@@ -132,7 +132,7 @@ async def test_an_orphaned_leader_set_is_left_alone() -> None:
     assert client.calls_of("delete") == []
 
 
-async def test_a_leader_set_changed_after_the_read_is_left_alone() -> None:
+async def test_a_leader_set_changed_after_every_read_is_left_alone() -> None:
     objects = one_group()
     client = FakeApiClient()
     client.put(STATEFULSETS, objects[0])
@@ -141,7 +141,26 @@ async def test_a_leader_set_changed_after_the_read_is_left_alone() -> None:
         teardown = LwsTeardown(client, caches, enabled=True)
         teardown.remember(lws())
         await teardown.tear_down(f"{NS}/lws")
-    assert [call.name for call in client.calls_of("delete")] == ["lws"]
+    assert [call.name for call in client.calls_of("delete")] == ["lws"] * DELETE_TRIES
+
+
+async def test_a_leader_set_written_between_the_read_and_the_delete_is_read_again() -> None:
+    """Its controller wrote the status meanwhile: a 409 that says nothing of ownership."""
+    objects = one_group()
+    client = FakeApiClient()
+    client.put(STATEFULSETS, objects[0])
+
+    async def status_written_once(call: Call) -> None:
+        if call.verb == "delete" and len(client.calls_of("delete")) == 1:
+            raise ApiError(409, {"reason": "Conflict"})
+
+    client.on_call = status_written_once
+    async with seeded_caches(*objects) as caches:
+        teardown = LwsTeardown(client, caches, enabled=True)
+        teardown.remember(lws())
+        await teardown.tear_down(f"{NS}/lws")
+    assert ("pods", "lws-0-1", "uid-lws-0-1") in deletes(client)
+    assert len(client.calls_of("get", "statefulsets")) == 2
 
 
 async def test_a_failure_is_logged_not_raised() -> None:

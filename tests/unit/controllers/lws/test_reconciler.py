@@ -18,6 +18,7 @@ from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
     DEPLOYMENTS,
     LEADERWORKERSETS,
+    SERVICES,
     STATEFULSETS,
     Resource,
 )
@@ -349,6 +350,33 @@ async def test_the_leader_workload_is_announced_once_even_before_the_cache_shows
     ]
     (body,) = applied(client, workload)
     assert body["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] == key_of(first)
+
+
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_predecessors_revision_in_the_way_is_deleted_for_its_own(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """A LeaderWorkerSet deleted and made again under its name: the old one's revision
+    (same spec, so same name) awaits the collector. The new one must not run on it (its
+    groups' pods find only revisions it owns), so it goes, by UID, and a new one is made."""
+    old = lws_in(mode)
+    old["metadata"]["uid"] = "uid-predecessor"
+    _, client = await first_pass(old)
+    theirs = revision_of(client)
+    theirs = client.put(
+        CONTROLLER_REVISIONS, {**theirs, "metadata": {**theirs["metadata"], "uid": "uid-rev"}}
+    )
+    client.calls.clear()
+    async with seeded_caches(lws_in(mode)) as caches:
+        reconciler = LeaderWorkerSetReconciler(client, caches)
+        assert await reconciler(KEY) is None
+    (deleted,) = client.calls_of("delete", "controllerrevisions")
+    assert deleted.name == theirs["metadata"]["name"]
+    assert deleted.options["preconditions"] == {"uid": "uid-rev"}
+    ours = revision_of(client)
+    assert ours["metadata"]["ownerReferences"][0]["uid"] == "uid-lws"
+    (body,) = applied(client, workload)
+    assert body["metadata"]["labels"][c.LABEL_TEMPLATE_REVISION_HASH] == key_of(ours)
 
 
 @pytest.mark.parametrize(("mode", "workload", "never"), MODES)
@@ -813,6 +841,33 @@ async def test_a_shared_service_the_cache_does_not_show_yet_is_left_alone() -> N
     assert await pass_over(reconciler, client, lws, sts, revision_of(client)) is None
     assert len(client.calls_of("create", "services")) == 1  # answered AlreadyExists
     assert events.told == []
+
+
+async def test_a_predecessors_shared_service_is_replaced_at_once() -> None:
+    """Made again under its name, the LeaderWorkerSet finds the old one's Service in its
+    cache: it goes (by UID) and the new one's is made, not a collector's pass later.
+    A Service of that name that no LeaderWorkerSet controls is left alone."""
+    old = lws_in(c.GROUP_IDENTITY_ORDINAL)
+    old["metadata"]["uid"] = "uid-predecessor"
+    _, client = await first_pass(old)
+    theirs = client.stored(SERVICES, "lws", "default")
+    assert theirs is not None
+    theirs = client.put(SERVICES, {**theirs, "metadata": {**theirs["metadata"], "uid": "uid-svc"}})
+    client.calls.clear()
+    async with seeded_caches(lws_in(c.GROUP_IDENTITY_ORDINAL), theirs) as caches:
+        assert await LeaderWorkerSetReconciler(client, caches)(KEY) is None
+    (deleted,) = client.calls_of("delete", "services")
+    assert deleted.options["preconditions"] == {"uid": "uid-svc"}
+    ours = client.stored(SERVICES, "lws", "default")
+    assert ours is not None and ours["metadata"]["ownerReferences"][0]["uid"] == "uid-lws"
+
+    users = {**ours, "metadata": {**ours["metadata"], "ownerReferences": []}}
+    client.put(SERVICES, users)
+    client.calls.clear()
+    async with seeded_caches(lws_in(c.GROUP_IDENTITY_ORDINAL), users) as caches:
+        assert await LeaderWorkerSetReconciler(client, caches)(KEY) is None
+    assert client.calls_of("delete", "services") == []
+    assert client.calls_of("create", "services") == []
 
 
 async def test_a_refused_shared_service_is_told_and_raised() -> None:
