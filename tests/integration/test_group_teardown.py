@@ -40,6 +40,7 @@ from tests.toolkit.cluster import (
     leaders,
     lws_pods,
     name_of,
+    new_leader,
     replacement_of,
     scheduling_gated,
     wait_ready,
@@ -169,6 +170,87 @@ async def test_ordinal_replacement_never_beside_its_predecessor(
     assert all(s.steps[CREATED] >= last_old_gone for s in created)
     await assert_nothing_orphaned(api, namespace, name)
     await delete_and_expect_nothing_left(api, namespace, name)
+
+
+@pytest.mark.parametrize("identity", [c.GROUP_IDENTITY_ORDINAL, c.GROUP_IDENTITY_HASH])
+async def test_a_leader_deleted_by_someone_else_takes_its_workers_at_once(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+    gc_pause: ControlPlane,
+    identity: str,
+) -> None:
+    """`kubectl delete pod` of a leader (background): with the collector paused, its
+    worker StatefulSet and workers are marked while the leader still terminates, then
+    the group comes back whole."""
+    api, name = nodesim_api, "bg"
+    body = restarting(lws_manifest(name, namespace, size=SIZE, groupIdentity=identity))
+    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"][
+        TERMINATION_DELAY_ANNOTATION
+    ] = "5"
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, name, 2)
+    leader, workers, sts = await old_group(api, namespace, name)
+    old_keys = {key_of(p) for p in await leaders(api, namespace, name)}
+
+    async def workers_going_leader_not_gone() -> bool:
+        pod = await api.get_or_none(PODS, name_of(leader), namespace)
+        assert pod is not None and uid(pod) == uid(leader), "the leader went first"
+        objs = [await api.get_or_none(STATEFULSETS, name_of(sts), namespace)]
+        objs += [await api.get_or_none(PODS, name_of(w), namespace) for w in workers]
+        return all(
+            o is None or uid(o) not in {uid(sts), *map(uid, workers)} or marked(o) for o in objs
+        )
+
+    with gc_pause.paused(CONTROLLER_MANAGER):
+        await api.delete(PODS, name_of(leader), namespace)
+        await eventually(workers_going_leader_not_gone, within=4, what="the workers marked")
+    if identity == c.GROUP_IDENTITY_ORDINAL:
+        await replacement_of(api, namespace, leader, ready=True)
+    else:
+        await new_leader(api, namespace, name, old_keys)
+
+    async def whole_again() -> bool:
+        pods = await lws_pods(api, namespace, name)
+        return len(pods) == 2 * SIZE and not (
+            {uid(leader), *map(uid, workers)} & {uid(p) for p in pods}
+        )
+
+    await eventually(whole_again, within=60, what="two whole groups, none of the old pods")
+    await wait_ready(api, namespace, name, 2)
+    await assert_nothing_orphaned(api, namespace, name)
+    await delete_and_expect_nothing_left(api, namespace, name)
+
+
+async def test_a_deleted_lws_keeps_upstreams_order_by_default(
+    lws_controller: RunningController,
+    node_simulator: NodeSimulator,
+    nodesim_api: ApiClient,
+    namespace: str,
+) -> None:
+    """Without teardown.leaderWorkerSetDeletion, the leaders the collector deletes are not
+    taken for leaders deleted alone: each group's workers go once its leader is gone."""
+    api, name = nodesim_api, "order"
+    body = restarting(lws_manifest(name, namespace, size=SIZE))
+    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"][
+        TERMINATION_DELAY_ANNOTATION
+    ] = "3"
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, name, 2)
+    pods = await lws_pods(api, namespace, name)
+    async with recording(api, namespace) as line:
+        await api.delete(LEADERWORKERSETS, name, namespace, propagation_policy="Background")
+
+        def all_gone() -> bool:
+            return all(GONE in line.objects[uid(p)].steps for p in pods)
+
+        await eventually(all_gone, within=60, what="every pod gone")
+    gone = {
+        line.objects[uid(p)].group: line.objects[uid(p)].steps[GONE] for p in pods if is_leader(p)
+    }
+    for worker in (line.objects[uid(p)] for p in pods if not is_leader(p)):
+        assert worker.steps[MARKED] >= gone[worker.group], worker.name
 
 
 async def test_post_termination_replacement_gated_until_the_last_old_pod(

@@ -20,7 +20,12 @@ fallback for anything this misses: a DELETE that fails is logged, not retried he
 A leader already being deleted in the foreground, by this controller before a
 restart or by anyone else (`kubectl delete pod --cascade=foreground`, the collector
 cascading a foreground LWS deletion), is `resume`d: its dependents are deleted the
-same way.
+same way. So is one deleted in the background by anyone else (`kubectl delete pod`,
+an eviction, its StatefulSet rolling it to a new revision): the collector would
+delete its worker StatefulSet only once the leader is gone, one grace period after
+the other. Not when its dependents are to be orphaned, nor when the group goes with
+its LeaderWorkerSet (the leader workload deleted): that order is the collector's
+unless `teardown.leaderWorkerSetDeletion` says otherwise (lws_teardown.py).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import (
     JSON,
     controller_uid,
@@ -49,6 +55,7 @@ log = logging.getLogger(__name__)
 
 FOREGROUND = "Foreground"
 FOREGROUND_FINALIZER = "foregroundDeletion"
+ORPHAN_FINALIZER = "orphan"
 # How long a leader whose dependents were deleted is remembered, so that its later
 # events (status writes while it terminates) do not delete them again: far longer
 # than the cache takes to show the deletions.
@@ -88,11 +95,32 @@ class GroupTeardown:
         if self.parallel:
             await self._delete_dependents(leader)
 
-    async def resume(self, leader: JSON) -> None:
-        """A leader being deleted in the foreground whose dependents this controller
-        has not deleted (since it started): delete them."""
-        if self.parallel and deleting_in_foreground(leader):
+    async def resume(self, leader: JSON, view: LwsView) -> None:
+        """A leader being deleted whose dependents this controller has not deleted
+        (since it started): delete them."""
+        if not self.parallel or not marked_for_deletion(leader):
+            return
+        if deleting_in_foreground(leader) or (
+            ORPHAN_FINALIZER not in (meta_of(leader).get("finalizers") or ())
+            and self._leader_workload_stays(leader, view)
+        ):
             await self._delete_dependents(leader)
+
+    def _leader_workload_stays(self, leader: JSON, view: LwsView) -> bool:
+        """The LeaderWorkerSet and the workload that made `leader` are not being
+        deleted: the leader alone is."""
+        if marked_for_deletion(view.obj):
+            return False
+        if view.hash_mode:
+            # Its ReplicaSet is not cached; the Deployment above it goes first.
+            workload = self.caches.deployments.get(view.namespace, view.name)
+            return workload is not None and not marked_for_deletion(workload)
+        workload = self.caches.statefulsets.get(view.namespace, view.name)
+        return (
+            workload is not None
+            and uid_of(workload) == controller_uid(leader)
+            and not marked_for_deletion(workload)
+        )
 
     async def _delete_dependents(self, leader: JSON) -> None:
         uid = uid_of(leader)

@@ -164,9 +164,9 @@ class PodReconciler:
         if view is None:
             return None
         if not vanished and is_leader(pod):
-            # A group deleted in the foreground before a restart of this controller, or
+            # A group deleted before a restart of this controller, or a leader deleted
             # by someone else: its dependents go now rather than hop by hop.
-            await self.restarter.teardown.resume(pod)
+            await self.restarter.teardown.resume(pod, view)
         recreating, event = await self.restarter.handle(pod, view)
         if event is not None:
             record(self.recorder, view.obj, event)

@@ -1,7 +1,9 @@
 """Group teardown beside the garbage collector (group_teardown.py): the leader first in
 the foreground, then its own worker StatefulSet (foreground), its pods and its Services,
 each by UID; nothing of a newer leader of the same name; nothing when the leader's
-DELETE is refused; a foreground-deleting leader resumed once, again after a failure."""
+DELETE is refused; a foreground-deleting leader resumed once, again after a failure;
+a leader deleted alone in the background resumed too, unless its dependents are to be
+orphaned or it goes with its LeaderWorkerSet."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
 from leaderworkerset.controllers.pod.group_teardown import (
     FOREGROUND_FINALIZER,
     GroupTeardown,
@@ -18,11 +21,35 @@ from leaderworkerset.controllers.pod.group_teardown import (
 from leaderworkerset.runtime.client import ApiError
 from tests.toolkit.caches import seeded_caches
 from tests.toolkit.fake_client import FakeApiClient
+from tests.toolkit.lws import lws_object
 from tests.toolkit.pods import NOW, leader_pod, lws_labels, pod
-from tests.toolkit.statefulsets import worker_sts
+from tests.toolkit.statefulsets import leader_sts, worker_sts
 
 JSON = dict[str, Any]
 LEADER_REF = {"apiVersion": "v1", "kind": "Pod", "name": "lws-0", "uid": "uid-lws-0"}
+LEADER_SET_REF = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "lws", "uid": "uid-ls"}
+ORDINAL: LwsView = view_of(lws_object())
+
+
+def leader_set(**meta: Any) -> JSON:
+    """The leader StatefulSet that made lws-0."""
+    sts = leader_sts("lws", "rev", 2)
+    sts["metadata"].update({"uid": "uid-ls", **meta})
+    return sts
+
+
+def deployment(**meta: Any) -> JSON:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "lws",
+            "namespace": "default",
+            "uid": "uid-deploy",
+            "labels": {c.LABEL_SET_NAME: "lws"},
+            **meta,
+        },
+    }
 
 
 def owned(obj: JSON, owner: JSON) -> JSON:
@@ -33,7 +60,7 @@ def owned(obj: JSON, owner: JSON) -> JSON:
 def group(*, sts_owner_uid: str = "uid-lws-0") -> tuple[JSON, JSON, list[JSON], JSON]:
     """Leader lws-0, its worker StatefulSet, workers lws-0-1 (live), lws-0-2 (already
     terminating) and lws-0-3 (live), its per-group Service."""
-    leader = leader_pod("lws", 0, "rev")
+    leader = owned(leader_pod("lws", 0, "rev"), LEADER_SET_REF)
     sts = owned(worker_sts("lws", 0, "rev", size=4), {**LEADER_REF, "uid": sts_owner_uid})
     sts["metadata"]["uid"] = "uid-sts"
     sts_ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "lws-0", "uid": "uid-sts"}
@@ -126,7 +153,7 @@ async def test_without_parallel_teardown_only_the_leader() -> None:
         teardown = GroupTeardown(client, caches, parallel=False)
         await teardown.tear_down(leader)
         leader["metadata"].update(deletionTimestamp=NOW, finalizers=[FOREGROUND_FINALIZER])
-        await teardown.resume(leader)
+        await teardown.resume(leader, ORDINAL)
     assert deletes(client) == [("pods", "lws-0", "Foreground", "uid-lws-0")]
 
 
@@ -141,8 +168,8 @@ async def test_a_foreground_deleting_leader_is_resumed_once() -> None:
     client = FakeApiClient()
     async with seeded_caches(leader, sts, *workers, service) as caches:
         teardown = GroupTeardown(client, caches)
-        await teardown.resume(leader)
-        await teardown.resume(leader)  # its next status write
+        await teardown.resume(leader, ORDINAL)
+        await teardown.resume(leader, ORDINAL)  # its next status write
     assert sorted(deletes(client)) == [
         ("pods", "lws-0-1", None, "uid-lws-0-1"),
         ("pods", "lws-0-3", None, "uid-lws-0-3"),
@@ -151,24 +178,80 @@ async def test_a_foreground_deleting_leader_is_resumed_once() -> None:
     ]
 
 
+DEPENDENTS = [
+    ("pods", "lws-0-1", None, "uid-lws-0-1"),
+    ("pods", "lws-0-3", None, "uid-lws-0-3"),
+    ("services", "lws-0", None, "uid-svc"),
+    ("statefulsets", "lws-0", "Foreground", "uid-sts"),
+]
+
+
 @pytest.mark.parametrize(
     "meta",
-    [
-        {},
-        {"deletionTimestamp": NOW},  # background: the collector goes after it
-        {"deletionTimestamp": NOW, "finalizers": ["orphan"]},  # orphaning: kept on purpose
-        {"finalizers": [FOREGROUND_FINALIZER]},
-    ],
-    ids=["alive", "background", "orphan", "finalizer-only"],
+    [{}, {"finalizers": [FOREGROUND_FINALIZER]}],
+    ids=["alive", "finalizer-only"],
 )
-async def test_only_a_foreground_deletion_is_resumed(meta: JSON) -> None:
+async def test_a_leader_not_being_deleted_is_not_resumed(meta: JSON) -> None:
     leader, sts, workers, service = group()
     leader["metadata"].update(meta)
     assert not deleting_in_foreground(leader)
     client = FakeApiClient()
-    async with seeded_caches(leader, sts, *workers, service) as caches:
-        await GroupTeardown(client, caches).resume(leader)
+    async with seeded_caches(leader, leader_set(), sts, *workers, service) as caches:
+        await GroupTeardown(client, caches).resume(leader, ORDINAL)
     assert client.calls_of("delete") == []
+
+
+async def test_a_leader_deleted_alone_in_the_background_is_resumed() -> None:
+    """`kubectl delete pod`, an eviction, its StatefulSet rolling it: the collector would
+    take its worker StatefulSet only once it is gone."""
+    leader, sts, workers, service = group()
+    leader["metadata"].update(deletionTimestamp=NOW)
+    client = FakeApiClient()
+    async with seeded_caches(leader, leader_set(), sts, *workers, service) as caches:
+        await GroupTeardown(client, caches).resume(leader, ORDINAL)
+    assert sorted(deletes(client)) == DEPENDENTS
+
+
+@pytest.mark.parametrize(
+    ("leader_meta", "set_meta", "lws_meta"),
+    [
+        ({"finalizers": ["orphan"]}, {}, {}),  # orphaning: kept on purpose
+        ({}, {"deletionTimestamp": NOW}, {}),  # the leader StatefulSet goes too
+        ({}, {"uid": "uid-another-ls"}, {}),  # its StatefulSet is gone, a new one cached
+        ({}, {}, {"deletionTimestamp": NOW}),  # the LeaderWorkerSet goes (foreground)
+    ],
+    ids=["orphan", "leader-set-deleted", "leader-set-replaced", "lws-deleted"],
+)
+async def test_a_background_deletion_that_is_not_the_leaders_alone_is_left_to_the_collector(
+    leader_meta: JSON, set_meta: JSON, lws_meta: JSON
+) -> None:
+    leader, sts, workers, service = group()
+    leader["metadata"].update(deletionTimestamp=NOW, **leader_meta)
+    lws = lws_object()
+    lws["metadata"].update(lws_meta)
+    client = FakeApiClient()
+    async with seeded_caches(leader, leader_set(**set_meta), sts, *workers, service) as caches:
+        await GroupTeardown(client, caches).resume(leader, view_of(lws))
+    assert client.calls_of("delete") == []
+
+
+@pytest.mark.parametrize(
+    ("deployment_meta", "resumed"),
+    [({}, True), ({"deletionTimestamp": NOW}, False)],
+    ids=["deployment-stays", "deployment-deleted"],
+)
+async def test_a_hash_leader_deleted_in_the_background(
+    deployment_meta: JSON, resumed: bool
+) -> None:
+    """Its ReplicaSet is not cached: the leader Deployment says whether the LWS goes."""
+    leader, sts, workers, service = group()
+    leader["metadata"].update(deletionTimestamp=NOW)
+    hashed = view_of(lws_object(groupIdentity=c.GROUP_IDENTITY_HASH))
+    client = FakeApiClient()
+    seeded = (leader, deployment(**deployment_meta), sts, *workers, service)
+    async with seeded_caches(*seeded) as caches:
+        await GroupTeardown(client, caches).resume(leader, hashed)
+    assert sorted(deletes(client)) == (DEPENDENTS if resumed else [])
 
 
 async def test_a_failed_dependent_delete_is_tried_again_and_gone_ones_skipped() -> None:
@@ -179,10 +262,10 @@ async def test_a_failed_dependent_delete_is_tried_again_and_gone_ones_skipped() 
     client.fail[("delete", "services")] = ApiError(404, {"reason": "NotFound"})
     async with seeded_caches(leader, sts, *workers, service) as caches:
         teardown = GroupTeardown(client, caches)
-        await teardown.resume(leader)  # logged, not raised: the collector is the fallback
+        await teardown.resume(leader, ORDINAL)  # logged, not raised: the collector is the fallback
         assert "uid-lws-0" not in teardown.torn_down
         client.fail.clear()
         client.calls.clear()
-        await teardown.resume(leader)
+        await teardown.resume(leader, ORDINAL)
         assert "uid-lws-0" in teardown.torn_down
     assert ("pods", "lws-0-1", None, "uid-lws-0-1") in deletes(client)
