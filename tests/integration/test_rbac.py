@@ -52,6 +52,7 @@ from tests.toolkit.cluster import (
     labels,
     leaders,
     live_pods,
+    lws_pods,
     name_of,
     revisions,
     wait_ready,
@@ -150,6 +151,8 @@ async def manager(
             election=dict(STEADY_ELECTION),
             secure_metrics=True,
             webhook_port=port,
+            # The opt-in deletion path reads and deletes beside the collector too.
+            teardown={"leaderWorkerSetDeletion": "Parallel"},
         )
         try:
             process.start()
@@ -349,12 +352,38 @@ async def test_ordinal_create_update_and_restart(
     await eventually(recreated, within=120, what="group 0 recreated")
     await wait_ready(api, namespace, name, 2, within=180)
 
+    # `kubectl delete pod` of a leader: its workers are deleted beside it, after the
+    # leader StatefulSet is read from the server.
+    old = {
+        p["metadata"]["uid"]
+        for p in await live_pods(api, namespace, name)
+        if labels(p).get(c.LABEL_GROUP_INDEX) == "1"
+    }
+    await api.delete(PODS, f"{name}-1", namespace)
+
+    async def rebuilt() -> bool:
+        pods = await live_pods(api, namespace, name)
+        group = [p for p in pods if labels(p).get(c.LABEL_GROUP_INDEX) == "1"]
+        return len(group) == 2 and all(
+            p["metadata"]["uid"] not in old and is_ready(p) for p in group
+        )
+
+    await eventually(rebuilt, within=180, what="group 1 rebuilt")
+
     wanted = {c.EVENT_REASON_CREATING_REVISION, c.EVENT_REASON_RECREATE_GROUP}
 
     async def recorded() -> bool:
         return wanted <= await controller_events(api, namespace)
 
     await eventually(recorded, within=60, what=f"events {sorted(wanted)}")
+
+    # Deleted with the opt-in parallel deletion: every level read and deleted.
+    await api.delete(LEADERWORKERSETS, name, namespace, propagation_policy="Background")
+
+    async def gone() -> bool:
+        return not await lws_pods(api, namespace, name)
+
+    await eventually(gone, within=120, what="every pod gone")
     manager.assert_never_denied()
 
 

@@ -211,6 +211,8 @@ class ManagerProcess:
     group_replacement: Mapping[str, str] | None = None
     # The Configuration's groupBackoff (initialDelay, ...); None: defaults.
     group_backoff: Mapping[str, str] | None = None
+    # The Configuration's teardown (groupRestart, leaderWorkerSetDeletion); None: defaults.
+    teardown: Mapping[str, str] | None = None
     # Serve spec.scheduling with Kubernetes' Workload API (the kubernetes provider and
     # the WorkloadAwareScheduling gate); upstream's v0.9.0 manager knows neither.
     workload_scheduling: bool = False
@@ -263,6 +265,8 @@ class ManagerProcess:
             config["groupReplacement"] = dict(self.group_replacement)
         if self.group_backoff:
             config["groupBackoff"] = dict(self.group_backoff)
+        if self.teardown:
+            config["teardown"] = dict(self.teardown)
         if self.workload_scheduling:
             config["gangSchedulingManagement"] = {"schedulerProvider": "kubernetes"}
             config["featureGates"] = {"WorkloadAwareScheduling": True}

@@ -35,6 +35,12 @@ def marked_for_deletion(obj: JSON | None) -> bool:
     return bool(meta_of(obj).get("deletionTimestamp"))
 
 
+def orphaning(obj: JSON | None) -> bool:
+    """Being deleted with `--cascade=orphan` (the collector's `orphan` finalizer): what
+    it owns is to be kept."""
+    return "orphan" in (meta_of(obj).get("finalizers") or ())
+
+
 def labels_of(obj: JSON | None) -> dict[str, Any]:
     labels: dict[str, Any] = meta_of(obj).get("labels") or {}
     return labels

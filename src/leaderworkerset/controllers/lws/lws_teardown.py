@@ -32,6 +32,7 @@ from leaderworkerset.api.objects import (
     marked_for_deletion,
     meta_of,
     name_of,
+    orphaning,
     uid_of,
 )
 from leaderworkerset.api.resources import PODS, STATEFULSETS, Resource
@@ -96,6 +97,8 @@ class LwsTeardown:
 
     async def _leader(self, leader: JSON, set_uid: str, pinned: bool) -> None:
         if not pinned:
+            if orphaning(leader):
+                return
             deleting = [] if marked_for_deletion(leader) else [self._delete(PODS, leader)]
             await asyncio.gather(*deleting, self._group(leader))
         elif await self._delete_if_controlled(PODS, leader, set_uid) is _Outcome.DELETED:
@@ -115,6 +118,8 @@ class LwsTeardown:
                 return _Outcome.GONE
             if controller_uid(live) != owner_uid:
                 return _Outcome.NOT_OURS
+            if orphaning(live):
+                return _Outcome.NOT_OURS  # `--cascade=orphan` keeps what it owns
             version = meta_of(live).get("resourceVersion")
             if marked_for_deletion(live) or await self._delete(resource, live, version):
                 return _Outcome.DELETED

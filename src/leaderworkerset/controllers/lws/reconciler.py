@@ -301,7 +301,7 @@ class LeaderWorkerSetReconciler:
             if stored is not None:
                 revisions.append(stored)
                 return stored
-        created, new = await self._create_revision(choice.revision, revisions)
+        created, new = await self._create_revision(view, choice.revision, revisions)
         if new and choice.event is not None:
             record(self.recorder, view.obj, choice.event)
         return created
@@ -322,12 +322,14 @@ class LeaderWorkerSetReconciler:
         existing = rev.find_revision(view.obj, revisions, key)
         if existing is not None and rev.same_content(view.obj, proposed, existing):
             return existing
-        created, new = await self._create_revision(proposed, revisions)
+        created, new = await self._create_revision(view, proposed, revisions)
         if new:
             record(self.recorder, view.obj, ev.revision_for_update(key, object_reference(created)))
         return created
 
-    async def _create_revision(self, revision: JSON, revisions: list[JSON]) -> tuple[JSON, bool]:
+    async def _create_revision(
+        self, view: LwsView, revision: JSON, revisions: list[JSON]
+    ) -> tuple[JSON, bool]:
         """(the revision, whether this call created it)."""
         try:
             created = await self.client.create(CONTROLLER_REVISIONS, revision)
@@ -338,7 +340,7 @@ class LeaderWorkerSetReconciler:
             # revision collides by name instead of making a duplicate.
             meta = revision["metadata"]
             existing = await self.client.get(CONTROLLER_REVISIONS, meta["name"], meta["namespace"])
-            if not left_by_predecessor(existing, revision):
+            if not self._predecessors(existing, revision, view):
                 revisions.append(existing)
                 return existing, False
             # A LeaderWorkerSet deleted and made again under its name collides with the
@@ -349,14 +351,25 @@ class LeaderWorkerSetReconciler:
         revisions.append(created)
         return created, True
 
+    @staticmethod
+    def _predecessors(existing: JSON, proposed: JSON, view: LwsView) -> bool:
+        """`existing` belongs to an earlier LeaderWorkerSet of this name. Made after this
+        one, it would be a later one's, and this view stale."""
+        made = str(meta_of(existing).get("creationTimestamp") or "")
+        return left_by_predecessor(existing, proposed) and made <= str(
+            meta_of(view.obj).get("creationTimestamp") or made
+        )
+
     async def _delete_predecessors(self, resource: Resource, existing: JSON) -> None:
+        """By UID and at the version read: one orphaned since (`kubectl delete lws
+        --cascade=orphan` keeps it on purpose) is not the predecessor's any more."""
         meta = meta_of(existing)
+        preconditions = {"uid": meta.get("uid")}
+        if meta.get("resourceVersion"):
+            preconditions["resourceVersion"] = meta["resourceVersion"]
         try:
             await self.client.delete(
-                resource,
-                str(meta["name"]),
-                str(meta["namespace"]),
-                preconditions={"uid": meta.get("uid")},
+                resource, str(meta["name"]), str(meta["namespace"]), preconditions=preconditions
             )
         except ApiError as exc:
             if not (exc.not_found or exc.conflict):
@@ -385,7 +398,7 @@ class LeaderWorkerSetReconciler:
         body = shared_service(view)
         cached = self.caches.services.get(view.namespace, view.name)
         if cached is not None:
-            if not left_by_predecessor(cached, body):
+            if not self._predecessors(cached, body, view):
                 return
             # The old one's selector matches the new groups' pods, but it goes with
             # its owner: made again now rather than after the collector's pass.

@@ -45,9 +45,10 @@ from leaderworkerset.api.objects import (
     marked_for_deletion,
     meta_of,
     name_of,
+    orphaning,
     uid_of,
 )
-from leaderworkerset.api.resources import PODS, SERVICES, STATEFULSETS, Resource
+from leaderworkerset.api.resources import DEPLOYMENTS, PODS, SERVICES, STATEFULSETS, Resource
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.runtime.client import ApiClient, ApiError
 
@@ -55,7 +56,6 @@ log = logging.getLogger(__name__)
 
 FOREGROUND = "Foreground"
 FOREGROUND_FINALIZER = "foregroundDeletion"
-ORPHAN_FINALIZER = "orphan"
 # How long a leader whose dependents were deleted is remembered, so that its later
 # events (status writes while it terminates) do not delete them again: far longer
 # than the cache takes to show the deletions.
@@ -93,36 +93,42 @@ class GroupTeardown:
             preconditions={"uid": meta.get("uid")},
         )
         if self.parallel:
-            await self._delete_dependents(leader)
+            await self._delete_dependents(leader, pinned=False)
 
     async def resume(self, leader: JSON, view: LwsView) -> None:
         """A leader being deleted whose dependents this controller has not deleted
         (since it started): delete them."""
-        if not self.parallel or not marked_for_deletion(leader):
+        if not self.parallel or not marked_for_deletion(leader) or uid_of(leader) in self.torn_down:
             return
-        if deleting_in_foreground(leader) or (
-            ORPHAN_FINALIZER not in (meta_of(leader).get("finalizers") or ())
-            and self._leader_workload_stays(leader, view)
-        ):
-            await self._delete_dependents(leader)
+        if deleting_in_foreground(leader):
+            await self._delete_dependents(leader, pinned=False)
+        elif not orphaning(leader) and await self._leader_workload_stays(leader, view):
+            # The collector drops the orphan finalizer once it has orphaned the
+            # dependents, and the cache may show that before their own change: so
+            # each is deleted at the version cached, which orphaning moves.
+            await self._delete_dependents(leader, pinned=True)
 
-    def _leader_workload_stays(self, leader: JSON, view: LwsView) -> bool:
-        """The LeaderWorkerSet and the workload that made `leader` are not being
-        deleted: the leader alone is."""
+    async def _leader_workload_stays(self, leader: JSON, view: LwsView) -> bool:
+        """The workload that made `leader` is not being deleted (the collector deletes
+        it before the leaders of a deleted LeaderWorkerSet): the leader alone is. Read
+        from the API server, as caches lag the collector."""
         if marked_for_deletion(view.obj):
             return False
-        if view.hash_mode:
-            # Its ReplicaSet is not cached; the Deployment above it goes first.
-            workload = self.caches.deployments.get(view.namespace, view.name)
-            return workload is not None and not marked_for_deletion(workload)
-        workload = self.caches.statefulsets.get(view.namespace, view.name)
-        return (
-            workload is not None
-            and uid_of(workload) == controller_uid(leader)
-            and not marked_for_deletion(workload)
+        resource, informer = (
+            (DEPLOYMENTS, self.caches.deployments)
+            if view.hash_mode
+            else (STATEFULSETS, self.caches.statefulsets)
         )
+        cached = informer.get(view.namespace, view.name)
+        if cached is None or marked_for_deletion(cached):
+            return False
+        live = await self.client.get_or_none(resource, view.name, view.namespace)
+        if live is None or marked_for_deletion(live) or controller_uid(live) != view.uid:
+            return False
+        # A Hash leader's controller is a ReplicaSet, which this controller does not read.
+        return view.hash_mode or uid_of(live) == controller_uid(leader)
 
-    async def _delete_dependents(self, leader: JSON) -> None:
+    async def _delete_dependents(self, leader: JSON, *, pinned: bool) -> None:
         uid = uid_of(leader)
         if not self._claim(uid):
             return
@@ -137,23 +143,30 @@ class GroupTeardown:
             if controller_uid(s) == uid and not marked_for_deletion(s)
         ]
         results = await asyncio.gather(
-            self._delete_worker_set(sts),
-            *(self._delete(SERVICES, s) for s in services),
+            self._delete_worker_set(sts, pinned),
+            *(self._delete(SERVICES, s, pinned=pinned) for s in services),
             return_exceptions=True,
         )
         failed = [r for r in results if isinstance(r, BaseException)]
-        if failed:
-            # Whatever the collector does not get to first, the next resume retries.
+        if failed or False in results:
+            # Whatever the collector does not get to first, the next resume retries
+            # (a refusal at the cached version: once the cache has caught up).
             self.torn_down.pop(uid, None)
+        if failed:
             log.warning("tearing down the group of %s/%s: %s", namespace, name_of(leader), failed)
 
-    async def _delete_worker_set(self, sts: JSON | None) -> None:
+    async def _delete_worker_set(self, sts: JSON | None, pinned: bool) -> bool:
+        """False when the StatefulSet's DELETE was refused at the cached version."""
         if sts is None:
-            return
+            return True
         if not marked_for_deletion(sts):
             # Before its pods: a StatefulSet being deleted is not synced again, so it
             # cannot recreate the pods deleted next.
-            await self._delete(STATEFULSETS, sts, propagation_policy=FOREGROUND)
+            deleted = await self._delete(
+                STATEFULSETS, sts, propagation_policy=FOREGROUND, pinned=pinned
+            )
+            if not deleted and pinned:
+                return False
         pods = [p for p in self.caches.controlled_pods(sts) if not marked_for_deletion(p)]
         results = await asyncio.gather(
             *(self._delete(PODS, p) for p in pods), return_exceptions=True
@@ -161,22 +174,35 @@ class GroupTeardown:
         for result in results:
             if isinstance(result, BaseException):
                 raise result
+        return True
 
     async def _delete(
-        self, resource: Resource, obj: JSON, *, propagation_policy: str | None = None
-    ) -> None:
+        self,
+        resource: Resource,
+        obj: JSON,
+        *,
+        propagation_policy: str | None = None,
+        pinned: bool = False,
+    ) -> bool:
+        """By UID (and, `pinned`, at the cached resourceVersion); False when refused as
+        gone or changed."""
         meta = meta_of(obj)
+        preconditions = {"uid": meta.get("uid")}
+        if pinned and meta.get("resourceVersion"):
+            preconditions["resourceVersion"] = meta["resourceVersion"]
         try:
             await self.client.delete(
                 resource,
                 str(meta["name"]),
                 str(meta["namespace"]),
                 propagation_policy=propagation_policy,
-                preconditions={"uid": meta.get("uid")},
+                preconditions=preconditions,
             )
         except ApiError as exc:
             if not (exc.not_found or exc.conflict):
                 raise
+            return False
+        return True
 
     def _claim(self, uid: str) -> bool:
         now = self.clock()

@@ -372,7 +372,10 @@ async def test_a_predecessors_revision_in_the_way_is_deleted_for_its_own(
         assert await reconciler(KEY) is None
     (deleted,) = client.calls_of("delete", "controllerrevisions")
     assert deleted.name == theirs["metadata"]["name"]
-    assert deleted.options["preconditions"] == {"uid": "uid-rev"}
+    assert deleted.options["preconditions"] == {
+        "uid": "uid-rev",
+        "resourceVersion": theirs["metadata"]["resourceVersion"],
+    }
     ours = revision_of(client)
     assert ours["metadata"]["ownerReferences"][0]["uid"] == "uid-lws"
     (body,) = applied(client, workload)
@@ -857,9 +860,25 @@ async def test_a_predecessors_shared_service_is_replaced_at_once() -> None:
     async with seeded_caches(lws_in(c.GROUP_IDENTITY_ORDINAL), theirs) as caches:
         assert await LeaderWorkerSetReconciler(client, caches)(KEY) is None
     (deleted,) = client.calls_of("delete", "services")
-    assert deleted.options["preconditions"] == {"uid": "uid-svc"}
+    assert deleted.options["preconditions"] == {
+        "uid": "uid-svc",
+        "resourceVersion": theirs["metadata"]["resourceVersion"],
+    }
     ours = client.stored(SERVICES, "lws", "default")
     assert ours is not None and ours["metadata"]["ownerReferences"][0]["uid"] == "uid-lws"
+
+    # One made after this LeaderWorkerSet is a later one's: this view is stale.
+    later = {
+        **theirs,
+        "metadata": {**theirs["metadata"], "creationTimestamp": "2099-01-01T00:00:00Z"},
+    }
+    client.put(SERVICES, later)
+    client.calls.clear()
+    made = lws_in(c.GROUP_IDENTITY_ORDINAL)
+    made["metadata"]["creationTimestamp"] = "2026-12-06T10:00:00Z"
+    async with seeded_caches(made, later) as caches:
+        assert await LeaderWorkerSetReconciler(client, caches)(KEY) is None
+    assert client.calls_of("delete", "services") == []
 
     users = {**ours, "metadata": {**ours["metadata"], "ownerReferences": []}}
     client.put(SERVICES, users)

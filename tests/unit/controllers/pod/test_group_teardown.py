@@ -13,6 +13,7 @@ import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
+from leaderworkerset.api.resources import DEPLOYMENTS, STATEFULSETS
 from leaderworkerset.controllers.pod.group_teardown import (
     FOREGROUND_FINALIZER,
     GroupTeardown,
@@ -31,9 +32,12 @@ LEADER_SET_REF = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "lws",
 ORDINAL: LwsView = view_of(lws_object())
 
 
+LWS_REF = {"apiVersion": c.API_VERSION, "kind": c.KIND, "name": "lws", "uid": ORDINAL.uid}
+
+
 def leader_set(**meta: Any) -> JSON:
     """The leader StatefulSet that made lws-0."""
-    sts = leader_sts("lws", "rev", 2)
+    sts = owned(leader_sts("lws", "rev", 2), LWS_REF)
     sts["metadata"].update({"uid": "uid-ls", **meta})
     return sts
 
@@ -47,6 +51,7 @@ def deployment(**meta: Any) -> JSON:
             "namespace": "default",
             "uid": "uid-deploy",
             "labels": {c.LABEL_SET_NAME: "lws"},
+            "ownerReferences": [{**LWS_REF, "controller": True}],
             **meta,
         },
     }
@@ -62,7 +67,7 @@ def group(*, sts_owner_uid: str = "uid-lws-0") -> tuple[JSON, JSON, list[JSON], 
     terminating) and lws-0-3 (live), its per-group Service."""
     leader = owned(leader_pod("lws", 0, "rev"), LEADER_SET_REF)
     sts = owned(worker_sts("lws", 0, "rev", size=4), {**LEADER_REF, "uid": sts_owner_uid})
-    sts["metadata"]["uid"] = "uid-sts"
+    sts["metadata"].update(uid="uid-sts", resourceVersion="7")
     sts_ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "lws-0", "uid": "uid-sts"}
     workers = [
         owned(
@@ -87,6 +92,7 @@ def group(*, sts_owner_uid: str = "uid-lws-0") -> tuple[JSON, JSON, list[JSON], 
                 "name": "lws-0",
                 "namespace": "default",
                 "uid": "uid-svc",
+                "resourceVersion": "8",
                 "labels": {c.LABEL_SET_NAME: "lws"},
             },
         },
@@ -207,29 +213,65 @@ async def test_a_leader_deleted_alone_in_the_background_is_resumed() -> None:
     leader, sts, workers, service = group()
     leader["metadata"].update(deletionTimestamp=NOW)
     client = FakeApiClient()
+    client.put(STATEFULSETS, leader_set())
     async with seeded_caches(leader, leader_set(), sts, *workers, service) as caches:
-        await GroupTeardown(client, caches).resume(leader, ORDINAL)
+        teardown = GroupTeardown(client, caches)
+        await teardown.resume(leader, ORDINAL)
+        await teardown.resume(leader, ORDINAL)  # its next status write
     assert sorted(deletes(client)) == DEPENDENTS
+    # At the versions cached: orphaning (the collector's, for --cascade=orphan) moves it.
+    for call in client.calls_of("delete"):
+        if call.plural != "pods":
+            assert "resourceVersion" in call.options["preconditions"], call.plural
+    assert len(client.calls_of("get", "statefulsets")) == 1
+
+
+async def test_dependents_orphaned_before_the_cache_shows_it_are_kept() -> None:
+    """The collector has orphaned the worker StatefulSet and dropped the leader's orphan
+    finalizer; the cache shows the second, not yet the first. The DELETE at the cached
+    version is refused: nothing else goes, and a later event tries again."""
+    leader, sts, workers, service = group()
+    leader["metadata"].update(deletionTimestamp=NOW)
+    client = FakeApiClient()
+    client.put(STATEFULSETS, leader_set())
+    client.fail[("delete", "statefulsets")] = ApiError(409, {"reason": "Conflict"})
+    client.fail[("delete", "services")] = ApiError(409, {"reason": "Conflict"})
+    async with seeded_caches(leader, leader_set(), sts, *workers, service) as caches:
+        teardown = GroupTeardown(client, caches)
+        await teardown.resume(leader, ORDINAL)
+        assert "uid-lws-0" not in teardown.torn_down
+    assert client.calls_of("delete", "pods") == []
 
 
 @pytest.mark.parametrize(
-    ("leader_meta", "set_meta", "lws_meta"),
+    ("leader_meta", "set_meta", "live_meta", "lws_meta"),
     [
-        ({"finalizers": ["orphan"]}, {}, {}),  # orphaning: kept on purpose
-        ({}, {"deletionTimestamp": NOW}, {}),  # the leader StatefulSet goes too
-        ({}, {"uid": "uid-another-ls"}, {}),  # its StatefulSet is gone, a new one cached
-        ({}, {}, {"deletionTimestamp": NOW}),  # the LeaderWorkerSet goes (foreground)
+        ({"finalizers": ["orphan"]}, {}, {}, {}),  # orphaning: kept on purpose
+        ({}, {"deletionTimestamp": NOW}, {}, {}),  # the leader StatefulSet goes too
+        ({}, {"uid": "uid-another-ls"}, {}, {}),  # its StatefulSet is gone, a new one cached
+        ({}, {}, {"deletionTimestamp": NOW}, {}),  # the cache has not seen that yet
+        ({}, {}, None, {}),  # nor that it is gone
+        ({}, {}, {}, {"deletionTimestamp": NOW}),  # the LeaderWorkerSet goes (foreground)
     ],
-    ids=["orphan", "leader-set-deleted", "leader-set-replaced", "lws-deleted"],
+    ids=[
+        "orphan",
+        "leader-set-deleted",
+        "leader-set-replaced",
+        "leader-set-deleted-uncached",
+        "leader-set-gone-uncached",
+        "lws-deleted",
+    ],
 )
 async def test_a_background_deletion_that_is_not_the_leaders_alone_is_left_to_the_collector(
-    leader_meta: JSON, set_meta: JSON, lws_meta: JSON
+    leader_meta: JSON, set_meta: JSON, live_meta: JSON | None, lws_meta: JSON
 ) -> None:
     leader, sts, workers, service = group()
     leader["metadata"].update(deletionTimestamp=NOW, **leader_meta)
     lws = lws_object()
     lws["metadata"].update(lws_meta)
     client = FakeApiClient()
+    if live_meta is not None:
+        client.put(STATEFULSETS, leader_set(**{**set_meta, **live_meta}))
     async with seeded_caches(leader, leader_set(**set_meta), sts, *workers, service) as caches:
         await GroupTeardown(client, caches).resume(leader, view_of(lws))
     assert client.calls_of("delete") == []
@@ -248,7 +290,8 @@ async def test_a_hash_leader_deleted_in_the_background(
     leader["metadata"].update(deletionTimestamp=NOW)
     hashed = view_of(lws_object(groupIdentity=c.GROUP_IDENTITY_HASH))
     client = FakeApiClient()
-    seeded = (leader, deployment(**deployment_meta), sts, *workers, service)
+    client.put(DEPLOYMENTS, deployment(**deployment_meta))
+    seeded = (leader, deployment(), sts, *workers, service)
     async with seeded_caches(*seeded) as caches:
         await GroupTeardown(client, caches).resume(leader, hashed)
     assert sorted(deletes(client)) == (DEPENDENTS if resumed else [])
