@@ -430,7 +430,7 @@ def measure(groups: int, size: int) -> dict[str, float]:
 
     def feed(attr: str, lines: list[bytes]) -> Any:
         def run() -> Any:
-            caches = build_caches(_NoClient())  # type: ignore[arg-type]
+            caches = build_caches(_NoClient())
             informer = getattr(caches, attr)
             for line in lines:
                 event = orjson.loads(line)
@@ -449,7 +449,7 @@ def measure(groups: int, size: int) -> dict[str, float]:
     out["total, bytes per pod"] = sum(out.values())
 
     # The best of five passes over freshly decoded events: the machine is shared.
-    transform = build_caches(_NoClient()).pods._transform  # type: ignore[arg-type]
+    transform = build_caches(_NoClient()).pods._transform
     assert transform is not None
     best = float("inf")
     for _ in range(5):
