@@ -246,6 +246,8 @@ COMMON = {
     ("RoleBinding", "lws-leader-election-rolebinding"),
     ("ConfigMap", "lws-manager-config"),
     ("Deployment", "lws-controller-manager"),
+    # The webhooks fail closed: a drain leaves a replica serving them.
+    ("PodDisruptionBudget", "lws-controller-manager"),
     ("Service", "lws-controller-manager-metrics-service"),
     ("Service", "lws-webhook-service"),
     ("MutatingWebhookConfiguration", "lws-mutating-webhook-configuration"),
