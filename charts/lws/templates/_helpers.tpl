@@ -55,11 +55,18 @@ fixed names: the manager reads no name from the chart but these. */}}
 
 {{/* The port the manager serves its webhooks on: service.port, as in upstream's chart
 (the container port webhook-server), unless managerConfig sets webhook.port, which
-the manager reads last. The metrics (8443) and health (8081) ports are taken. */}}
+the manager reads last. The metrics (8443) and health (8081) ports are taken; below
+1024 the manager, not root and without capabilities, may not listen (this chart's
+service.port used to be the webhook Service's, 443: a values file that kept it must
+drop it). */}}
 {{- define "lws.webhookPort" -}}
 {{- $port := int (dig "webhook" "port" .Values.service.port (.Values.managerConfig | default dict)) -}}
 {{- if or (eq $port 8443) (eq $port 8081) -}}
 {{- fail (printf "service.port %d is the manager's metrics or health port; the webhook server needs another (upstream's default: 9443)" $port) -}}
+{{- end -}}
+{{- $added := dig "capabilities" "add" (list) (.Values.securityContext | default dict) -}}
+{{- if and (lt $port 1024) (not (has "NET_BIND_SERVICE" $added)) -}}
+{{- fail (printf "service.port %d: the webhook server's port, as in upstream's chart (default 9443), no longer the webhook Service's (always 443); below 1024 it needs securityContext.capabilities.add [NET_BIND_SERVICE]" $port) -}}
 {{- end -}}
 {{- $port -}}
 {{- end -}}

@@ -78,3 +78,16 @@ def test_a_port_the_manager_uses_for_something_else_is_refused(
 ) -> None:
     error = renderer.helm_fails({"service": {"port": port}})
     assert f"service.port {port} is the manager's metrics or health port" in error
+
+
+def test_a_privileged_port_needs_the_capability(renderer: Renderer) -> None:
+    """service.port 443 was this chart's webhook Service port; kept in a values file, it
+    would now be the manager's listening port, which a non-root process without
+    NET_BIND_SERVICE cannot bind: refused with a message that says so."""
+    error = renderer.helm_fails({"service": {"port": 443}})
+    assert "no longer the webhook Service's (always 443)" in error
+    allowed = {
+        "service": {"port": 443},
+        "securityContext": {"capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}},
+    }
+    assert_webhooks_reach(renderer.helm_template(allowed), 443)
