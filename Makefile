@@ -81,7 +81,8 @@ install-check:
 	done; \
 	echo "install-check: the plain install is the controller alone, starts and validates every sample"
 
-unit: setup
+# tests/unit/manifests renders the chart and the overlays with the built helm and kubectl.
+unit: setup tools
 	$(BIN)/pytest -q tests/unit
 
 integration: setup controlplane tools

@@ -38,7 +38,7 @@ TEMPLATES = {
     "cert_secret_role.yaml": ["config/internalcert/cert_secret_role.yaml"],
     "metrics_reader_role.yaml": ["config/rbac/metrics_reader_role.yaml"],
     "volcano_role.yaml": ["config/components/volcano/role.yaml"],
-    "prometheus_role.yaml": ["config/prometheus/role.yaml"],
+    "prometheus_role.yaml": ["config/components/prometheus/role.yaml"],
     "disaggregatedset_admin_role.yaml": ["config/components/disaggregatedset/admin_role.yaml"],
     "disaggregatedset_editor_role.yaml": ["config/components/disaggregatedset/editor_role.yaml"],
     "disaggregatedset_viewer_role.yaml": ["config/components/disaggregatedset/viewer_role.yaml"],

@@ -1,8 +1,8 @@
 """The kustomize install on the real node, as the operations guide gives it:
 `kubectl apply --server-side -k config/default`, with the image config/manager names
 (the one `make image` builds), through an overlay of the user's own that lowers the
-Deployment's requests: its default (a core and 1 GiB per replica, two replicas) does not
-fit the node's two cores beside the workloads. Then `kubectl delete -k` removes it all.
+Deployment's requests below their default (250m and 192Mi per replica, two replicas):
+the node's two cores run the workloads too. Then `kubectl delete -k` removes it all.
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ CUSTOM_VALUES: Obj = {
     "enableCertManager": True,
     "enablePrometheus": True,
     "gangSchedulingManagement": {"schedulerProvider": "volcano"},
-    "service": {"port": 8443},
+    # As upstream's chart: the metrics Service's type, the webhook server's port.
+    "service": {"type": "NodePort", "port": 9444},
     "logLevel": "debug",
     "managerConfig": {
         "clientConnection": {"qps": 100, "burst": 200},
@@ -245,6 +246,8 @@ COMMON = {
     ("RoleBinding", "lws-leader-election-rolebinding"),
     ("ConfigMap", "lws-manager-config"),
     ("Deployment", "lws-controller-manager"),
+    # The webhooks fail closed: a drain leaves a replica serving them.
+    ("PodDisruptionBudget", "lws-controller-manager"),
     ("Service", "lws-controller-manager-metrics-service"),
     ("Service", "lws-webhook-service"),
     ("MutatingWebhookConfiguration", "lws-mutating-webhook-configuration"),
@@ -319,6 +322,7 @@ def test_chart_custom_values(chart_custom: dict[Key, Obj]) -> None:
         "leaderElection": {"leaderElect": True, "leaseDuration": "30s"},
         "internalCertManagement": {"enable": False},
         "gangSchedulingManagement": {"schedulerProvider": "volcano"},
+        "webhook": {"port": 9444},
         "clientConnection": {"qps": 100, "burst": 200},
     }
 
@@ -337,11 +341,17 @@ def test_chart_custom_values(chart_custom: dict[Key, Obj]) -> None:
     assert pod["affinity"] == CUSTOM_VALUES["affinity"]
     assert pod["priorityClassName"] == "system-cluster-critical"
 
+    # The webhook Service stays on 443 (a ClusterIP) and forwards to service.port, where
+    # the container declares its webhook server; service.type is the metrics Service's.
     service = chart_custom[("Service", "lws-webhook-service")]["spec"]
-    assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(8443, 9443)]
+    assert service["type"] == "ClusterIP"
+    assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(443, 9444)]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"webhook-server": 9444, "metrics": 8443}
+    assert metrics_service["spec"]["type"] == "NodePort"
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         for webhook in _webhook_config(chart_custom, kind)["webhooks"]:
-            assert webhook["clientConfig"]["service"]["port"] == 8443
+            assert webhook["clientConfig"]["service"]["port"] == 443
 
 
 # --- the two install paths agree -----------------------------------------------

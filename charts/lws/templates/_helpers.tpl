@@ -53,6 +53,24 @@ fixed names: the manager reads no name from the chart but these. */}}
 {{- define "lws.metricsSecretName" -}}lws-metrics-server-cert{{- end -}}
 {{- define "lws.metricsServiceName" -}}{{ include "lws.fullname" . }}-controller-manager-metrics-service{{- end -}}
 
+{{/* The port the manager serves its webhooks on: service.port, as in upstream's chart
+(the container port webhook-server), unless managerConfig sets webhook.port, which
+the manager reads last. The metrics (8443) and health (8081) ports are taken; below
+1024 the manager, not root and without capabilities, may not listen (this chart's
+service.port used to be the webhook Service's, 443: a values file that kept it must
+drop it). */}}
+{{- define "lws.webhookPort" -}}
+{{- $port := int (dig "webhook" "port" .Values.service.port (.Values.managerConfig | default dict)) -}}
+{{- if or (eq $port 8443) (eq $port 8081) -}}
+{{- fail (printf "service.port %d is the manager's metrics or health port; the webhook server needs another (upstream's default: 9443)" $port) -}}
+{{- end -}}
+{{- $added := dig "capabilities" "add" (list) (.Values.securityContext | default dict) -}}
+{{- if and (lt $port 1024) (not (has "NET_BIND_SERVICE" $added)) -}}
+{{- fail (printf "service.port %d: the webhook server's port, as in upstream's chart (default 9443), no longer the webhook Service's (always 443); below 1024 it needs securityContext.capabilities.add [NET_BIND_SERVICE]" $port) -}}
+{{- end -}}
+{{- $port -}}
+{{- end -}}
+
 {{/* The manager's Configuration: our defaults, then the chart switches, then
 managerConfig on top, merged key by key. */}}
 {{- define "lws.managerConfig" -}}
@@ -67,6 +85,10 @@ managerConfig on top, merged key by key. */}}
 {{- end }}
 {{- with .Values.featureGates }}
 {{- $_ := set $config "featureGates" (deepCopy .) }}
+{{- end }}
+{{- /* Written only when it is not the manager's default, 9443. */}}
+{{- if ne (int .Values.service.port) 9443 }}
+{{- $_ := set $config "webhook" (dict "port" (int .Values.service.port)) }}
 {{- end }}
 {{- $config = mustMergeOverwrite $config (deepCopy (.Values.managerConfig | default dict)) -}}
 {{- toYaml $config -}}
@@ -85,5 +107,4 @@ clientConfig:
     name: {{ include "lws.webhookServiceName" .root }}
     namespace: {{ .root.Release.Namespace }}
     path: {{ .path }}
-    port: {{ .root.Values.service.port }}
 {{- end -}}

@@ -29,11 +29,15 @@ from leaderworkerset.api.leaderworkerset.scheduling import PROVIDER_KUBERNETES, 
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.api.resources import (
     CRDS,
+    DISAGGREGATEDSETS,
+    LEADERWORKERSETS,
     MUTATING_WEBHOOKS,
     NAMESPACES,
     POD_GROUPS,
+    ROLE_SCALERS,
     VALIDATING_WEBHOOKS,
     WORKLOADS,
+    Resource,
 )
 from leaderworkerset.runtime.certs import CertRotatorOptions
 from leaderworkerset.runtime.client import ApiClient, ApiError
@@ -87,6 +91,10 @@ async def install(client: ApiClient, webhook_port: int) -> None:
         await client.apply(resource, config, field_manager=FIELD_MANAGER)
     for crd in crds:
         await _wait_established(client, crd["metadata"]["name"])
+    # Established is not enough: the API server's watch cache of a new resource starts
+    # after it, and until it is ready a watch gets 429 "storage is (re)initializing"
+    # (the controller retries, but a newcomer's `make run` showed every retry).
+    await wait_watchable(client, [CRD_RESOURCES[crd["metadata"]["name"]] for crd in crds])
 
 
 async def _wait_established(client: ApiClient, name: str, within: float = 60.0) -> None:
@@ -99,6 +107,45 @@ async def _wait_established(client: ApiClient, name: str, within: float = 60.0) 
             return
         await asyncio.sleep(0.2)
     raise TimeoutError(f"CRD {name} not established after {within}s")
+
+
+# The resources the CRDs of `install` serve, by CRD name.
+CRD_RESOURCES = {
+    f"{r.plural}.{r.group}": r for r in (LEADERWORKERSETS, DISAGGREGATEDSETS, ROLE_SCALERS)
+}
+# How long a watch must stay open, with nothing refused, to count as accepted: the API
+# server answers a watch its storage cannot serve at once, with 429.
+WATCH_ACCEPTED_AFTER = 0.3
+
+
+async def wait_watchable(
+    client: ApiClient, resources: list[Resource], within: float = 60.0
+) -> None:
+    """Until the API server accepts a watch of each resource (its storage is ready)."""
+    await asyncio.gather(*(_wait_watchable(client, r, within) for r in resources))
+
+
+async def _wait_watchable(client: ApiClient, resource: Resource, within: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        listed = await client.list(resource, limit=1)
+        version = str(listed.get("metadata", {}).get("resourceVersion") or "") or None
+        stream = client.watch(resource, resource_version=version, timeout_seconds=5)
+        try:
+            async with asyncio.timeout(WATCH_ACCEPTED_AFTER):
+                await anext(stream, None)
+            return  # an event (or the stream's end) came: the watch was served
+        except TimeoutError:
+            return  # open and quiet: served
+        except ApiError as exc:
+            if exc.status != 429 or loop.time() > deadline:
+                raise
+        finally:
+            aclose = getattr(stream, "aclose", None)  # typed AsyncIterator: no aclose
+            if aclose is not None:
+                await aclose()
+        await asyncio.sleep(0.2)
 
 
 def local_manager_options(

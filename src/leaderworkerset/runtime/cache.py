@@ -35,6 +35,7 @@ from leaderworkerset.runtime.indexes import (
     resource_version,
 )
 from leaderworkerset.runtime.metrics import RuntimeMetrics
+from leaderworkerset.runtime.retries import FailureStreak
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,10 @@ class Informer:
         self.name = resource.plural + (f"[{label_selector}]" if label_selector else "")
         self._backoff = backoff or Backoff()
         self._sleep = sleep
+        # Routine list and watch failures log at debug, a persistent one warns once; the
+        # streak ends with a watch's first event (a list alone may precede a watch that
+        # keeps failing, as while a new resource's watch cache initializes).
+        self.failures = FailureStreak(log, self.name)
         self._indexers: dict[str, IndexFunc] = {
             NAMESPACE_INDEX: by_namespace,
             OWNER_UID_INDEX: by_controller_uid,
@@ -299,7 +304,7 @@ class Informer:
                     await self._list_and_replace()
                 except Exception as exc:
                     delay = self._backoff.next()
-                    log.warning("%s: list failed, retrying in %.2fs: %s", self.name, delay, exc)
+                    self.failures.failed(exc, "list failed, retrying in %.2fs", delay)
                     await self._sleep(delay)
                     continue
                 need_list, just_listed = False, True
@@ -309,6 +314,8 @@ class Informer:
             try:
                 await self._watch_once()
             except _Gone:
+                # At info, not debug: a relist is the cache read again (memory steps up to
+                # its high-water mark, docs/soak.md), and tests/chaos looks for this line.
                 log.info("%s: version %s expired, relisting", self.name, self.resource_version)
                 need_list = True
                 # A fresh list whose version is already gone would spin; else relist at once.
@@ -323,12 +330,8 @@ class Informer:
                 if failure is None:
                     continue
             delay = self._backoff.next()
-            log.warning(
-                "%s: watch from %s ended, retrying in %.2fs: %s",
-                self.name,
-                self.resource_version,
-                delay,
-                failure or "stream closed early",
+            self.failures.failed(
+                failure, "watch from %s ended, retrying in %.2fs", self.resource_version, delay
             )
             await self._sleep(delay)
 
@@ -364,7 +367,7 @@ class Informer:
                 # start over, but not forever.
                 if not (exc.gone and paged) or attempt >= 3:
                     raise
-                log.info("%s: list continue token expired, listing from the start", self.name)
+                log.debug("%s: list continue token expired, listing from the start", self.name)
         raise AssertionError("unreachable")
 
     async def _list_and_replace(self) -> None:
@@ -398,6 +401,8 @@ class Informer:
             async for event in stream:
                 self._handle_event(event)
                 self._stream_events += 1  # only events that worked make the watch healthy
+                if self._stream_events == 1:
+                    self.failures.succeeded("watching")
         except ApiError as exc:
             if exc.gone:
                 raise _Gone from exc

@@ -25,10 +25,17 @@ def test_the_image_is_leaderworkerset_at_the_package_version() -> None:
         "tag": "",
         "pullPolicy": "IfNotPresent",
     }
+    # The manager's image is named `controller`, as in upstream's config/manager, and
+    # that kustomization's `images:` entry (what `kustomize edit set image controller=`
+    # edits) makes it ours.
     docs = yaml.safe_load_all((REPO / "config" / "manager" / "manager.yaml").read_text())
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     images = [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]]
-    assert images == [f"leaderworkerset:{version}"]
+    assert images == ["controller"]
+    kustomization = yaml.safe_load((REPO / "config" / "manager" / "kustomization.yaml").read_text())
+    assert kustomization["images"] == [
+        {"name": "controller", "newName": "leaderworkerset", "newTag": version}
+    ]
 
 
 def test_docs_build_and_install_the_same_image() -> None:

@@ -1,6 +1,6 @@
 """The kustomize ServiceMonitor scrapes the secure metrics endpoint the manifests
-deploy: the metrics Service's https port, over TLS, with a bearer token; the overlay's
-Role lets Prometheus discover that Service's endpoints."""
+deploy: the metrics Service's https port, over TLS, with a bearer token; the Role of
+components/prometheus lets Prometheus discover that Service's endpoints."""
 
 from __future__ import annotations
 
@@ -11,43 +11,42 @@ import yaml
 
 from leaderworkerset.controller_command import load_configuration
 from tests.toolkit.paths import REPO
+from tests.toolkit.render import Renderer
 
 CONFIG = REPO / "config"
+COMPONENT = CONFIG / "components" / "prometheus"
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def _default_labels() -> dict[str, str]:
-    """What config/default's labels transformer adds to every object it installs."""
-    kustomization = yaml.safe_load((CONFIG / "default" / "kustomization.yaml").read_text())
-    return {k: v for entry in kustomization["labels"] for k, v in entry["pairs"].items()}
+def test_monitor_targets_the_secure_metrics_service(renderer: Renderer) -> None:
+    component = yaml.safe_load((COMPONENT / "kustomization.yaml").read_text())
+    assert component["kind"] == "Component"
+    assert component["resources"] == ["monitor.yaml", "role.yaml"]
+    overlay = yaml.safe_load((CONFIG / "prometheus" / "kustomization.yaml").read_text())
+    assert overlay["components"] == ["../components/prometheus"]
 
-
-def test_monitor_targets_the_secure_metrics_service() -> None:
-    kustomization = yaml.safe_load((CONFIG / "prometheus" / "kustomization.yaml").read_text())
-    assert kustomization["resources"] == ["monitor.yaml", "role.yaml"]
-    (monitor,) = _docs(CONFIG / "prometheus" / "monitor.yaml")
-    assert monitor["kind"] == "ServiceMonitor"
+    monitors = renderer.kustomize(CONFIG / "prometheus")
+    (monitor,) = [o for (kind, _), o in monitors.items() if kind == "ServiceMonitor"]
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["scheme"] == "https"
     assert endpoint["path"] == "/metrics"
     assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
-    manager_docs = _docs(CONFIG / "manager" / "manager.yaml")
+    installed = renderer.kustomize(CONFIG / "default")
     selector = monitor["spec"]["selector"]["matchLabels"]
-    installed = _default_labels()
     services = [
-        d
-        for d in manager_docs + _docs(CONFIG / "webhook" / "service.yaml")
-        if d["kind"] == "Service"
-        and selector.items() <= ({**(d["metadata"].get("labels") or {}), **installed}.items())
+        o
+        for (kind, _), o in installed.items()
+        if kind == "Service" and selector.items() <= (o["metadata"].get("labels") or {}).items()
     ]
     assert [s["metadata"]["name"] for s in services] == ["lws-controller-manager-metrics-service"]
+    assert services[0]["metadata"]["namespace"] == monitor["metadata"]["namespace"]
     (port,) = [p for p in services[0]["spec"]["ports"] if p["name"] == endpoint["port"]]
 
-    (deployment,) = [d for d in manager_docs if d["kind"] == "Deployment"]
+    deployment = installed[("Deployment", "lws-controller-manager")]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     metrics_ports = [p["containerPort"] for p in container["ports"] if p["name"] == "metrics"]
     assert metrics_ports == [port["targetPort"]]
@@ -57,7 +56,7 @@ def test_monitor_targets_the_secure_metrics_service() -> None:
 
 
 def test_prometheus_may_discover_the_metrics_endpoints() -> None:
-    role, binding = _docs(CONFIG / "prometheus" / "role.yaml")
+    role, binding = _docs(COMPONENT / "role.yaml")
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "Role",
