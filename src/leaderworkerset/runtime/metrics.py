@@ -17,7 +17,15 @@ import gc
 import time
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 # Buckets of controller-runtime's reconcile and webhook histograms.
 _RECONCILE_BUCKETS = (
@@ -37,6 +45,11 @@ class RuntimeMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         if registry is None:
             registry = CollectorRegistry(auto_describe=True)
+            # What every Prometheus client serves by default (process_*, python_info,
+            # python_gc_*), as dashboards and the kube-prometheus alerts expect them.
+            ProcessCollector(registry=registry)
+            PlatformCollector(registry=registry)
+            GCCollector(registry=registry)
         self.registry = registry
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total",
