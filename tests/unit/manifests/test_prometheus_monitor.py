@@ -24,7 +24,7 @@ def _docs(path: Path) -> list[dict[str, Any]]:
 def test_monitor_targets_the_secure_metrics_service(renderer: Renderer) -> None:
     component = yaml.safe_load((COMPONENT / "kustomization.yaml").read_text())
     assert component["kind"] == "Component"
-    assert component["resources"] == ["monitor.yaml", "role.yaml"]
+    assert component["resources"] == ["monitor.yaml", "role.yaml", "alerts.yaml"]
     overlay = yaml.safe_load((CONFIG / "prometheus" / "kustomization.yaml").read_text())
     assert overlay["components"] == ["../components/prometheus"]
 

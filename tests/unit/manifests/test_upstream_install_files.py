@@ -149,6 +149,7 @@ def test_volcano_and_prometheus_are_components(renderer: Renderer, tmp_path: Pat
         ("ClusterRole", "lws-volcano-role"),
         ("ClusterRoleBinding", "lws-volcano-rolebinding"),
         ("ServiceMonitor", "lws-controller-manager-metrics-monitor"),
+        ("PrometheusRule", "lws-controller-alerts"),
         ("Role", "lws-prometheus-k8s"),
         ("RoleBinding", "lws-prometheus-k8s"),
     }
