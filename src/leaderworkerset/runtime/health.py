@@ -253,24 +253,60 @@ class UserInfo:
     extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
+class ReviewBudget:
+    """A token bucket, without waiting: `burst` reviews at once, then `rate` a second."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self._tokens = float(burst)
+        self._stamp = clock()
+
+    def take(self) -> bool:
+        now = self.clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+
+class ReviewsExhausted(Exception):
+    """An unknown token arrived while the review budget was spent."""
+
+
 class DelegatedAuth:
     """TokenReview authentication and SubjectAccessReview authorization, cached with
-    controller-runtime's TTLs (tokens 1 min; allowed 5 min, denied 30 s)."""
+    controller-runtime's TTLs (tokens 1 min; allowed 5 min, denied 30 s).
+
+    Beyond controller-runtime, the reviews of tokens not in the cache share a small
+    budget: the reviews go out on the manager's own client, whose rate limit the
+    reconcilers need, and anyone who reaches the port can send a new token each time.
+    Past it, a caller with an unknown token is answered 429; known ones are not."""
 
     TOKEN_TTL = 60.0
     ALLOW_TTL = 300.0
     DENY_TTL = 30.0
+    # A Prometheus scrapes with one token a minute or so; two dozen pods' scrapers, a
+    # burst of them after a restart, stay well within this.
+    REVIEWS_PER_SECOND = 5.0
+    REVIEWS_BURST = 20
 
-    def __init__(self, client: ApiClient) -> None:
+    def __init__(self, client: ApiClient, budget: ReviewBudget | None = None) -> None:
         self.client = client
         self._tokens: TTLCache[str, UserInfo | bool] = TTLCache()
         self._decisions: TTLCache[tuple[Any, ...], bool] = TTLCache()
+        self.budget = budget or ReviewBudget(self.REVIEWS_PER_SECOND, self.REVIEWS_BURST)
 
     async def authenticate(self, token: str) -> UserInfo | None:
+        """The token's user, None if it authenticates no one; ReviewsExhausted when it
+        is not cached and the budget is spent."""
         key = hashlib.sha256(token.encode()).hexdigest()  # never keep raw tokens around
         cached = self._tokens.get(key)
         if cached is not None:
             return cached if isinstance(cached, UserInfo) else None
+        if not self.budget.take():
+            raise ReviewsExhausted
         review = await self.client.request(
             "POST",
             "/apis/authentication.k8s.io/v1/tokenreviews",
@@ -322,7 +358,7 @@ class DelegatedAuth:
         return allowed
 
     async def check(self, request: web.Request) -> web.Response | None:
-        """None when the caller may proceed, else the 401/403/500 to answer."""
+        """None when the caller may proceed, else the 401/403/429/500 to answer."""
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return web.Response(status=401, text="Unauthorized\n")
@@ -336,6 +372,10 @@ class DelegatedAuth:
                     text=f"Authorization denied for user {user.username} "
                     f"({request.method.lower()} {request.path})\n",
                 )
+        except ReviewsExhausted:
+            return web.Response(
+                status=429, text="Too many new tokens\n", headers={"Retry-After": "1"}
+            )
         except (ApiError, OSError) as exc:
             log.error("metrics authorization failed: %s", exc)
             return web.Response(status=500, text="Internal Server Error\n")
