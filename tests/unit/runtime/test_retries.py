@@ -5,6 +5,7 @@ whose storage is still initializing (what `make run` used to print as warnings).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
@@ -109,19 +110,27 @@ def test_a_fault_warns_every_time(caplog: pytest.LogCaptureFixture) -> None:
     assert levels(caplog) == ["WARNING", "WARNING", "WARNING"]
 
 
-async def test_an_informer_waits_out_initializing_storage_at_debug(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+async def watched_through(
+    caplog: pytest.LogCaptureFixture, failures: list[Any]
+) -> list[logging.LogRecord]:
+    """The cache logger's records of an informer whose watch fails with `failures`
+    before it sees an object added."""
     caplog.set_level(logging.DEBUG, logger=CACHE_LOGGER)
     server = FakeServer()
-    server.watch_failures = [initializing(), initializing(), initializing()]
+    server.watch_failures = failures
     informer = make(server, Gate())
     informer.start()
     await eventually(lambda: server.open_streams == 1, "the watch")
     server.create("a")
     await eventually(lambda: "ns/a" in informer, "the add")
     await informer.stop()
-    cache_records = [r for r in caplog.records if r.name == CACHE_LOGGER]
+    return [r for r in caplog.records if r.name == CACHE_LOGGER]
+
+
+async def test_an_informer_waits_out_initializing_storage_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cache_records = await watched_through(caplog, [initializing()] * 3)
     retries = [r for r in cache_records if "storage is (re)initializing" in r.getMessage()]
     assert len(retries) == 3
     assert {r.levelname for r in retries} == {"DEBUG"}
@@ -131,16 +140,7 @@ async def test_an_informer_waits_out_initializing_storage_at_debug(
 async def test_an_informer_warns_once_when_the_failure_persists(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger=CACHE_LOGGER)
-    server = FakeServer()
-    server.watch_failures = [initializing()] * 12
-    informer = make(server, Gate())
-    informer.start()
-    await eventually(lambda: server.open_streams == 1, "the watch")
-    server.create("a")
-    await eventually(lambda: "ns/a" in informer, "the add")
-    await informer.stop()
-    cache_records = [r for r in caplog.records if r.name == CACHE_LOGGER]
+    cache_records = await watched_through(caplog, [initializing()] * 12)
     warnings = [r for r in cache_records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1
     assert "(failing for" in warnings[0].getMessage()
