@@ -23,7 +23,7 @@ test: setup controlplane tools node lint install-check
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml localcluster/pyproject.toml constraints.txt
-	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found (Python 3.11 is required)"; exit 1; }
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found (.venv is Python 3.11, the image's)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev,bench]' -e ./localcluster
