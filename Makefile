@@ -9,7 +9,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane tools image node lint install-check unit integration realnode e2e-real compat chaos soak mutation crd clean
+.PHONY: run test setup controlplane tools image node lint install-check unit unit-pythons integration realnode e2e-real compat chaos soak mutation crd clean
 
 # STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story), gang (two
 # LeaderWorkerSets competing for a full cluster, without and with gang scheduling) or all.
@@ -23,7 +23,7 @@ test: setup controlplane tools node lint install-check
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml localcluster/pyproject.toml constraints.txt
-	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found (Python 3.11 is required)"; exit 1; }
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) not found (.venv is Python 3.11, the image's)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev,bench]' -e ./localcluster
@@ -84,6 +84,16 @@ install-check:
 # tests/unit/manifests renders the chart and the overlays with the built helm and kubectl.
 unit: setup tools
 	$(BIN)/pytest -q tests/unit
+
+# The other Pythons the package supports (.venv is 3.11): on each, the unit suite in a venv
+# of that version, then install-check with that interpreter. The venvs are cached in
+# ~/.cache/leaderworkerset/venvs, installed from the same constraints and reused while
+# constraints.txt and the pyproject.toml files' dependencies are unchanged
+# (hack/unit-pythons.sh, which also says where it looks for each interpreter; timings in
+# docs/testing.md). PYTHONS=3.13 checks one; CI runs it (.ci/run).
+PYTHONS ?= 3.12 3.13
+unit-pythons: tools
+	bash hack/unit-pythons.sh $(PYTHONS)
 
 integration: setup controlplane tools
 	$(BIN)/pytest -q tests/integration

@@ -50,6 +50,13 @@ case "$status" in
   *) exit "$status" ;;
 esac
 
+# The package installs on 3.11 to 3.13, but the wheels built here must fit the image's
+# python3, Debian 12's 3.11: a .venv made with another Python would build ones pip then
+# cannot install there.
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  log "$PYTHON is not Python 3.11, the image's (Debian 12's python3); set LWS_PYTHON to one"
+  exit 1
+fi
 ((EUID == 0)) || { log "building the images needs root (mmdebstrap, chroot, mount)"; exit 1; }
 bash "$HERE/debian-packages.sh" mmdebstrap debian-archive-keyring gcc libc6-dev binutils
 
