@@ -310,7 +310,7 @@ async def test_a_controller_crashed_mid_teardown_finishes_it(
     assert isinstance(pods, PodReconciler)
     stuck = asyncio.Event()
 
-    async def hang(leader: JSON) -> None:
+    async def hang(leader: JSON, *, pinned: bool) -> None:
         stuck.set()
         await asyncio.Event().wait()  # until the crash cancels it
 
