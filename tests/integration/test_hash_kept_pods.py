@@ -6,21 +6,25 @@ to be gone; two ways of keeping them must not hold the replacement for ever:
   worker StatefulSet's owner reference away and leaves it and its Running worker on a
   Ready node. They are no longer the LeaderWorkerSet's: the replacement is admitted
   at once, and the kept pods are left alone, as the user asked.
-- a foreign finalizer on the worker StatefulSet: its deletion never ends, and its pods
-  are never deleted. The replacement waits `terminationOverrunRelease` from the set's
-  deletion, then is admitted.
+- a foreign finalizer on the worker StatefulSet: left to the garbage collector
+  (teardown.groupRestart: GarbageCollector) its deletion never ends and its pods are
+  never deleted, so the replacement waits `terminationOverrunRelease` from the set's
+  deletion; with the default parallel teardown the controller deletes the pods beside
+  the held set, and the replacement is admitted once they are gone.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from lws_localcluster.deploy import RunningController
 
 from leaderworkerset.api.resources import LEADERWORKERSETS, PODS, STATEFULSETS
 from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.pod.reconciler import PodReconciler
 from leaderworkerset.group.options import ReleaseThresholds
 from leaderworkerset.runtime.client import ApiClient
 from tests.toolkit.cluster import (
@@ -40,6 +44,8 @@ from tests.toolkit.lws import hash_lws
 from tests.toolkit.waiting import eventually, stays
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+JSON = dict[str, Any]
 
 OVERRUN_BOUND = 8.0  # room on a loaded machine to see the replacement held first
 FINALIZER = "example.com/keep"
@@ -88,29 +94,54 @@ async def test_an_orphaned_group_does_not_hold_its_replacement(
     assert any(old_key[:8] in n and "orphaned" in n for n in notes), notes
 
 
-async def test_a_finalizer_on_the_worker_set_holds_the_replacement_only_for_the_bound(
-    lws_controller: RunningController,
-    short_overrun_bound: None,
-    nodesim_api: ApiClient,
-    namespace: str,
-) -> None:
-    api = nodesim_api
+@pytest.fixture
+def teardown_by_the_collector(lws_controller: RunningController) -> Iterator[None]:
+    """teardown.groupRestart: GarbageCollector in the session's controller: a leader's
+    dependents are left to the garbage collector, as upstream leaves them."""
+    assert lws_controller.controllers is not None
+    pods = lws_controller.controllers.pods._reconcile
+    assert isinstance(pods, PodReconciler)
+    pods.restarter.teardown.parallel = False
+    try:
+        yield
+    finally:
+        pods.restarter.teardown.parallel = True
+
+
+async def finalizer_held_group(api: ApiClient, namespace: str) -> tuple[JSON, JSON, str]:
+    """(leader, worker, the worker StatefulSet's name) of a Hash group of 2 whose worker
+    StatefulSet carries a foreign finalizer."""
     await api.create(LEADERWORKERSETS, hash_lws("kept", namespace, replicas=1, size=2))
     await wait_ready(api, namespace, "kept", 1)
     (victim,) = await leaders(api, namespace, "kept")
-    old_key = key_of(victim)
-    (worker,) = [p for p in await group_pods(api, namespace, "kept", old_key) if not is_leader(p)]
+    (worker,) = [
+        p for p in await group_pods(api, namespace, "kept", key_of(victim)) if not is_leader(p)
+    ]
     (owner,) = worker["metadata"]["ownerReferences"]
     await api.patch(
         STATEFULSETS, owner["name"], {"metadata": {"finalizers": [FINALIZER]}}, namespace=namespace
     )
+    return victim, worker, owner["name"]
+
+
+async def test_a_finalizer_on_the_worker_set_holds_the_replacement_only_for_the_bound(
+    lws_controller: RunningController,
+    short_overrun_bound: None,
+    teardown_by_the_collector: None,
+    nodesim_api: ApiClient,
+    namespace: str,
+) -> None:
+    """Left to the collector, the set's deletion never ends and its pods are never
+    deleted: the replacement waits terminationOverrunRelease from the set's deletion."""
+    api = nodesim_api
+    victim, worker, worker_set = await finalizer_held_group(api, namespace)
     try:
         deleted_at = time.time()
         await api.delete(PODS, name_of(victim), namespace)
-        replacement = name_of(await new_leader(api, namespace, "kept", {old_key}))
+        replacement = name_of(await new_leader(api, namespace, "kept", {key_of(victim)}))
 
         async def set_deleting() -> bool:
-            sts = await api.get(STATEFULSETS, owner["name"], namespace)
+            sts = await api.get(STATEFULSETS, worker_set, namespace)
             return bool(sts["metadata"].get("deletionTimestamp"))
 
         await eventually(set_deleting, within=30, what="the worker set's deletion begun")
@@ -130,5 +161,40 @@ async def test_a_finalizer_on_the_worker_set_holds_the_replacement_only_for_the_
         assert kept["metadata"].get("deletionTimestamp") is None, "nobody deleted the worker"
     finally:
         await api.patch(
-            STATEFULSETS, owner["name"], {"metadata": {"finalizers": None}}, namespace=namespace
+            STATEFULSETS, worker_set, {"metadata": {"finalizers": None}}, namespace=namespace
+        )
+
+
+async def test_a_finalizer_on_the_worker_set_holds_only_the_set_by_default(
+    lws_controller: RunningController,
+    short_overrun_bound: None,
+    nodesim_api: ApiClient,
+    namespace: str,
+) -> None:
+    """With the default parallel teardown, a leader deleted by someone else has its worker
+    set deleted in the foreground and its workers beside it: the finalizer holds the set
+    object, not the pods, and the replacement is admitted once they are gone, before the
+    bound."""
+    api = nodesim_api
+    victim, worker, worker_set = await finalizer_held_group(api, namespace)
+    try:
+        deleted_at = time.time()
+        await api.delete(PODS, name_of(victim), namespace)
+        replacement = name_of(await new_leader(api, namespace, "kept", {key_of(victim)}))
+
+        async def worker_gone() -> bool:
+            return await api.get_or_none(PODS, name_of(worker), namespace) is None
+
+        await eventually(worker_gone, within=30, what="the worker deleted")
+        at = await eventually(
+            lambda: admitted(api, namespace, replacement),
+            within=30,
+            what="the replacement admitted",
+        )
+        assert at - deleted_at < OVERRUN_BOUND, "admitted only at the bound"
+        sts = await api.get(STATEFULSETS, worker_set, namespace)
+        assert sts["metadata"].get("deletionTimestamp"), "the set is held by its finalizer"
+    finally:
+        await api.patch(
+            STATEFULSETS, worker_set, {"metadata": {"finalizers": None}}, namespace=namespace
         )
