@@ -298,6 +298,7 @@ def test_kustomize_objects(
 def test_chart_custom_values(chart_custom: dict[Key, Obj]) -> None:
     assert set(chart_custom) == COMMON | CERT_MANAGER | {
         ("ServiceMonitor", "lws-controller-manager-metrics-monitor"),
+        ("PrometheusRule", "lws-controller-alerts"),
         ("Role", "lws-prometheus-k8s"),
         ("RoleBinding", "lws-prometheus-k8s"),
         ("ClusterRole", "lws-volcano-role"),
