@@ -15,8 +15,10 @@ to be gone; two ways of keeping them must not hold the replacement for ever:
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -108,20 +110,40 @@ def teardown_by_the_collector(lws_controller: RunningController) -> Iterator[Non
         pods.restarter.teardown.parallel = True
 
 
-async def finalizer_held_group(api: ApiClient, namespace: str) -> tuple[JSON, JSON, str]:
-    """(leader, worker, the worker StatefulSet's name) of a Hash group of 2 whose worker
-    StatefulSet carries a foreign finalizer."""
+@dataclass(frozen=True)
+class HeldGroup:
+    worker: JSON
+    worker_set: str
+    deleted_at: float  # when its leader was deleted
+    replacement: str  # the new leader's name
+
+
+@contextlib.asynccontextmanager
+async def leader_deleted_under_finalizer(
+    api: ApiClient, namespace: str
+) -> AsyncIterator[HeldGroup]:
+    """A Hash group of 2 whose worker StatefulSet carries a foreign finalizer, its
+    leader deleted (`kubectl delete pod`) and its replacement made; the finalizer is
+    taken away at the end."""
     await api.create(LEADERWORKERSETS, hash_lws("kept", namespace, replicas=1, size=2))
     await wait_ready(api, namespace, "kept", 1)
     (victim,) = await leaders(api, namespace, "kept")
     (worker,) = [
         p for p in await group_pods(api, namespace, "kept", key_of(victim)) if not is_leader(p)
     ]
-    (owner,) = worker["metadata"]["ownerReferences"]
+    worker_set = worker["metadata"]["ownerReferences"][0]["name"]
     await api.patch(
-        STATEFULSETS, owner["name"], {"metadata": {"finalizers": [FINALIZER]}}, namespace=namespace
+        STATEFULSETS, worker_set, {"metadata": {"finalizers": [FINALIZER]}}, namespace=namespace
     )
-    return victim, worker, owner["name"]
+    try:
+        deleted_at = time.time()
+        await api.delete(PODS, name_of(victim), namespace)
+        replacement = name_of(await new_leader(api, namespace, "kept", {key_of(victim)}))
+        yield HeldGroup(worker, worker_set, deleted_at, replacement)
+    finally:
+        await api.patch(
+            STATEFULSETS, worker_set, {"metadata": {"finalizers": None}}, namespace=namespace
+        )
 
 
 async def test_a_finalizer_on_the_worker_set_holds_the_replacement_only_for_the_bound(
@@ -134,35 +156,28 @@ async def test_a_finalizer_on_the_worker_set_holds_the_replacement_only_for_the_
     """Left to the collector, the set's deletion never ends and its pods are never
     deleted: the replacement waits terminationOverrunRelease from the set's deletion."""
     api = nodesim_api
-    victim, worker, worker_set = await finalizer_held_group(api, namespace)
-    try:
-        deleted_at = time.time()
-        await api.delete(PODS, name_of(victim), namespace)
-        replacement = name_of(await new_leader(api, namespace, "kept", {key_of(victim)}))
+    async with leader_deleted_under_finalizer(api, namespace) as held:
 
         async def set_deleting() -> bool:
-            sts = await api.get(STATEFULSETS, worker_set, namespace)
+            sts = await api.get(STATEFULSETS, held.worker_set, namespace)
             return bool(sts["metadata"].get("deletionTimestamp"))
 
         await eventually(set_deleting, within=30, what="the worker set's deletion begun")
         # Gated while the bound runs (deletionTimestamp has whole seconds: 1 s slack).
         await stays(
-            lambda: still_gated(api, namespace, replacement),
-            seconds=max(0.0, deleted_at + OVERRUN_BOUND - 1.5 - time.time()),
+            lambda: still_gated(api, namespace, held.replacement),
+            seconds=max(0.0, held.deleted_at + OVERRUN_BOUND - 1.5 - time.time()),
             what="the replacement gated before the bound",
         )
         at = await eventually(
-            lambda: admitted(api, namespace, replacement),
+            lambda: admitted(api, namespace, held.replacement),
             within=30,
             what="the replacement admitted after the bound",
         )
-        print(f"\n[hash] finalizer-held set: replacement admitted {at - deleted_at:.2f}s after")
-        kept = await api.get(PODS, name_of(worker), namespace)
+        waited = at - held.deleted_at
+        print(f"\n[hash] finalizer-held set: replacement admitted {waited:.2f}s after")
+        kept = await api.get(PODS, name_of(held.worker), namespace)
         assert kept["metadata"].get("deletionTimestamp") is None, "nobody deleted the worker"
-    finally:
-        await api.patch(
-            STATEFULSETS, worker_set, {"metadata": {"finalizers": None}}, namespace=namespace
-        )
 
 
 async def test_a_finalizer_on_the_worker_set_holds_only_the_set_by_default(
@@ -176,25 +191,17 @@ async def test_a_finalizer_on_the_worker_set_holds_only_the_set_by_default(
     object, not the pods, and the replacement is admitted once they are gone, before the
     bound."""
     api = nodesim_api
-    victim, worker, worker_set = await finalizer_held_group(api, namespace)
-    try:
-        deleted_at = time.time()
-        await api.delete(PODS, name_of(victim), namespace)
-        replacement = name_of(await new_leader(api, namespace, "kept", {key_of(victim)}))
+    async with leader_deleted_under_finalizer(api, namespace) as held:
 
         async def worker_gone() -> bool:
-            return await api.get_or_none(PODS, name_of(worker), namespace) is None
+            return await api.get_or_none(PODS, name_of(held.worker), namespace) is None
 
         await eventually(worker_gone, within=30, what="the worker deleted")
         at = await eventually(
-            lambda: admitted(api, namespace, replacement),
+            lambda: admitted(api, namespace, held.replacement),
             within=30,
             what="the replacement admitted",
         )
-        assert at - deleted_at < OVERRUN_BOUND, "admitted only at the bound"
-        sts = await api.get(STATEFULSETS, worker_set, namespace)
+        assert at - held.deleted_at < OVERRUN_BOUND, "admitted only at the bound"
+        sts = await api.get(STATEFULSETS, held.worker_set, namespace)
         assert sts["metadata"].get("deletionTimestamp"), "the set is held by its finalizer"
-    finally:
-        await api.patch(
-            STATEFULSETS, worker_set, {"metadata": {"finalizers": None}}, namespace=namespace
-        )
