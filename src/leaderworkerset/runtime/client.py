@@ -27,7 +27,7 @@ from lightkube.config.client_adapter import user_auth, verify_cluster
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import User
 
-from leaderworkerset.api.objects import JSON
+from leaderworkerset.api.objects import JSON, meta_of
 from leaderworkerset.api.resources import Resource
 
 ResponseHook = Callable[[str, str, str], None]  # (method, status code, host)
@@ -452,6 +452,36 @@ class Lister(Protocol):
         continue_token: str | None = None,
         resource_version: str | None = None,
     ) -> JSON: ...
+
+
+async def delete_exact(
+    client: ApiClient,
+    resource: Resource,
+    obj: JSON,
+    *,
+    resource_version: str | None = None,
+    propagation_policy: str | None = None,
+) -> bool:
+    """DELETE the object `obj` shows, by its UID (and at `resource_version`, if given),
+    so that another object of its name, or this one changed since, is never hit. False
+    when refused as gone or not the one meant (404, 409)."""
+    meta = meta_of(obj)
+    preconditions = {"uid": meta.get("uid")}
+    if resource_version:
+        preconditions["resourceVersion"] = resource_version
+    try:
+        await client.delete(
+            resource,
+            str(meta["name"]),
+            str(meta["namespace"]),
+            propagation_policy=propagation_policy,
+            preconditions=preconditions,
+        )
+    except ApiError as exc:
+        if exc.not_found or exc.conflict:
+            return False
+        raise
+    return True
 
 
 async def list_pages(

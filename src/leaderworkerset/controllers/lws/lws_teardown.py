@@ -37,7 +37,7 @@ from leaderworkerset.api.objects import (
 )
 from leaderworkerset.api.resources import PODS, STATEFULSETS, Resource
 from leaderworkerset.caches import LwsCaches
-from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, delete_exact
 from leaderworkerset.runtime.indexes import object_key
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,9 @@ class LwsTeardown:
         if not pinned:
             if orphaning(leader):
                 return
-            deleting = [] if marked_for_deletion(leader) else [self._delete(PODS, leader)]
+            deleting = (
+                [] if marked_for_deletion(leader) else [delete_exact(self.client, PODS, leader)]
+            )
             await asyncio.gather(*deleting, self._group(leader))
         elif await self._delete_if_controlled(PODS, leader, set_uid) is _Outcome.DELETED:
             await self._group(leader)
@@ -121,7 +123,9 @@ class LwsTeardown:
             if orphaning(live):
                 return _Outcome.NOT_OURS  # `--cascade=orphan` keeps what it owns
             version = meta_of(live).get("resourceVersion")
-            if marked_for_deletion(live) or await self._delete(resource, live, version):
+            if marked_for_deletion(live) or await delete_exact(
+                self.client, resource, live, resource_version=version
+            ):
                 return _Outcome.DELETED
         return _Outcome.NOT_OURS
 
@@ -131,22 +135,6 @@ class LwsTeardown:
             return
         # The set before its pods, which it would otherwise make again.
         if not marked_for_deletion(sts):
-            await self._delete(STATEFULSETS, sts)
+            await delete_exact(self.client, STATEFULSETS, sts)
         workers = [p for p in self.caches.controlled_pods(sts) if not marked_for_deletion(p)]
-        await asyncio.gather(*(self._delete(PODS, p) for p in workers))
-
-    async def _delete(self, resource: Resource, obj: JSON, version: str | None = None) -> bool:
-        """False when the object is gone or is not the one read (404, 409)."""
-        meta = meta_of(obj)
-        preconditions = {"uid": meta.get("uid")}
-        if version:
-            preconditions["resourceVersion"] = version
-        try:
-            await self.client.delete(
-                resource, str(meta["name"]), str(meta["namespace"]), preconditions=preconditions
-            )
-        except ApiError as exc:
-            if exc.not_found or exc.conflict:
-                return False
-            raise
-        return True
+        await asyncio.gather(*(delete_exact(self.client, PODS, p) for p in workers))

@@ -53,7 +53,7 @@ from leaderworkerset.group.options import ControllerOptions
 from leaderworkerset.group.ownership import left_by_predecessor
 from leaderworkerset.group.workload_objects import GroupRevision, scheduling_of
 from leaderworkerset.runtime.cache import Informer
-from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, ApiError, delete_exact
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
 
@@ -363,17 +363,8 @@ class LeaderWorkerSetReconciler:
     async def _delete_predecessors(self, resource: Resource, existing: JSON) -> None:
         """By UID and at the version read: one orphaned since (`kubectl delete lws
         --cascade=orphan` keeps it on purpose) is not the predecessor's any more."""
-        meta = meta_of(existing)
-        preconditions = {"uid": meta.get("uid")}
-        if meta.get("resourceVersion"):
-            preconditions["resourceVersion"] = meta["resourceVersion"]
-        try:
-            await self.client.delete(
-                resource, str(meta["name"]), str(meta["namespace"]), preconditions=preconditions
-            )
-        except ApiError as exc:
-            if not (exc.not_found or exc.conflict):
-                raise
+        version = meta_of(existing).get("resourceVersion")
+        await delete_exact(self.client, resource, existing, resource_version=version)
 
     @staticmethod
     def _applied_key(resource: Resource, body: JSON) -> str:

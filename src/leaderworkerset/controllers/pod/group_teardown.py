@@ -50,7 +50,7 @@ from leaderworkerset.api.objects import (
 )
 from leaderworkerset.api.resources import DEPLOYMENTS, PODS, SERVICES, STATEFULSETS, Resource
 from leaderworkerset.caches import LwsCaches
-from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, delete_exact
 
 log = logging.getLogger(__name__)
 
@@ -184,25 +184,15 @@ class GroupTeardown:
         propagation_policy: str | None = None,
         pinned: bool = False,
     ) -> bool:
-        """By UID (and, `pinned`, at the cached resourceVersion); False when refused as
-        gone or changed."""
-        meta = meta_of(obj)
-        preconditions = {"uid": meta.get("uid")}
-        if pinned and meta.get("resourceVersion"):
-            preconditions["resourceVersion"] = meta["resourceVersion"]
-        try:
-            await self.client.delete(
-                resource,
-                str(meta["name"]),
-                str(meta["namespace"]),
-                propagation_policy=propagation_policy,
-                preconditions=preconditions,
-            )
-        except ApiError as exc:
-            if not (exc.not_found or exc.conflict):
-                raise
-            return False
-        return True
+        """By UID (and, `pinned`, at the cached resourceVersion)."""
+        version = meta_of(obj).get("resourceVersion") if pinned else None
+        return await delete_exact(
+            self.client,
+            resource,
+            obj,
+            resource_version=version,
+            propagation_policy=propagation_policy,
+        )
 
     def _claim(self, uid: str) -> bool:
         now = self.clock()
