@@ -95,23 +95,37 @@ class ApiError(Exception):
 class TokenBucket:
     """client-go's QPS/burst limiter: `burst` requests at once, then `qps` a second."""
 
-    def __init__(self, qps: float, burst: int) -> None:
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.qps = qps
         self.burst = max(1, burst)
+        self._clock = clock
         self._tokens = float(self.burst)
-        self._stamp = time.monotonic()
+        self._stamp = clock()
         self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+        self._stamp = now
+
+    def try_take(self) -> bool:
+        """A token without waiting; False when none is left."""
+        if self.qps <= 0:
+            return True
+        self._refill()
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
 
     async def acquire(self) -> None:
         if self.qps <= 0:
             return
         async with self._lock:
-            now = time.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
-            self._stamp = now
+            self._refill()
             if self._tokens < 1:
                 await asyncio.sleep((1 - self._tokens) / self.qps)
-                self._stamp = time.monotonic()
+                self._stamp = self._clock()
                 self._tokens = 1
             self._tokens -= 1
 

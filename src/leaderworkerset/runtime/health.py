@@ -32,7 +32,7 @@ from prometheus_client.exposition import choose_encoder
 
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair, server_ssl_context
-from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, ApiError, TokenBucket
 from leaderworkerset.runtime.keypair_files import KeyPairFiles
 from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY, self_signed_cert
 
@@ -253,24 +253,6 @@ class UserInfo:
     extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-class ReviewBudget:
-    """A token bucket, without waiting: `burst` reviews at once, then `rate` a second."""
-
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
-        self.rate, self.burst, self.clock = rate, burst, clock
-        self._tokens = float(burst)
-        self._stamp = clock()
-
-    def take(self) -> bool:
-        now = self.clock()
-        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
-        self._stamp = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
-        return True
-
-
 class ReviewsExhausted(Exception):
     """An unknown token arrived while the review budget was spent."""
 
@@ -292,11 +274,11 @@ class DelegatedAuth:
     REVIEWS_PER_SECOND = 5.0
     REVIEWS_BURST = 20
 
-    def __init__(self, client: ApiClient, budget: ReviewBudget | None = None) -> None:
+    def __init__(self, client: ApiClient, budget: TokenBucket | None = None) -> None:
         self.client = client
         self._tokens: TTLCache[str, UserInfo | bool] = TTLCache()
         self._decisions: TTLCache[tuple[Any, ...], bool] = TTLCache()
-        self.budget = budget or ReviewBudget(self.REVIEWS_PER_SECOND, self.REVIEWS_BURST)
+        self.budget = budget or TokenBucket(self.REVIEWS_PER_SECOND, self.REVIEWS_BURST)
 
     async def authenticate(self, token: str) -> UserInfo | None:
         """The token's user, None if it authenticates no one; ReviewsExhausted when it
@@ -305,7 +287,7 @@ class DelegatedAuth:
         cached = self._tokens.get(key)
         if cached is not None:
             return cached if isinstance(cached, UserInfo) else None
-        if not self.budget.take():
+        if not self.budget.try_take():
             raise ReviewsExhausted
         review = await self.client.request(
             "POST",

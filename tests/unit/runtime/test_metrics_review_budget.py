@@ -9,7 +9,8 @@ from typing import Any
 
 from aiohttp.test_utils import make_mocked_request
 
-from leaderworkerset.runtime.health import DelegatedAuth, ReviewBudget
+from leaderworkerset.runtime.client import TokenBucket
+from leaderworkerset.runtime.health import DelegatedAuth
 
 
 class _Clock:
@@ -42,7 +43,7 @@ async def answer(auth: DelegatedAuth, token: str) -> int:
 
 async def test_unknown_tokens_past_the_budget_get_429_and_no_review() -> None:
     clock, api = _Clock(), _ApiServer()
-    auth = DelegatedAuth(api, ReviewBudget(rate=1.0, burst=3, clock=clock))  # type: ignore[arg-type]
+    auth = DelegatedAuth(api, TokenBucket(qps=1.0, burst=3, clock=clock))  # type: ignore[arg-type]
     assert await answer(auth, "good-scraper") == 200
     assert [await answer(auth, f"random-{i}") for i in range(2)] == [401, 401]
     assert api.token_reviews == 3
@@ -58,7 +59,7 @@ async def test_unknown_tokens_past_the_budget_get_429_and_no_review() -> None:
 
 async def test_the_default_budget_lets_a_burst_of_scrapers_through() -> None:
     api = _ApiServer()
-    budget = ReviewBudget(DelegatedAuth.REVIEWS_PER_SECOND, DelegatedAuth.REVIEWS_BURST, _Clock())
+    budget = TokenBucket(DelegatedAuth.REVIEWS_PER_SECOND, DelegatedAuth.REVIEWS_BURST, _Clock())
     auth = DelegatedAuth(api, budget)  # type: ignore[arg-type]
     tokens = [f"good-{i}" for i in range(DelegatedAuth.REVIEWS_BURST)]
     assert [await answer(auth, t) for t in tokens] == [200] * len(tokens)
