@@ -83,7 +83,13 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
         watch = Watch(api, log_paths(procs))
         sampler = Sampler(api, procs)
         churn = Churn(api, sim, cp, procs)
-        blocks = s.plan(args.minutes, args.seed, [m.name for m in fleet.FLEET], sim.node_names)
+        blocks = s.plan(
+            args.minutes,
+            args.seed,
+            [m.name for m in fleet.FLEET],
+            sim.node_names,
+            relists=args.relists,
+        )
         quiet: list[QuietWindow] = []
         async with supervising(procs) as supervisor:
             tasks += [
@@ -150,6 +156,7 @@ async def soak(cp: ControlPlane, args: argparse.Namespace, workdir: Path, audit_
             restarts=restarts,
             # Before the churn began (fleet set-up) is a negative minute.
             revived=[((at - started) / 60, r) for at, r in revived],
+            relists=args.relists,
         )
     finally:
         for task in tasks:
@@ -178,6 +185,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="the schedule's seed")
     parser.add_argument("--out", type=Path, default=Path("soak-out"), help="report folder")
     parser.add_argument("--keep", type=Path, help="keep the cluster's and controllers' logs here")
+    parser.add_argument(
+        "--relists",
+        action="store_true",
+        help="every churn block also compacts etcd or restarts the API server (every cache "
+        "lists again); memory is then held to 5 %%, for both replicas",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lws-soak-") as tmp:
         workdir = Path(args.keep or tmp)

@@ -17,6 +17,8 @@ from bench.soak.sampler import Sample
 from bench.soak.watch import STUCK_BOUND, Watch
 
 RSS_TOLERANCE = 0.10
+# The relist variant's bound: a relist must cost no lasting memory (docs/soak.md).
+RELIST_RSS_TOLERANCE = 0.05
 # More polls than this missed (the API server away) and the checker saw too little.
 MISSED_POLLS_SHARE = 0.1
 
@@ -53,36 +55,55 @@ def rss_reference_minute(minutes: float) -> float:
     return minutes / 4
 
 
-def rss_condition(samples: Sequence[Sample], minutes: float) -> Condition:
-    """Judged on one process, the leader's at the reference minute: a leader started
-    again or replaced after it fails the condition (its heap is another's)."""
+def rss_condition(
+    samples: Sequence[Sample],
+    minutes: float,
+    replica: str = "leader",
+    tolerance: float = RSS_TOLERANCE,
+) -> Condition:
+    """Judged on one process, the replica's (``leader`` or ``standby``) at the reference
+    minute: one started again or replaced after it fails the condition (its heap is
+    another's)."""
+
+    def pid(sample: Sample) -> int:
+        return int(getattr(sample, f"{replica}_pid"))
+
+    def rss(sample: Sample) -> float:
+        return float(getattr(sample, f"{replica}_rss_mib"))
+
     reference_at = rss_reference_minute(minutes)
-    after = [s for s in samples if s.minute >= reference_at - 0.5 and s.leader_rss_mib]
+    after = [s for s in samples if s.minute >= reference_at - 0.5 and rss(s)]
     what = (
-        f"leader RSS from minute {reference_at:.0f} to the end within "
-        f"{RSS_TOLERANCE:.0%} of its value at minute {reference_at:.0f}"
+        f"{replica} RSS from minute {reference_at:.0f} to the end within "
+        f"{tolerance:.0%} of its value at minute {reference_at:.0f}"
     )
     if not after:
         return Condition(what, "no samples", False)
-    pid = after[0].leader_pid
-    others = [s for s in after if s.leader_pid != pid]
+    first = pid(after[0])
+    others = [s for s in after if pid(s) != first]
     if others:
-        measured = f"the leading process changed at minute {others[0].minute:.0f}"
+        measured = f"the {replica}'s process changed at minute {others[0].minute:.0f}"
         return Condition(what, measured, False)
-    reference = after[0].leader_rss_mib
-    low = min(s.leader_rss_mib for s in after)
-    high = max(s.leader_rss_mib for s in after)
+    reference = rss(after[0])
+    low = min(rss(s) for s in after)
+    high = max(rss(s) for s in after)
     worst = max(abs(high - reference), abs(reference - low)) / reference
     measured = (
         f"{reference:.1f} MiB at minute {after[0].minute:.0f}; {low:.1f}-{high:.1f} MiB "
         f"after ({worst:+.1%} at most), one process throughout"
     )
-    return Condition(what, measured, worst <= RSS_TOLERANCE)
+    return Condition(what, measured, worst <= tolerance)
 
 
 def conditions(
-    samples: Sequence[Sample], watch: Watch, quiet: Sequence[QuietWindow], minutes: float
+    samples: Sequence[Sample],
+    watch: Watch,
+    quiet: Sequence[QuietWindow],
+    minutes: float,
+    relists: bool = False,
 ) -> list[Condition]:
+    """The pass conditions; with ``relists`` (a relist in every churn block) memory is
+    held to RELIST_RSS_TOLERANCE, for the standby as well as the leader."""
     settle_worst = max((s.seconds for s in watch.settles), default=0.0)
     unsettled = [s for s in watch.settles if s.violations]
     on_us = watch.stuck_on_controller()
@@ -104,7 +125,14 @@ def conditions(
             f"{settle_worst:.0f} s",
             not on_us and not unsettled,
         ),
-        rss_condition(samples, minutes),
+        *(
+            [
+                rss_condition(samples, minutes, replica, RELIST_RSS_TOLERANCE)
+                for replica in ("leader", "standby")
+            ]
+            if relists
+            else [rss_condition(samples, minutes)]
+        ),
         Condition(
             "0 writes in a 5-minute quiet window (lease renewals left out), opened once the "
             "churn before it has finished (rollouts done, every group whole)",
@@ -198,11 +226,13 @@ def write(
     done: Sequence[Done],
     restarts: int = 0,
     revived: Sequence[tuple[float, Revived]] = (),
+    relists: bool = False,
 ) -> bool:
     out.mkdir(parents=True, exist_ok=True)
-    verdict = conditions(samples, watch, quiet, minutes)
+    verdict = conditions(samples, watch, quiet, minutes, relists)
+    variant = ", a relist in every churn block" if relists else ""
     lines = [
-        f"# Soak: {minutes:g} minutes, seed {seed}",
+        f"# Soak: {minutes:g} minutes, seed {seed}{variant}",
         "",
         "| pass condition | measured | passed |",
         "|---|---|---|",
@@ -233,6 +263,7 @@ def write(
     raw = {
         "minutes": minutes,
         "seed": seed,
+        "relists": relists,
         "conditions": [dataclasses.asdict(c) for c in verdict],
         "samples": [dataclasses.asdict(s) for s in samples],
         "quiet": [dataclasses.asdict(q) for q in quiet],

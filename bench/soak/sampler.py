@@ -70,6 +70,7 @@ class Sample:
     leader_pid: int  # its process: a replica started again keeps its name, not its pid
     leader_rss_mib: float
     standby_rss_mib: float
+    standby_pid: int  # the first standby's process, 0 while there is none
     cpu_seconds: float  # both replicas, over the interval
     writes: float  # object writes (lease renewals left out), both replicas, in the interval
     lease_writes: float
@@ -107,6 +108,7 @@ def combine(
         leader_pid=lead.pid if lead else 0,
         leader_rss_mib=lead.rss_kib / 1024 if lead else 0.0,
         standby_rss_mib=sum(r.rss_kib for r in standby) / 1024,
+        standby_pid=standby[0].pid if standby else 0,
         cpu_seconds=total("cpu"),
         writes=max(0.0, total("writes") - total("lease_writes")),
         lease_writes=total("lease_writes"),

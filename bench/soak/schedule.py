@@ -76,14 +76,32 @@ def quiet_blocks(count: int) -> set[int]:
     return quiet
 
 
-def plan(minutes: int, seed: int, lws_names: Sequence[str], nodes: Sequence[str]) -> list[Block]:
+# The relist variant (`--relists`): every churn block also makes every cache list again,
+# by these in turn; the standby is not killed, so that both replicas' memory is one
+# process's from minute 15 on.
+RELISTS = (COMPACTION, RESTART_APISERVER)
+
+
+def plan(
+    minutes: int,
+    seed: int,
+    lws_names: Sequence[str],
+    nodes: Sequence[str],
+    relists: bool = False,
+) -> list[Block]:
     rng = random.Random(seed)
     count = max(1, round(minutes * 60 / BLOCK_SECONDS))
     quiet = quiet_blocks(count)
     churn = [b for b in range(count) if b not in quiet]
     one_offs: dict[int, list[str]] = {b: [] for b in churn}
-    for i, kind in enumerate(ONE_OFF):
+    dealt = [k for k in ONE_OFF if k != KILL_STANDBY_REPLICA] if relists else list(ONE_OFF)
+    for i, kind in enumerate(dealt):
         one_offs[churn[i % len(churn)]].append(kind)
+    if relists:
+        for i, block in enumerate(churn):
+            kinds = one_offs[block]
+            if not any(kind in RELISTS for kind in kinds):
+                kinds.append(RELISTS[i % len(RELISTS)])
     blocks = []
     for index in range(count):
         if index in quiet:

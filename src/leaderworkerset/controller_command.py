@@ -56,6 +56,7 @@ from leaderworkerset.api.resources import POD_GROUPS, WORKLOADS
 from leaderworkerset.group.options import ReleaseThresholds, TeardownModes
 from leaderworkerset.group.recreations import BackoffPolicy
 from leaderworkerset.runtime import logging as runtime_logging
+from leaderworkerset.runtime.allocator import fix_malloc_thresholds
 from leaderworkerset.runtime.certs import CertRotatorOptions, CertsNotReadyError, TLSOptions
 from leaderworkerset.runtime.discovery import serves
 from leaderworkerset.runtime.election import LeaderElectionConfig, default_identity
@@ -554,6 +555,7 @@ async def scheduling_support(manager: Manager, settings: Settings) -> Scheduling
 def run_controller(settings: Settings) -> None:
     """The manager with the LeaderWorkerSet controllers and webhooks."""
     gc.set_threshold(*GC_THRESHOLDS)
+    fix_malloc_thresholds()
     # The process's one set of families: the manager serves it, and hands it on to
     # what it builds and what the wiring builds on it.
     metrics = RuntimeMetrics()

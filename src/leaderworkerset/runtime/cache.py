@@ -147,7 +147,10 @@ class Informer:
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Callable[[JSON], JSON] | None = None,
         derive: Callable[[JSON], Any] | None = None,
-        page_size: int = 500,
+        # A relist holds one page beyond the cache (_list_and_replace): 100 pods decode
+        # to about 2 MiB, 500 (client-go's page) to five times that, which the
+        # allocator keeps as fragments (bench/relist_memory.py).
+        page_size: int = 100,
         min_watch_timeout: int = 300,
         backoff: Backoff | None = None,
         sleep: Sleep = asyncio.sleep,
@@ -337,9 +340,14 @@ class Informer:
 
     # -- list and watch ----------------------------------------------------------
 
-    async def _list_all(self) -> tuple[dict[str, JSON], str]:
+    # A relist is applied page by page, not collected and then compared: what it holds
+    # beyond the cache is one page, so its memory high-water mark (which the allocator
+    # keeps) is a page's, not a second copy of the cache. An item at the version held is
+    # dropped before it is transformed. The handlers see the changes as a watch would
+    # have delivered them, one at a time; what the list no longer has is deleted last.
+    async def _list_and_replace(self) -> None:
         for attempt in itertools.count(1):
-            items: dict[str, JSON] = {}
+            seen: set[str] = set()
             version, paged = "", False
             pages = list_pages(
                 self.client,
@@ -354,33 +362,39 @@ class Informer:
                     paged = True
                     # Every page is cut from the first page's snapshot.
                     version = version or str(meta_of(page).get("resourceVersion", ""))
-                    for item in page.get("items") or ():
-                        # List items lack kind and apiVersion; watch objects have them.
-                        item.setdefault("kind", self.resource.kind)
-                        item.setdefault("apiVersion", self.resource.api_version)
-                        if self._transform is not None:
-                            item = self._transform(item)
-                        items[object_key(item)] = item
-                return items, version
+                    self._apply_page(page.pop("items", None) or [], seen)
+                break
             except ApiError as exc:
                 # Compaction overtook a slow paged list (a continue token expired);
-                # start over, but not forever.
+                # start over, but not forever. What was applied is newer than what it
+                # replaced, so it stays.
                 if not (exc.gone and paged) or attempt >= 3:
                     raise
                 log.debug("%s: list continue token expired, listing from the start", self.name)
-        raise AssertionError("unreachable")
-
-    async def _list_and_replace(self) -> None:
-        items, version = await self._list_all()
         self.lists += 1
-        for key in [key for key in self._items if key not in items]:
+        self.metrics.cache_lists.labels(self.resource.plural).inc()
+        for key in [key for key in self._items if key not in seen]:
             self._dispatch_delete(DeletedFinalStateUnknown(self._remove(key)))
-        for key, obj in items.items():
-            held = self._items.get(key)
-            if held is None or resource_version(held) != resource_version(obj):
-                self._apply(key, obj)
         self.resource_version = version
         self.synced.set()
+
+    def _apply_page(self, items: builtins.list[JSON], seen: set[str]) -> None:
+        # Popped (in the list's order), so that an item dropped here is freed now, not
+        # with its page.
+        items.reverse()
+        while items:
+            item = items.pop()
+            key = object_key(item)
+            seen.add(key)
+            held = self._items.get(key)
+            if held is not None and resource_version(held) == resource_version(item):
+                continue
+            # List items lack kind and apiVersion; watch objects have them.
+            item.setdefault("kind", self.resource.kind)
+            item.setdefault("apiVersion", self.resource.api_version)
+            if self._transform is not None:
+                item = self._transform(item)
+            self._apply(key, item)
 
     async def _watch_once(self) -> None:
         self.watches += 1

@@ -182,6 +182,14 @@ class RuntimeMetrics:
             ["name"],
             registry=registry,
         )
+        # A list is the whole cache read again: the first one at start, then one per
+        # expired watch (410), which is where memory and API-server load step up.
+        self.cache_lists = Counter(
+            "lws_cache_lists_total",
+            "Full lists of a resource into the manager's caches, by resource",
+            ["resource"],
+            registry=registry,
+        )
         self.watches_open = Gauge(
             "lws_watches_open",
             "Watch streams open to the API server, by resource",

@@ -87,6 +87,17 @@ def test_actions_finish_within_the_churn_window() -> None:
                     assert action.target in NODES
 
 
+def test_the_relist_variant_relists_in_every_churn_block_and_keeps_the_standby() -> None:
+    blocks = s.plan(60, 1, LWS, NODES, relists=True)
+    for block in blocks:
+        relists = [a for a in block.actions if a.kind in s.RELISTS]
+        assert len(relists) == (0 if block.quiet else 1), block
+    kinds = [a.kind for b in blocks for a in b.actions]
+    assert s.KILL_STANDBY_REPLICA not in kinds
+    assert kinds.count(s.KILL_LEADER_REPLICA) == 1
+    assert {s.COMPACTION, s.RESTART_APISERVER} <= set(kinds)
+
+
 def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> None:
     assert s.plan(60, 5, LWS, NODES) == s.plan(60, 5, LWS, NODES)
     assert s.plan(60, 5, LWS, NODES) != s.plan(60, 6, LWS, NODES)
@@ -168,6 +179,37 @@ def test_memory_that_grows_past_a_tenth_after_minute_15_fails() -> None:
     restarted[40] = dataclasses.replace(restarted[40], leader_pid=2)
     verdict = rss_condition(restarted, 60)
     assert not verdict.passed and "changed at minute 41" in verdict.measured
+
+
+def test_the_relist_variant_holds_both_replicas_to_five_percent() -> None:
+    def both(leader: float, standby: float, standby_pid: int = 2) -> Sample:
+        after = {
+            "r0": reading(1, leading=True, rss_kib=int(leader * 1024)),
+            "r1": reading(standby_pid, rss_kib=int(standby * 1024)),
+        }
+        return combine(1.0, 1.0, {}, after, events=0)
+
+    def rows(standby: list[float]) -> list[Sample]:
+        out = []
+        for minute, value in enumerate(standby, start=1):
+            out.append(dataclasses.replace(both(100.0, value), minute=float(minute)))
+        return out
+
+    watch = Watch(api=None, log_paths=[])  # type: ignore[arg-type]
+    watch.settles.append(Settled(0, 12.0, []))
+    watch.polls = 20
+    quiet = [QuietWindow(25, 5, 0)]
+    flat = rows([80.0] * 60)
+    assert all(c.passed for c in conditions(flat, watch, quiet, 60, relists=True))
+    # +7 % on the standby: within the plain soak's 10 % on the leader, not the variant's.
+    stepped = rows([80.0] * 30 + [85.6] * 30)
+    assert all(c.passed for c in conditions(stepped, watch, quiet, 60))
+    verdict = {c.what: c for c in conditions(stepped, watch, quiet, 60, relists=True)}
+    standby = next(c for what, c in verdict.items() if what.startswith("standby RSS"))
+    assert not standby.passed and "85.6" in standby.measured
+    restarted = flat[:40] + [dataclasses.replace(r, standby_pid=3) for r in flat[40:]]
+    changed = rss_condition(restarted, 60, "standby", 0.05)
+    assert not changed.passed and "changed at minute 41" in changed.measured
 
 
 def test_a_write_in_a_quiet_window_or_a_violation_fails_the_soak() -> None:

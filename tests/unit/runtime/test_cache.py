@@ -553,6 +553,47 @@ async def test_a_relist_keeps_the_value_of_an_unchanged_object_and_drops_a_gone_
     await informer.stop()
 
 
+async def test_a_relist_applies_each_page_before_the_next_and_transforms_only_changes() -> None:
+    server = FakeServer()
+    for i in range(25):
+        server.create(f"cm-{i:02}")
+    transformed: list[str] = []
+
+    def transform(obj: JSON) -> JSON:
+        transformed.append(obj["metadata"]["name"])
+        return strip_managed_fields(obj)
+
+    gate = Gate()
+    informer = make(server, gate, transform=transform, page_size=10)
+    informer.start()
+    await informer.wait_synced(5)
+    await eventually(lambda: server.open_streams == 1, "the watch")
+    assert len(transformed) == 25
+    transformed.clear()
+    gate.opened.clear()
+    server.break_streams()
+    await eventually(lambda: gate.parked == 1, "the cache to wait for a retry")
+    server.update("ns/cm-03", x="1")
+    server.update("ns/cm-17", x="1")
+    server.compact()
+    first_relist_page = len(server.list_calls) + 1
+    # What the cache holds of cm-03 (on the first page) when each later page is asked for.
+    seen_on_later_pages: list[JSON] = []
+
+    def after_page(calls: int) -> None:
+        if calls > first_relist_page:
+            seen_on_later_pages.append(informer.get("ns", "cm-03") or {})
+
+    server.after_page = after_page
+    gate.opened.set()
+    await eventually(lambda: informer.lists == 2, "a relist")
+    assert transformed == ["cm-03", "cm-17"]
+    assert len(seen_on_later_pages) == 2
+    assert all(obj.get("data") == {"x": "1"} for obj in seen_on_later_pages)
+    assert versions(informer) == server_versions(server)
+    await informer.stop()
+
+
 async def test_wait_synced_times_out() -> None:
     informer = make(FakeServer())
     assert await informer.wait_synced(0.01) is False
