@@ -317,8 +317,9 @@ class Informer:
             try:
                 await self._watch_once()
             except _Gone:
-                # At info, not debug: a relist is the cache read again (memory steps up to
-                # its high-water mark, docs/soak.md), and tests/chaos looks for this line.
+                # At info, not debug: a relist is the whole resource read again from the
+                # API server (lws_cache_lists_total counts them), and tests/chaos looks
+                # for this line.
                 log.info("%s: version %s expired, relisting", self.name, self.resource_version)
                 need_list = True
                 # A fresh list whose version is already gone would spin; else relist at once.
