@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from leaderworkerset.api.objects import JSON, controller_ref, meta_of
 from leaderworkerset.runtime.cache import AddHandler, DeleteHandler, Informer, UpdateHandler
-from leaderworkerset.runtime.client import ApiError
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiError
 from leaderworkerset.runtime.indexes import object_key
 from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.queue import Clock, RateLimiter, WorkQueue
@@ -176,6 +176,9 @@ class Controller:
         self._active = self.metrics.active_workers.labels(controller=name)
         self._time = self.metrics.reconcile_time.labels(controller=name)
         self._errors = self.metrics.reconcile_errors.labels(controller=name)
+        self._panics = self.metrics.reconcile_panics.labels(controller=name)
+        self.metrics.terminal_reconcile_errors.labels(controller=name)
+        self.metrics.reconcile_timeouts.labels(controller=name)
         self._totals = {
             result: self.metrics.reconcile_total.labels(controller=name, result=result)
             for result in ("success", "error", "requeue", "requeue_after")
@@ -342,6 +345,8 @@ class Controller:
         except Exception as exc:
             self._errors.inc()
             self._totals["error"].inc()
+            if not isinstance(exc, (ApiError, *TRANSPORT_ERRORS)):
+                self._panics.inc()
             # API errors (conflicts above all) are routine; only surprises get a traceback.
             log.error(
                 "controller %s: reconcile %s failed: %s",

@@ -15,15 +15,23 @@ import ssl
 from pathlib import Path
 
 from leaderworkerset.runtime.certs import load_key_pair
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 
 
 class KeyPairFiles:
     """`tls.crt`/`tls.key` (or other names) on disk, and the pair last loaded from them."""
 
-    def __init__(self, cert_path: Path, key_path: Path, log: logging.Logger) -> None:
+    def __init__(
+        self,
+        cert_path: Path,
+        key_path: Path,
+        log: logging.Logger,
+        metrics: RuntimeMetrics | None = None,
+    ) -> None:
         self.cert_path = cert_path
         self.key_path = key_path
         self.log = log
+        self.metrics = metrics
         self._loaded: tuple[bytes, bytes] | None = None
         self._stamp: tuple[tuple[int, int, int], ...] | None = None
 
@@ -49,12 +57,16 @@ class KeyPairFiles:
         if self._loaded == (cert, key):
             self._stamp = stamp
             return False
+        if self.metrics is not None:
+            self.metrics.certificate_reads.inc()
         try:
             # A scratch context first: a mismatched pair (caught mid-rotation) loaded into
             # the live context would leave it with a certificate and no key.
             load_key_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), cert, key)
             load_key_pair(ctx, cert, key)
         except (ssl.SSLError, OSError, ValueError) as exc:
+            if self.metrics is not None:
+                self.metrics.certificate_read_errors.inc()
             self.log.info("certificate files not loadable yet: %s", exc)
             return False
         self._loaded, self._stamp = (cert, key), stamp

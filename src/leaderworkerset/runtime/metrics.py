@@ -63,6 +63,28 @@ class RuntimeMetrics:
             ["controller"],
             registry=registry,
         )
+        # A reconcile that raised something other than an API or transport error: a
+        # bug, what a panic is in Go (also counted in reconcile_errors, as there).
+        self.reconcile_panics = Counter(
+            "controller_runtime_reconcile_panics_total",
+            "Total number of reconciliation panics per controller",
+            ["controller"],
+            registry=registry,
+        )
+        # Served at 0 for dashboards that sum them: no reconciler here returns a
+        # terminal error (one never retried) or has a reconcile timeout.
+        self.terminal_reconcile_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller",
+            ["controller"],
+            registry=registry,
+        )
+        self.reconcile_timeouts = Counter(
+            "controller_runtime_reconcile_timeouts_total",
+            "Total number of reconciliation timeouts per controller",
+            ["controller"],
+            registry=registry,
+        )
         self.reconcile_time = Histogram(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
@@ -150,6 +172,23 @@ class RuntimeMetrics:
         # Ours: a review that opens its connection also pays for a TLS handshake, several
         # times the review's own cost; reviews per connection shows how well the API server's
         # pool of kept-alive connections holds up under the admission rate.
+        self.webhook_panics = Counter(
+            "controller_runtime_webhook_panics_total",
+            "Total number of webhook panics",
+            registry=registry,
+        )
+        # Reads of serving certificate files that changed on disk (a mounted Secret
+        # rotated), as controller-runtime's certwatcher counts them.
+        self.certificate_reads = Counter(
+            "certwatcher_read_certificate_total",
+            "Total number of certificate reads",
+            registry=registry,
+        )
+        self.certificate_read_errors = Counter(
+            "certwatcher_read_certificate_errors_total",
+            "Total number of certificate read errors",
+            registry=registry,
+        )
         self.webhook_connections = Counter(
             "lws_webhook_connections_total",
             "Connections to the webhook server, counted when accepted (after the TLS handshake)",
@@ -167,6 +206,13 @@ class RuntimeMetrics:
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
             "1 indicates master. 'name' is the string used to identify the lease",
+            ["name"],
+            registry=registry,
+        )
+        self.leader_election_slowpath = Counter(
+            "leader_election_slowpath_total",
+            "Total number of slow path exercised in renewing leader leases. 'name' is the "
+            "string used to identify the lease",
             ["name"],
             registry=registry,
         )

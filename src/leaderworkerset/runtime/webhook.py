@@ -219,7 +219,9 @@ class WebhookServer:
         metrics: RuntimeMetrics | None = None,
     ) -> None:
         self.metrics = metrics or RuntimeMetrics()
-        self.cert_files = KeyPairFiles(Path(cert_dir, cert_name), Path(cert_dir, key_name), log)
+        self.cert_files = KeyPairFiles(
+            Path(cert_dir, cert_name), Path(cert_dir, key_name), log, self.metrics
+        )
         self.host = host
         self.port = port
         self.reload_interval = reload_interval
@@ -482,6 +484,7 @@ class WebhookServer:
                         response = await handler(review["request"])
                     except Exception as exc:
                         log.exception("webhook handler failed", extra={"webhook": path})
+                        self.metrics.webhook_panics.inc()
                         response = errored(500, str(exc))
                 uid = str((review.get("request") or {}).get("uid", ""))
                 body = {

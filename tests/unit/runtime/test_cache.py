@@ -816,3 +816,36 @@ async def test_an_object_the_derivation_fails_on_is_still_cached_without_a_value
     server.create("later")
     await eventually(lambda: informer.derived("ns", "later") == "later", "a later add")
     await informer.stop()
+
+
+async def test_a_reconcile_that_raises_a_surprise_counts_as_a_panic_an_api_error_does_not() -> None:
+    server = FakeServer()
+    for name in ("bug", "conflict", "fine"):
+        server.create(name)
+    informer = make(server)
+    failures = {"ns/bug": ValueError("a bug"), "ns/conflict": ApiError(409, {"reason": "Conflict"})}
+    seen: set[str] = set()
+
+    async def reconcile(key: str) -> Result:
+        seen.add(key)
+        if key in failures:
+            raise failures.pop(key)
+        return Result()
+
+    ctrl = Controller("test-panics", reconcile)
+    ctrl.watch(informer, own_key)
+    informer.start()
+    await ctrl.start()
+    metrics = ctrl.metrics
+
+    def value(family: Any) -> float:
+        return float(family.labels(controller="test-panics")._value.get())
+
+    await eventually(lambda: not failures and not ctrl.queue.processing, "both failures")
+    await eventually(lambda: value(metrics.reconcile_errors) == 2, "two errors")
+    assert seen == {"ns/bug", "ns/conflict", "ns/fine"}
+    assert value(metrics.reconcile_panics) == 1
+    assert value(metrics.terminal_reconcile_errors) == 0
+    assert value(metrics.reconcile_timeouts) == 0
+    await ctrl.stop()
+    await informer.stop()

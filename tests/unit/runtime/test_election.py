@@ -100,3 +100,27 @@ async def test_a_lease_write_counts_when_an_answer_came_back(
     before = gauge._value.get()
     assert await elector._try_acquire_or_renew() is False
     assert gauge._value.get() - before == counted
+
+
+async def test_a_leader_renews_without_reading_and_reads_again_after_a_conflict() -> None:
+    client = FakeApiClient()
+    elector = LeaderElector(
+        client, LeaderElectionConfig(namespace="ns", name="fast", identity="me")
+    )
+    slow = elector.metrics.leader_election_slowpath.labels(name="fast")
+    assert await elector._try_acquire_or_renew()
+    elector._start_leading()
+    gets = len(client.calls_of("get"))
+    for _ in range(3):
+        assert await elector._try_acquire_or_renew()
+    assert len(client.calls_of("get")) == gets  # three renewals, no read
+    assert slow._value.get() == 0
+    # Someone else wrote the lease (a standby's takeover after a pause, say): the
+    # renewal of the version held conflicts, the lease is read, and it is theirs.
+    taken = client.stored(LEASES, "fast", "ns")
+    assert taken is not None
+    client.put(LEASES, {**taken, "spec": {**taken["spec"], "holderIdentity": "standby"}})
+    assert not await elector._try_acquire_or_renew()
+    assert slow._value.get() == 1
+    assert len(client.calls_of("get")) == gets + 1
+    assert elector.observed_holder == "standby"

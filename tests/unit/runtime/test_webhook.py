@@ -273,9 +273,11 @@ async def test_denial_and_handler_errors(server: tuple[WebhookServer, KeyPairs])
     assert body["response"]["allowed"] is False
     assert body["response"]["status"]["message"] == "cm is not welcome"
     assert body["response"]["status"]["code"] == 403
+    assert srv.metrics.webhook_panics._value.get() == 0
     status, body = await post(srv, pairs, "/crash", review({}))
     assert status == 200
     assert body["response"]["status"] == {"metadata": {}, "code": 500, "message": "handler bug"}
+    assert srv.metrics.webhook_panics._value.get() == 1
 
 
 async def test_malformed_reviews(server: tuple[WebhookServer, KeyPairs]) -> None:
@@ -331,9 +333,15 @@ async def test_a_mismatched_pair_is_not_loaded(
     server: tuple[WebhookServer, KeyPairs], tmp_path: Path
 ) -> None:
     srv, pairs = server
+    reads, errors = srv.metrics.certificate_reads, srv.metrics.certificate_read_errors
+    assert (reads._value.get(), errors._value.get()) == (1, 0)  # the pair served
     other = new_pairs()
     (tmp_path / "tls.crt").write_bytes(other.cert)  # key not rotated yet
     assert not srv.reload_certificates()
+    # Read and refused, by this call or the 50 ms watcher (which tries again until the
+    # pair matches): every read since the first failed.
+    assert errors._value.get() >= 1
+    assert reads._value.get() - errors._value.get() == 1
     assert srv.certificate() == pairs.cert
     status, body = await post(srv, pairs, "/mutate", review({}))
     assert status == 200 and body["response"]["allowed"]
