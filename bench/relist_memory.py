@@ -82,8 +82,13 @@ async def settled_rss(pid: int, seconds: float, within: float) -> int:
     raise TimeoutError(f"RSS of {pid} still moving after {within:.0f}s: {samples[-window:]}")
 
 
-def _lists(metrics_text: str) -> int:
-    return int(sum(sum_by(metrics_text, LISTS, "resource").values()))
+def _lists(metrics_text: str) -> dict[str, int]:
+    """Lists so far by resource; at start, one per cache (a resource can have two)."""
+    return {key[0]: int(n) for key, n in sum_by(metrics_text, LISTS, "resource").items()}
+
+
+def _grown_by(now: dict[str, int], before: dict[str, int], caches: dict[str, int]) -> bool:
+    return all(now.get(r, 0) >= before[r] + n for r, n in caches.items())
 
 
 async def _wait_ready(api: ApiClient, replicas: int, within: float) -> None:
@@ -97,17 +102,23 @@ async def _wait_ready(api: ApiClient, replicas: int, within: float) -> None:
 
 
 async def _relists_seen(
-    manager: ManagerProcess, token: str | None, at_least: int, within: float
-) -> int:
+    manager: ManagerProcess,
+    token: str | None,
+    before: dict[str, int],
+    caches: dict[str, int],
+    within: float,
+) -> dict[str, int]:
     """Our managers count their lists; wait until every cache has listed again."""
     deadline = time.monotonic() + within
     while True:
         try:
             lists = _lists(manager.metrics_text(token))
         except OSError:
-            lists = -1  # the metrics server answers again once the manager does
-        if lists >= at_least or time.monotonic() > deadline:
+            lists = {}  # the metrics server answers again once the manager does
+        if _grown_by(lists, before, caches):
             return lists
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{manager.name}: lists {lists}, from {before}, caches {caches}")
         await asyncio.sleep(0.5)
 
 
@@ -123,9 +134,11 @@ async def measure(
         await _wait_ready(api, args.replicas, args.timeout)
         ours = not isinstance(manager, UpstreamManager)
         result.before_kib = await settled_rss(manager.pid, args.settle, args.timeout)
-        caches = len(sum_by(manager.metrics_text(token), LISTS, "resource")) if ours else 0
-        lists = _lists(manager.metrics_text(token)) if ours else 0
-        print(f"  {config}: ready, {result.before_kib / 1024:.1f} MiB, {caches} caches", flush=True)
+        # Each cache listed once at start, and none since (no watch has expired yet).
+        caches = _lists(manager.metrics_text(token)) if ours else {}
+        lists = dict(caches)
+        count = sum(caches.values())
+        print(f"  {config}: ready, {result.before_kib / 1024:.1f} MiB, {count} caches", flush=True)
         for round_ in range(1, args.relists + 1):
             revision = await asyncio.to_thread(restart_over_compaction, cp, cp.etcd_endpoint)
             # A write after the compaction, so every watch has a newer version to reach.
@@ -133,10 +146,8 @@ async def measure(
                 CONFIGMAPS, {"metadata": {"name": f"relist-{round_}"}}, workload.NAMESPACE
             )
             if ours:
-                seen = await _relists_seen(manager, token, lists + caches, args.timeout)
-                if seen < lists + caches:
-                    raise RuntimeError(f"{config}: {seen - lists} of {caches} caches relisted")
-                result.lists.append(seen - lists)
+                seen = await _relists_seen(manager, token, lists, caches, args.timeout)
+                result.lists.append(sum(seen.values()) - sum(lists.values()))
                 lists = seen
             await manager.wait_ready(within=args.timeout)
             rss = await settled_rss(manager.pid, args.settle, args.timeout)

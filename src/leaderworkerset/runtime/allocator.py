@@ -10,8 +10,9 @@ first relist, creeping after every other, against +1 MiB and flat with the thres
 fixed at glibc's own starting values. Fixing them turns that adaptation off and
 nothing else.
 
-An operator's own MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ wins; on a libc
-other than glibc this does nothing.
+An operator's own MALLOC_MMAP_THRESHOLD_ or MALLOC_TRIM_THRESHOLD_ (or the same in
+GLIBC_TUNABLES) wins; on a libc other than glibc this does nothing. The cost is an
+mmap and munmap per block of 128 KiB or more, a response body or a large JSON value.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ M_MMAP_THRESHOLD = -3
 # glibc's defaults before any adaptation (DEFAULT_MMAP_THRESHOLD_MIN, DEFAULT_TRIM_THRESHOLD).
 THRESHOLD_BYTES = 128 * 1024
 
+# Each parameter with the environment variable and the glibc tunable that set it.
 _SETTINGS = {
-    "MALLOC_MMAP_THRESHOLD_": M_MMAP_THRESHOLD,
-    "MALLOC_TRIM_THRESHOLD_": M_TRIM_THRESHOLD,
+    "MALLOC_MMAP_THRESHOLD_": (M_MMAP_THRESHOLD, "glibc.malloc.mmap_threshold"),
+    "MALLOC_TRIM_THRESHOLD_": (M_TRIM_THRESHOLD, "glibc.malloc.trim_threshold"),
 }
 
 
@@ -48,8 +50,9 @@ def fix_malloc_thresholds(environ: Mapping[str, str] = os.environ) -> list[str]:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     made = []
-    for variable, parameter in _SETTINGS.items():
-        if variable in environ:
+    tunables = environ.get("GLIBC_TUNABLES", "")
+    for variable, (parameter, tunable) in _SETTINGS.items():
+        if variable in environ or tunable in tunables:
             continue
         # mallopt answers 1 on success, 0 on error.
         if mallopt(parameter, THRESHOLD_BYTES) == 1:

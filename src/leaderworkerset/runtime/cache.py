@@ -43,6 +43,8 @@ AddHandler = Callable[[JSON], None]
 UpdateHandler = Callable[[JSON, JSON], None]
 DeleteHandler = Callable[[JSON], None]
 Sleep = Callable[[float], Awaitable[None]]
+# Lists started over when compaction expires a continue token; the last is unpaged.
+LIST_ATTEMPTS = 3
 
 
 class ListerWatcher(Lister, Protocol):
@@ -344,8 +346,12 @@ class Informer:
     # A relist is applied page by page, not collected and then compared: what it holds
     # beyond the cache is one page, so its memory high-water mark (which the allocator
     # keeps) is a page's, not a second copy of the cache. An item at the version held is
-    # dropped before it is transformed. The handlers see the changes as a watch would
-    # have delivered them, one at a time; what the list no longer has is deleted last.
+    # dropped before it is transformed. The handlers get an update per changed object,
+    # in the list's order, the latest version only; what the list no longer has is
+    # deleted last (as client-go's Replace). Meanwhile, and after a list that fails
+    # part-way, the cache holds the pages applied at the list's version and the rest at
+    # the versions it held: each object as new as before or newer, the deleted ones
+    # still there until a list completes, as they were while the watch was away.
     async def _list_and_replace(self) -> None:
         for attempt in itertools.count(1):
             seen: set[str] = set()
@@ -356,7 +362,9 @@ class Informer:
                 self.namespace,
                 label_selector=self.label_selector,
                 field_selector=self.field_selector,
-                page_size=self.page_size,
+                # The last try is unpaged (client-go's pager does the same): a
+                # compaction cannot expire a continue token that is never asked for.
+                page_size=None if attempt == LIST_ATTEMPTS else self.page_size,
             )
             try:
                 async for page in pages:
@@ -369,7 +377,7 @@ class Informer:
                 # Compaction overtook a slow paged list (a continue token expired);
                 # start over, but not forever. What was applied is newer than what it
                 # replaced, so it stays.
-                if not (exc.gone and paged) or attempt >= 3:
+                if not (exc.gone and paged) or attempt >= LIST_ATTEMPTS:
                     raise
                 log.debug("%s: list continue token expired, listing from the start", self.name)
         self.lists += 1

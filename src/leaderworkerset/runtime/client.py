@@ -505,7 +505,7 @@ async def list_pages(
     *,
     label_selector: str | None = None,
     field_selector: str | None = None,
-    page_size: int = 500,
+    page_size: int | None = 500,
 ) -> AsyncIterator[JSON]:
     """Every page of a LIST in turn, each asked for with the previous page's continue
     token, until a page comes without one. The pages are cut from the first page's

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from leaderworkerset.api.objects import JSON, controller_ref, meta_of
+from leaderworkerset.api.reconcile_errors import ReconcileError
 from leaderworkerset.runtime.cache import AddHandler, DeleteHandler, Informer, UpdateHandler
 from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiError
 from leaderworkerset.runtime.indexes import object_key
@@ -345,7 +346,8 @@ class Controller:
         except Exception as exc:
             self._errors.inc()
             self._totals["error"].inc()
-            if not isinstance(exc, (ApiError, *TRANSPORT_ERRORS)):
+            surprise = not isinstance(exc, (ApiError, ReconcileError))
+            if surprise and not isinstance(exc, TRANSPORT_ERRORS):
                 self._panics.inc()
             # API errors (conflicts above all) are routine; only surprises get a traceback.
             log.error(
@@ -353,7 +355,7 @@ class Controller:
                 self.name,
                 key,
                 exc,
-                exc_info=not isinstance(exc, ApiError),
+                exc_info=surprise,
             )
             self.queue.add_rate_limited(key)
             return

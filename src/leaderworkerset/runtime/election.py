@@ -170,9 +170,11 @@ class LeaderElector:
             # (its resourceVersion) without reading it first, one request instead of
             # two. Anyone else's write since fails it with a conflict, and the slow
             # path below reads the lease and decides again.
-            if await self._renew_held(desired):
+            renewed = await self._renew_held(dict(desired))
+            if renewed:
                 return True
-            self.metrics.leader_election_slowpath.labels(name=cfg.name).inc()
+            if renewed is False:
+                self.metrics.leader_election_slowpath.labels(name=cfg.name).inc()
         try:
             lease = await self.client.get_or_none(LEASES, cfg.name, cfg.namespace)
             if lease is None:
@@ -213,12 +215,14 @@ class LeaderElector:
         self._observe(updated)
         return True
 
-    async def _renew_held(self, desired: JSON) -> bool:
+    async def _renew_held(self, desired: JSON) -> bool | None:
+        """True when renewed, False when the write failed, None when the lease last seen
+        is not ours or has run out (nothing to renew without reading)."""
         assert self._lease is not None
         held = self._lease
         spec = held.get("spec") or {}
         if spec.get("holderIdentity") != self.config.identity or not self._lease_valid(spec):
-            return False
+            return None
         desired["acquireTime"] = spec.get("acquireTime") or desired["acquireTime"]
         desired["leaseTransitions"] = spec.get("leaseTransitions") or 0
         try:

@@ -34,6 +34,7 @@ class KeyPairFiles:
         self.metrics = metrics
         self._loaded: tuple[bytes, bytes] | None = None
         self._stamp: tuple[tuple[int, int, int], ...] | None = None
+        self._refused: tuple[tuple[int, int, int], ...] | None = None
 
     @property
     def loaded(self) -> tuple[bytes, bytes] | None:
@@ -50,6 +51,9 @@ class KeyPairFiles:
         try:
             stamp = (_stat_stamp(self.cert_path), _stat_stamp(self.key_path))
             if stamp == self._stamp and self._loaded is not None:
+                return False
+            if stamp == self._refused:
+                # Read and refused already; wait for either file to change.
                 return False
             cert, key = self.cert_path.read_bytes(), self.key_path.read_bytes()
         except FileNotFoundError:
@@ -68,6 +72,7 @@ class KeyPairFiles:
             if self.metrics is not None:
                 self.metrics.certificate_read_errors.inc()
             self.log.info("certificate files not loadable yet: %s", exc)
+            self._refused = stamp
             return False
         self._loaded, self._stamp = (cert, key), stamp
         self.log.info("loaded serving certificate", extra={"cert": str(self.cert_path)})

@@ -40,6 +40,7 @@ from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime import http_server
 from leaderworkerset.runtime.certs import TLSOptions
 from leaderworkerset.runtime.certs import server_ssl_context as _server_ssl_context
+from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiError
 from leaderworkerset.runtime.eventloop import LoopFactory, same_kind
 from leaderworkerset.runtime.health import listen_socket
 from leaderworkerset.runtime.keypair_files import KeyPairFiles
@@ -484,7 +485,8 @@ class WebhookServer:
                         response = await handler(review["request"])
                     except Exception as exc:
                         log.exception("webhook handler failed", extra={"webhook": path})
-                        self.metrics.webhook_panics.inc()
+                        if not isinstance(exc, (ApiError, *TRANSPORT_ERRORS)):
+                            self.metrics.webhook_panics.inc()
                         response = errored(500, str(exc))
                 uid = str((review.get("request") or {}).get("uid", ""))
                 body = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import subprocess
@@ -11,7 +12,10 @@ import pytest
 
 from leaderworkerset.runtime import allocator
 
-pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc only")
+pytestmark = pytest.mark.skipif(
+    platform.libc_ver()[0] != "glibc" or not hasattr(ctypes.CDLL(None), "mallinfo2"),
+    reason="glibc 2.33 or later (mallinfo2)",
+)
 
 
 # Run in a fresh interpreter: in a heap that already holds a free block of the size, glibc
@@ -59,6 +63,8 @@ def test_every_threshold_the_environment_leaves_is_fixed() -> None:
     assert allocator.fix_malloc_thresholds({"MALLOC_MMAP_THRESHOLD_": "65536"}) == [
         "malloc_trim_threshold"
     ]
+    tunables = {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=262144"}
+    assert allocator.fix_malloc_thresholds(tunables) == ["malloc_mmap_threshold"]
 
 
 def test_a_large_block_is_still_mapped_after_another_was_freed() -> None:

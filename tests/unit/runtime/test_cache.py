@@ -404,6 +404,32 @@ async def test_expired_continue_token_restarts_the_list() -> None:
     await informer.stop()
 
 
+async def test_a_list_that_compaction_keeps_overtaking_ends_unpaged() -> None:
+    server = FakeServer()
+    for i in range(25):
+        server.create(f"cm-{i:02}")
+
+    def compact_after_every_first_page(calls: int) -> None:
+        if server.list_calls[-1]["continue"] is None and server.list_calls[-1]["limit"]:
+            server.create(f"late-{calls}")
+            server.compact()
+
+    server.after_page = compact_after_every_first_page
+    informer = make(server, page_size=10)
+    informer.start()
+    assert await informer.wait_synced(5)
+    # Two paged tries, each expired at its second page, then one unpaged list.
+    assert [(c["limit"], c["continue"] is None) for c in server.list_calls] == [
+        (10, True),
+        (10, False),
+        (10, True),
+        (10, False),
+        (None, True),
+    ]
+    assert versions(informer) == server_versions(server)
+    await informer.stop()
+
+
 async def test_failed_watches_back_off_exponentially_then_reset() -> None:
     server = FakeServer()
     server.watch_failures = [OSError("refused")] * 5

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, controller_ref, format_time, meta_of, revision_key_of
+from leaderworkerset.api.reconcile_errors import ReconcileError
 from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
     DEPLOYMENTS,
@@ -271,7 +272,7 @@ class LeaderWorkerSetReconciler:
             return None
         owner = controller_ref(obj)
         if owner is not None and owner.get("uid") != view.uid:
-            raise RuntimeError(
+            raise ReconcileError(
                 f"{obj.get('kind', 'object')} {view.namespace}/{view.name} exists and is "
                 f"controlled by {owner.get('kind')} {owner.get('name')}, not by this "
                 "LeaderWorkerSet"

@@ -20,12 +20,13 @@ from leaderworkerset.api.go.intstr import scaled_value
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, annotations_of, labels_of, meta_of
+from leaderworkerset.api.reconcile_errors import ReconcileError
 from leaderworkerset.controllers import events
 from leaderworkerset.group.names import leader_pod_name
 from leaderworkerset.group.readiness import ordinal_group_ready, ordinal_group_updated
 
 
-class RollingUpdateError(ValueError):
+class RollingUpdateError(ReconcileError, ValueError):
     """The leader StatefulSet carries a value the arithmetic cannot use (a reconcile
     error, retried with backoff)."""
 

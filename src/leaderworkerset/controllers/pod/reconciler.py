@@ -22,6 +22,7 @@ from leaderworkerset.api.objects import (
     revision_key_of,
     uid_of,
 )
+from leaderworkerset.api.reconcile_errors import ReconcileError
 from leaderworkerset.api.resources import NODES, SERVICES, STATEFULSETS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
@@ -82,7 +83,7 @@ def _uid(pod: JSON) -> str:
     return uid_of(pod)
 
 
-class TopologyError(RuntimeError):
+class TopologyError(ReconcileError, RuntimeError):
     """Exclusive placement cannot pin the workers (retried with backoff)."""
 
 

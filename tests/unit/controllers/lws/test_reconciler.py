@@ -14,6 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.reconcile_errors import ReconcileError
 from leaderworkerset.api.resources import (
     CONTROLLER_REVISIONS,
     DEPLOYMENTS,
@@ -226,7 +227,7 @@ async def test_a_leader_workload_controlled_by_another_owner_is_not_taken_over(
             "controller": True,
         }
     ]
-    with pytest.raises(RuntimeError, match="controlled by Thing other"):
+    with pytest.raises(ReconcileError, match="controlled by Thing other"):
         await pass_over_stored(reconciler, client)
     assert writes(client) == []
 
