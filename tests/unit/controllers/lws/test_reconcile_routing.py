@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.reconcile_errors import ReconcileError
 from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.controllers.lws.reconciler import DELETING_REQUEUE, LeaderWorkerSetReconciler
 from leaderworkerset.runtime.controller import Result
@@ -81,7 +82,7 @@ async def test_a_leader_workload_controlled_by_someone_else_is_refused(
     mode: str, kind: str
 ) -> None:
     lws = an_lws(mode)
-    with pytest.raises(RuntimeError, match=f"{kind} default/lws exists and is controlled"):
+    with pytest.raises(ReconcileError, match=f"{kind} default/lws exists and is controlled"):
         await reconcile(lws, workload(kind, "uid-of-an-older-lws"))
 
 

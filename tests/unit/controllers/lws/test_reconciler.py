@@ -1063,7 +1063,7 @@ async def test_a_workload_of_another_owner_is_named_in_the_error() -> None:
         },
     }
     async with seeded_caches(lws, sts) as caches:
-        with pytest.raises(RuntimeError) as raised:
+        with pytest.raises(ReconcileError) as raised:
             await LeaderWorkerSetReconciler(FakeApiClient(), caches)(KEY)
     assert str(raised.value) == (
         "StatefulSet default/lws exists and is controlled by Thing t, not by this LeaderWorkerSet"
