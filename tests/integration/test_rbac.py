@@ -565,7 +565,9 @@ def audited_calls(log: Path) -> dict[Pair, collections.Counter[str]]:
         if ref.get("subresource"):
             resource += "/" + ref["subresource"]
         path = entry.get("requestURI", "").partition("?")[0]
-        if entry.get("responseStatus", {}).get("code") == 403:
+        # RBAC's refusals only: a 403 the authorizer allowed is another plugin's (a
+        # namespace being deleted, an owner kind discovery has not caught up with).
+        if entry.get("annotations", {}).get("authorization.k8s.io/decision") == "forbid":
             path = "403 " + path
         used[(ref.get("apiGroup", ""), resource, entry["verb"])][path] += 1
     return used
