@@ -38,11 +38,12 @@ from leaderworkerset.api.config.types import (
     API_VERSION,
     KIND,
     TEARDOWN_PARALLEL,
+    TLS,
     ClientConnection,
     Configuration,
     Teardown,
 )
-from leaderworkerset.api.config.validation import validate
+from leaderworkerset.api.config.validation import tls_version_error, validate
 from leaderworkerset.api.go.durations import Duration, parse_duration
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
@@ -89,6 +90,7 @@ class FlagOverrides:
     leader_elect_retry_period: float | None = None
     leader_elect_resource_lock: str | None = None
     leader_elect_resource_name: str | None = None
+    tls_min_version: str | None = None
 
 
 def apply_overrides(cfg: Configuration, flags: FlagOverrides) -> Configuration:
@@ -114,6 +116,9 @@ def apply_overrides(cfg: Configuration, flags: FlagOverrides) -> Configuration:
         le.resource_lock = flags.leader_elect_resource_lock
     if flags.leader_elect_resource_name is not None:
         le.resource_name = flags.leader_elect_resource_name
+    if flags.tls_min_version is not None:
+        cfg.tls = cfg.tls or TLS()
+        cfg.tls.min_version = flags.tls_min_version
     return cfg
 
 
@@ -306,6 +311,18 @@ class _GoDuration(click.ParamType[float, Any]):
             self.fail(str(exc), param, ctx)
 
 
+class _TLSVersion(click.ParamType[str, Any]):
+    # Checked here, not only by the configuration's validation, so the error names the
+    # flag rather than the `tls.minVersion` key the value was put in.
+    name = "version"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        error = tls_version_error(str(value))
+        if error:
+            self.fail(f"{value!r}: {error}", param, ctx)
+        return str(value)
+
+
 def _go_bool(name: str, help_text: str) -> Callable[[Any], Any]:
     # Go bool flags: `--x` means true, `--x=false` is the only way to say false.
     return click.option(
@@ -388,6 +405,14 @@ _OPTIONS: tuple[Callable[[Any], Any], ...] = (
         envvar="LWS_OPERATOR_NAMESPACE",
         default=None,
         help="Namespace of the lease and webhook secret (default: the pod's, else lws-system).",
+    ),
+    click.option(
+        "--tls-min-version",
+        type=_TLSVersion(),
+        default=None,
+        help="Minimum TLS version of the webhook and metrics servers: VersionTLS12 or "
+        "VersionTLS13. Overrides tls.minVersion of the configuration file. Default "
+        "VersionTLS12.",
     ),
     _go_bool(
         "--metrics-secure",

@@ -25,6 +25,10 @@ from leaderworkerset.controllers.disaggregatedset.triggers import (
 )
 from leaderworkerset.controllers.group_metrics import GroupMetrics
 from leaderworkerset.controllers.held import HeldBoard
+from leaderworkerset.controllers.lws.pod_refusals import (
+    failed_create_events,
+    setup_pod_refusals_controller,
+)
 from leaderworkerset.controllers.lws.reconciler import LeaderWorkerSetReconciler
 from leaderworkerset.controllers.lws.triggers import LWS_WORKERS, setup_lws_controller
 from leaderworkerset.controllers.lws.workload_scheduling import WorkloadScheduler
@@ -99,6 +103,11 @@ def setup_controllers(
     if workload_api:
         lws.scheduler = WorkloadScheduler(client, caches, options.scheduling)
     lws_controller = setup_lws_controller(manager, lws, workers=lws_workers)
+    if recorder is not None:
+        # Pods the API server refuses to the LWS's workloads, reported on the LWS.
+        refusals = failed_create_events(client, namespace, manager.metrics)
+        manager.add_cache(refusals, name="events[FailedCreate]")
+        setup_pod_refusals_controller(manager, caches, refusals, recorder)
 
     pods, pod_controller = _setup_pods(manager, caches, options, group_metrics, pod_workers)
     # The LWS reconciler refreshes the group counts; the pod reconciler deletes leaders

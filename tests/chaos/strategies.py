@@ -1,6 +1,6 @@
-"""Hypothesis strategies for whole LeaderWorkerSets, every spec field included, with
-values valid or not (so that both admission and rejection are exercised) and members
-the API does not know (which the API server prunes)."""
+"""Hypothesis strategies for whole LeaderWorkerSets and DisaggregatedSets, every spec
+field included, with values valid or not (so that both admission and rejection are
+exercised) and members the API does not know (which the API server prunes)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
+from leaderworkerset.api.disaggregatedset import constants as ds_c
 from leaderworkerset.api.leaderworkerset import constants as c
 from tests.toolkit.strategies import unknown_members
 
@@ -168,4 +169,48 @@ def leaderworkersets(draw: st.DrawFn) -> JSON:
         "kind": c.KIND,
         "metadata": metadata,
         "spec": draw(lws_specs()),
+    }
+
+
+# --- DisaggregatedSets ----------------------------------------------------------------------
+
+bad_role_names = st.sampled_from(["", "Prefill", "-x", "a" * 64, "with space", "prefill"])
+
+
+@st.composite
+def roles(draw: st.DrawFn, index: int = 0) -> JSON:
+    # Distinct names but now and then (a bad name, or "prefill" twice).
+    name = draw(
+        mostly(
+            st.just(("prefill", "decode", "encode")[index % 3] + str(index // 3 or "")),
+            bad_role_names,
+        )
+    )
+    role: JSON = {"name": name, "spec": draw(lws_specs())}
+    if draw(st.integers(0, 3)) == 0:
+        role["scaling"] = {"mode": draw(enum(ds_c.SCALING_MODES))}
+    if draw(st.integers(0, 5)) == 0:
+        role["metadata"] = {"labels": {draw(mostly(st.just("tier"), st.just("bad label"))): "x"}}
+    role.update(draw(unknown_members))
+    return role
+
+
+@st.composite
+def disaggregatedsets(draw: st.DrawFn) -> JSON:
+    """Mostly two or three roles (the schema asks for 2-10, distinct names), each with a
+    LeaderWorkerSet spec drawn as for LeaderWorkerSets; slices and a placement policy
+    sometimes, some of either out of range."""
+    count = draw(mostly(st.integers(ds_c.MIN_ROLES, 3), st.sampled_from([0, 1, 11])))
+    spec: JSON = {"roles": [draw(roles(i)) for i in range(count)]}
+    optional(draw, spec, "slices", mostly(st.integers(1, 3), st.sampled_from([0, -1, 10**6])))
+    if draw(st.integers(0, 3)) == 0:
+        policy: JSON = {"type": draw(enum(ds_c.PLACEMENT_TYPES))}
+        optional(draw, policy, "topology", mostly(st.just("kubernetes.io/hostname"), BOGUS))
+        spec["placementPolicy"] = policy
+    spec.update(draw(unknown_members))
+    return {
+        "apiVersion": ds_c.API_VERSION,
+        "kind": ds_c.KIND,
+        "metadata": {"name": draw(st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True))},
+        "spec": spec,
     }

@@ -137,8 +137,11 @@ def token_kubeconfig(admin_kubeconfig: Path, token: str, path: Path) -> Path:
     return path
 
 
-async def owner_kind_resolvable(client: ApiClient, admin: ApiClient) -> bool:
-    """Whether the API server's owner-reference admission can resolve LeaderWorkerSet.
+async def owner_kind_resolvable(
+    client: ApiClient, admin: ApiClient, api_version: str = c.API_VERSION, kind: str = c.KIND
+) -> bool:
+    """Whether the API server's owner-reference admission can resolve `kind` (by
+    default LeaderWorkerSet).
 
     With OwnerReferencesPermissionEnforcement, a blockOwnerDeletion reference by a
     non-admin is refused with 403 until the API server's discovery knows the kind,
@@ -146,8 +149,8 @@ async def owner_kind_resolvable(client: ApiClient, admin: ApiClient) -> bool:
     owned by a LeaderWorkerSet that does not exist, written by `client`.
     """
     owner = {
-        "apiVersion": c.API_VERSION,
-        "kind": c.KIND,
+        "apiVersion": api_version,
+        "kind": kind,
         "name": "rbac-probe",
         "uid": "00000000-0000-0000-0000-000000000000",
         "controller": True,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import secrets
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -452,3 +453,69 @@ def _assert_cert_manager_wiring(objs: dict[Key, Obj]) -> None:
     (container,) = pod["containers"]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     assert mounts["metrics-cert"] == str(DEFAULT_METRICS_CERT_DIR)
+
+
+# --- the manager's pod under the restricted Pod Security Standard ----------------------
+
+ENFORCE = "pod-security.kubernetes.io/enforce"
+
+
+@pytest.fixture(scope="module")
+def restricted_namespace(tools: Tools, kube_client: Client) -> Iterator[str]:
+    """A namespace enforcing `restricted` (latest), with the manager's ServiceAccount,
+    without which the pod would be refused for another reason."""
+    name = f"lws-psa-{secrets.token_hex(3)}"
+    kube_client.create(Namespace(metadata=ObjectMeta(name=name, labels={ENFORCE: "restricted"})))
+    sa = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "lws-controller-manager"},
+    }
+    tools.run("kubectl", "apply", "-n", name, "-f", "-", stdin=json.dumps(sa))
+    yield name
+    kube_client.delete(Namespace, name)
+
+
+def _manager_pod(objs: dict[Key, Obj], namespace: str) -> Obj:
+    """The pod the manager's ReplicaSet would create, as the Deployment templates it."""
+    template = objs[("Deployment", "lws-controller-manager")]["spec"]["template"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {**template["metadata"], "name": "lws-psa-check", "namespace": namespace},
+        "spec": template["spec"],
+    }
+
+
+def _pod_admitted(tools: Tools, pod: Obj) -> tuple[bool, str]:
+    """A server-side dry run of creating `pod`: every admission plugin, PSA among them,
+    runs as for a real create; nothing is stored."""
+    try:
+        tools.run("kubectl", "create", "--dry-run=server", "-f", "-", stdin=json.dumps(pod))
+    except pytest.fail.Exception as exc:  # run_tool fails the test with kubectl's stderr
+        return False, str(exc)
+    return True, ""
+
+
+def test_the_manager_pod_passes_restricted(
+    tools: Tools,
+    restricted_namespace: str,
+    chart_default: dict[Key, Obj],
+    kustomize_default: dict[Key, Obj],
+    kustomize_certmanager: dict[Key, Obj],
+) -> None:
+    for install, objs in (
+        ("helm template", chart_default),
+        ("config/default", kustomize_default),
+        ("config/certmanager", kustomize_certmanager),
+    ):
+        admitted, why = _pod_admitted(tools, _manager_pod(objs, restricted_namespace))
+        assert admitted, f"{install}: {why}"
+    # The shipped namespace enforces it (Helm's --create-namespace labels nothing).
+    for objs in (kustomize_default, kustomize_certmanager):
+        assert objs[("Namespace", NAMESPACE)]["metadata"]["labels"][ENFORCE] == "restricted"
+    # The check refuses what restricted refuses: the same pod, unconfined.
+    pod = _manager_pod(chart_default, restricted_namespace)
+    pod["spec"]["securityContext"]["seccompProfile"] = {"type": "Unconfined"}
+    admitted, why = _pod_admitted(tools, pod)
+    assert not admitted and "violates PodSecurity" in why, why

@@ -7,7 +7,14 @@ election, webhooks, internal certificates and authorized metrics. The tests driv
 every path that talks to the API server (Ordinal create, rolling update, group
 restart and exclusive placement; Hash create, PostTermination replacement and
 scale-down; Lease, certificate Secret and CA injection; events; metrics
-authentication) and fail on any object not made or any 403 in the manager's log.
+authentication; Workload scheduling; DisaggregatedSets) and fail on any object not
+made or any 403 in the manager's log.
+
+The last test reads the API server's audit log of the manager's ServiceAccount (the
+session's control plane keeps one, tests/fixtures/controlplane.py) and checks that
+every (apiGroup, resource, verb) the ClusterRole and Roles grant was used by those
+requests, or is listed with its reason in tests/data/rbac_unused.yaml: nothing is
+granted that the code does not use.
 
 The API server runs OwnerReferencesPermissionEnforcement, so the `finalizers`
 rules that blockOwnerDeletion needs are proven too. The session's in-process
@@ -18,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
+import json
 import re
 import signal
 from collections.abc import AsyncIterator
@@ -26,21 +35,28 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 from lws_localcluster.deploy import free_port
 from lws_localcluster.manager_process import http_get
 from lws_localcluster.nodesim.simulator import NodeSimulator
 
+from leaderworkerset.api.disaggregatedset import constants as ds_c
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.resources import (
     CONFIGMAPS,
     CRDS,
+    DISAGGREGATEDSETS,
     EVENTS,
     LEADERWORKERSETS,
     LEASES,
     MUTATING_WEBHOOKS,
+    POD_GROUPS,
     PODS,
+    ROLE_SCALERS,
     SECRETS,
+    SERVICES,
     VALIDATING_WEBHOOKS,
+    WORKLOADS,
 )
 from leaderworkerset.runtime.certs import CA_CERT
 from leaderworkerset.runtime.client import ApiClient, ApiError
@@ -57,6 +73,8 @@ from tests.toolkit.cluster import (
     revisions,
     wait_ready,
 )
+from tests.toolkit.disaggregatedset import manifest as ds_manifest
+from tests.toolkit.disaggregatedset import rolling_role
 from tests.toolkit.lws import hash_lws, lws_manifest
 from tests.toolkit.manager_process import STEADY_ELECTION, ManagerProcess
 from tests.toolkit.waiting import eventually
@@ -135,12 +153,13 @@ async def manager(
         # Not RBAC, and it heals by itself, but it would be a 403 in the log.
         as_sa = ApiClient.from_kubeconfig(sa_kubeconfig)
         try:
-            await eventually(
-                lambda: owner_kind_resolvable(as_sa, admin),
-                within=90,
-                interval=1.0,
-                what="the API server to resolve LeaderWorkerSet owners",
-            )
+            for api_version, kind in ((c.API_VERSION, c.KIND), (ds_c.API_VERSION, ds_c.KIND)):
+                await eventually(
+                    lambda v=api_version, k=kind: owner_kind_resolvable(as_sa, admin, v, k),
+                    within=90,
+                    interval=1.0,
+                    what=f"the API server to resolve {kind} owners",
+                )
         finally:
             await as_sa.close()
         process = ServiceAccountManager(
@@ -153,6 +172,8 @@ async def manager(
             webhook_port=port,
             # The opt-in deletion path reads and deletes beside the collector too.
             teardown={"leaderWorkerSetDeletion": "Parallel"},
+            # spec.scheduling by Workloads and PodGroups, to use their rules.
+            workload_scheduling=True,
         )
         try:
             process.start()
@@ -432,3 +453,152 @@ async def test_hash_create_replacement_and_scale_down(
     await eventually(scaled_down, within=120, what="one group left")
     await wait_ready(api, namespace, name, 1, within=120)
     manager.assert_never_denied()
+
+
+async def test_workload_scheduling_and_a_disaggregatedset(
+    manager: ServiceAccountManager, nodesim_api: ApiClient, namespace: str
+) -> None:
+    api = nodesim_api
+    # spec.scheduling: a Workload and PodGroups; a new size resizes the Workload.
+    gang = lws_manifest("gang", namespace, replicas=1, size=2)
+    gang["spec"]["scheduling"] = {}
+    await api.create(LEADERWORKERSETS, gang)
+    await wait_ready(api, namespace, "gang", 1, within=180)
+    assert await api.get(WORKLOADS, "gang", namespace)
+    first_groups = {name_of(g) for g in (await api.list(POD_GROUPS, namespace))["items"]}
+    assert first_groups
+    patch = {"spec": {"leaderWorkerTemplate": {"size": 3}}}
+    await api.patch(LEADERWORKERSETS, "gang", patch, namespace=namespace)
+
+    async def resized() -> bool:
+        workload = await api.get(WORKLOADS, "gang", namespace)
+        gangs = [t["schedulingPolicy"]["gang"] for t in workload["spec"]["podGroupTemplates"]]
+        return [g.get("minCount") for g in gangs] == [3]
+
+    await eventually(resized, within=120, what="the Workload resized")
+
+    async def old_groups_deleted() -> bool:
+        items = (await api.list(POD_GROUPS, namespace))["items"]
+        names = {name_of(g) for g in items if not g["metadata"].get("deletionTimestamp")}
+        return bool(names) and not names & first_groups
+
+    # Unused PodGroups are deleted after a grace of 30 s (UNUSED_POD_GROUP_GRACE).
+    await eventually(old_groups_deleted, within=180, what="the old revision's PodGroups deleted")
+    await api.delete(LEADERWORKERSETS, "gang", namespace)
+
+    # A DisaggregatedSet: its LeaderWorkerSets, Service and RoleScaler made; the role
+    # no longer External (RoleScaler deleted); a new revision (the old LWSs drained and
+    # deleted); then the set deleted.
+    external = rolling_role("decode", 1, scaling={"mode": "External"})
+    body = ds_manifest("llm", namespace, rolling_role("prefill", 1), external)
+    await api.create(DISAGGREGATEDSETS, body)
+    await eventually(
+        lambda: api.get_or_none(ROLE_SCALERS, "llm-decode", namespace), within=60, what="scaler"
+    )
+
+    async def services() -> list[JSON] | None:
+        items = (await api.list(SERVICES, namespace)).get("items") or []
+        return [i for i in items if name_of(i).endswith("-prv")] or None
+
+    first = await eventually(services, within=180, what="the set's revision Services")
+    stored = await api.get(DISAGGREGATEDSETS, "llm", namespace)
+    roles = stored["spec"]["roles"]
+    for role in roles:
+        role.pop("scaling", None)
+        template = role["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+        template.setdefault("metadata", {}).setdefault("labels", {})["rev"] = "2"
+    await api.patch(DISAGGREGATEDSETS, "llm", {"spec": {"roles": roles}}, namespace=namespace)
+
+    async def rolled() -> bool:
+        scaler = await api.get_or_none(ROLE_SCALERS, "llm-decode", namespace)
+        now = {name_of(s) for s in await services() or []}
+        return scaler is None and bool(now) and not now & {name_of(s) for s in first}
+
+    await eventually(rolled, within=300, what="the new revision serving, the old drained")
+    await api.delete(DISAGGREGATEDSETS, "llm", namespace)
+
+    async def gone() -> bool:
+        return not (await api.list(LEADERWORKERSETS, namespace)).get("items")
+
+    await eventually(gone, within=180, what="the set's LeaderWorkerSets gone")
+    manager.assert_never_denied()
+
+
+# --- every granted rule used (the audit log) -------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+ROLE_FILES = (
+    REPO / "config" / "rbac" / "role.yaml",
+    REPO / "config" / "rbac" / "leader_election_role.yaml",
+    REPO / "config" / "internalcert" / "cert_secret_role.yaml",
+)
+UNUSED = REPO / "tests" / "data" / "rbac_unused.yaml"
+MANAGER_USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{MANAGER_SERVICE_ACCOUNT}"
+# `lws controller` sends `lws/<version> (<os>/<arch>) <commit>`; the tests' clients "lws".
+MANAGER_AGENT = "lws/"
+Pair = tuple[str, str, str]  # apiGroup ("" for core), resource[/subresource], verb
+
+
+def granted_pairs() -> set[Pair]:
+    pairs = set()
+    for path in ROLE_FILES:
+        roles = [d for d in yaml.safe_load_all(path.read_text()) if d and "rules" in d]
+        for rule in (rule for role in roles for rule in role["rules"]):
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    pairs |= {(group, resource, verb) for verb in rule["verbs"]}
+    return pairs
+
+
+def audited_calls(log: Path) -> dict[Pair, collections.Counter[str]]:
+    """Each (apiGroup, resource, verb) the manager's requests used, with the request
+    paths (query left out) that used it and how often."""
+    used: dict[Pair, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        ref = entry.get("objectRef")
+        if entry.get("user", {}).get("username") != MANAGER_USER or not ref:
+            continue  # a non-resource request (discovery) needs no rule of ours
+        if not entry.get("userAgent", "").startswith(MANAGER_AGENT):
+            continue  # this module's own probes with the manager's token
+        resource = ref.get("resource", "")
+        if ref.get("subresource"):
+            resource += "/" + ref["subresource"]
+        path = entry.get("requestURI", "").partition("?")[0]
+        # RBAC's refusals only: a 403 the authorizer allowed is another plugin's (a
+        # namespace being deleted, an owner kind discovery has not caught up with).
+        if entry.get("annotations", {}).get("authorization.k8s.io/decision") == "forbid":
+            path = "403 " + path
+        used[(ref.get("apiGroup", ""), resource, entry["verb"])][path] += 1
+    return used
+
+
+async def test_every_granted_rule_is_used_or_explained(
+    manager: ServiceAccountManager, control_plane: Any
+) -> None:
+    log = getattr(control_plane, "audit_log", None)
+    if log is None:
+        pytest.skip("the cluster keeps no audit log (LWS_TEST_KUBECONFIG)")
+    used = audited_calls(log)
+    denied = {pair: paths for pair, paths in used.items() if any(p[:3] == "403" for p in paths)}
+    granted = granted_pairs()
+    explained = {
+        (u["apiGroup"], u["resource"], u["verb"]): u["reason"]
+        for u in yaml.safe_load(UNUSED.read_text())
+    }
+    lines = [
+        f"{'/'.join(p[:2])} {p[2]}: {sorted(used[p].items(), key=lambda i: -i[1])[:3]}"
+        for p in sorted(granted)
+        if p in used
+    ]
+    print("rules used, with the calls that used them:\n" + "\n".join(lines))
+    unused = sorted(granted - set(used))
+    assert not denied, f"refused: {denied}"
+    assert not [p for p in unused if p not in explained], (
+        "granted, never used, and not explained in tests/data/rbac_unused.yaml: "
+        f"{[p for p in unused if p not in explained]}"
+    )
+    assert not [p for p in explained if p in used], (
+        f"listed as unused but used: {[p for p in explained if p in used]}"
+    )
+    assert not [p for p in explained if p not in granted], "listed but not granted"

@@ -33,6 +33,7 @@ from prometheus_client.exposition import choose_encoder
 from leaderworkerset.api.objects import JSON
 from leaderworkerset.runtime.certs import TLSOptions, load_key_pair, server_ssl_context
 from leaderworkerset.runtime.client import ApiClient, ApiError, TokenBucket
+from leaderworkerset.runtime.http_server import KEEPALIVE_TIMEOUT, TLS_HANDSHAKE_TIMEOUT
 from leaderworkerset.runtime.keypair_files import KeyPairFiles
 from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY, self_signed_cert
 
@@ -104,21 +105,90 @@ def _bind(sock: socket.socket, addr: Any) -> socket.socket:
     return sock
 
 
-class _Site:
-    """One aiohttp application on one socket."""
+@dataclass(frozen=True)
+class SlowClientTimeouts:
+    """How long the probe and metrics servers wait on a client.
 
-    def __init__(self, name: str) -> None:
+    `idle` is aiohttp's keep-alive timer, which runs from the connection's start (after
+    the TLS handshake) and from each answer, and closes the connection if no whole
+    request head has arrived by then. So it bounds an idle connection and a head sent
+    slowly or left unfinished alike (aiohttp's default, 3630 s, let a client hold a
+    connection for an hour). 75 s is the webhook server's idle timeout, under the 90 s
+    after which Go clients (Prometheus) drop idle connections themselves; scrapes and
+    probes come more often than that. A request being answered is never cut off.
+    `handshake` bounds the TLS handshake, as the webhook server's does.
+    """
+
+    idle: float = KEEPALIVE_TIMEOUT
+    handshake: float = TLS_HANDSHAKE_TIMEOUT
+
+
+# Request heads: aiohttp's defaults, named so they are ours. A bearer token (a
+# ServiceAccount JWT is 1-2 KiB) fits in a field; a head is at most about 1 MiB.
+MAX_LINE = 8190
+MAX_FIELD = 8190
+MAX_HEADERS = 128
+
+
+class _HandshakeBoundedSite(web.SockSite):
+    """aiohttp's SockSite with a TLS handshake timeout, which it does not pass on."""
+
+    def __init__(
+        self,
+        runner: web.AppRunner,
+        sock: socket.socket,
+        *,
+        ssl_context: ssl.SSLContext | None,
+        handshake_timeout: float,
+    ) -> None:
+        super().__init__(runner, sock, ssl_context=ssl_context)
+        self.handshake_timeout = handshake_timeout
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        server = self._runner.server
+        assert server is not None
+        kwargs: dict[str, Any] = {}
+        if self._ssl_context is not None:
+            kwargs["ssl_handshake_timeout"] = self.handshake_timeout
+        self._server = await asyncio.get_running_loop().create_server(
+            server, sock=self._sock, ssl=self._ssl_context, backlog=self._backlog, **kwargs
+        )
+
+
+class _Site:
+    """One aiohttp application on one socket, with slow clients timed out and request
+    bodies never read."""
+
+    def __init__(self, name: str, timeouts: SlowClientTimeouts) -> None:
         self.name = name
+        self.timeouts = timeouts
         self.port = 0
         self._runner: web.AppRunner | None = None
 
-    async def serve(self, app: web.Application, bind: BindAddress, ssl_context: Any) -> None:
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5)
+    async def serve(
+        self, app: web.Application, bind: BindAddress, ssl_context: ssl.SSLContext | None
+    ) -> None:
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=5,
+            keepalive_timeout=self.timeouts.idle,
+            # No endpoint reads a body. aiohttp would read and drop what is left of one
+            # for 10 s after the answer; with 0 it closes the connection instead.
+            lingering_time=0,
+            max_line_size=MAX_LINE,
+            max_field_size=MAX_FIELD,
+            max_headers=MAX_HEADERS,
+        )
         await runner.setup()
         sock = listen_socket(bind.host, bind.port)
         self.port = sock.getsockname()[1]
         try:
-            await web.SockSite(runner, sock, ssl_context=ssl_context).start()
+            await _HandshakeBoundedSite(
+                runner, sock, ssl_context=ssl_context, handshake_timeout=self.timeouts.handshake
+            ).start()
         except BaseException:
             sock.close()
             await runner.cleanup()
@@ -147,13 +217,14 @@ class HealthServer:
         *,
         liveness_path: str = "/healthz",
         readiness_path: str = "/readyz",
+        timeouts: SlowClientTimeouts = SlowClientTimeouts(),
     ) -> None:
         self.bind = parse_bind_address(bind_address)
         self.liveness_path = "/" + liveness_path.strip("/")
         self.readiness_path = "/" + readiness_path.strip("/")
         self.healthz: dict[str, Check] = {}
         self.readyz: dict[str, Check] = {}
-        self._site = _Site("health probes")
+        self._site = _Site("health probes", timeouts)
 
     @property
     def port(self) -> int:
@@ -382,6 +453,7 @@ class MetricsServer:
         registry: CollectorRegistry | None = None,
         cert_dir: Path = DEFAULT_METRICS_CERT_DIR,
         reload_interval: float = 1.0,
+        timeouts: SlowClientTimeouts = SlowClientTimeouts(),
     ) -> None:
         self.bind_address = bind_address
         self.bind = parse_bind_address(bind_address)
@@ -395,7 +467,7 @@ class MetricsServer:
         self.cert_files = KeyPairFiles(Path(cert_dir, TLS_CERT), Path(cert_dir, TLS_KEY), log)
         self.reload_interval = reload_interval
         self._watcher: asyncio.Task[None] | None = None
-        self._site = _Site("metrics")
+        self._site = _Site("metrics", timeouts)
 
     @property
     def port(self) -> int:

@@ -44,6 +44,10 @@ KEEPALIVE_TIMEOUT = 75.0  # aiohttp's default, under the 90 s idle timeout of Go
 # A started request must arrive whole within this: a client that stops sending
 # mid-request would otherwise hold a connection (and its buffer) for ever.
 REQUEST_TIMEOUT = 60.0
+# For the listener's TLS handshake (asyncio's default is 60 s); a client that connects
+# and sends nothing is dropped after it. The handshake costs the client a round trip or
+# two, and Go clients give it 10 s themselves (TLSHandshakeTimeout).
+TLS_HANDSHAKE_TIMEOUT = 10.0
 # How long a shutdown waits for reviews it cancelled at its deadline to unwind.
 CANCEL_WAIT = 1.0
 # Whole requests a connection may hold unanswered before it parses no further (what

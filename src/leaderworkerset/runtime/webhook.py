@@ -218,8 +218,10 @@ class WebhookServer:
         tls: TLSOptions | None = None,
         reload_interval: float = 1.0,
         metrics: RuntimeMetrics | None = None,
+        handshake_timeout: float = http_server.TLS_HANDSHAKE_TIMEOUT,
     ) -> None:
         self.metrics = metrics or RuntimeMetrics()
+        self.handshake_timeout = handshake_timeout
         self.cert_files = KeyPairFiles(
             Path(cert_dir, cert_name), Path(cert_dir, key_name), log, self.metrics
         )
@@ -420,7 +422,11 @@ class WebhookServer:
         )
         loop = asyncio.get_running_loop()
         self._listener = await loop.create_server(
-            http.protocol, sock=sock, ssl=self.ssl_context, backlog=1024
+            http.protocol,
+            sock=sock,
+            ssl=self.ssl_context,
+            backlog=1024,
+            ssl_handshake_timeout=self.handshake_timeout,
         )
         self._http = http
         self._serving = True

@@ -19,8 +19,10 @@ from lws_localcluster.controlplane import (
     Ports,
 )
 from lws_localcluster.controlplane.flags import (
+    AUDIT_POLICY,
     SCHEDULER_CONFIG,
     apiserver_address_args,
+    audit_policy,
     component_args,
     scheduler_config,
 )
@@ -125,3 +127,21 @@ def test_a_control_plane_writes_the_scheduler_configuration_it_is_started_with(
     cp.ports = PORTS
     assert f"--config={cp.workdir / SCHEDULER_CONFIG}" in cp.component_args(SCHEDULER)
     assert not any(a.startswith("--config") for a in cp.component_args(APISERVER))
+
+
+def test_the_audit_log_is_kept_only_when_asked_for_and_only_for_the_named_users(
+    tmp_path: Path,
+) -> None:
+    plain, audited = ControlPlane(tmp_path), ControlPlane(tmp_path, audit_users=["u1", "u2"])
+    for cp in (plain, audited):
+        cp.ports = PORTS
+    assert not [a for a in plain.component_args(APISERVER) if a.startswith("--audit")]
+    assert plain.audit_log is None
+    apiserver = audited.component_args(APISERVER)
+    assert f"--audit-policy-file={tmp_path.resolve() / AUDIT_POLICY}" in apiserver
+    assert f"--audit-log-path={audited.audit_log}" in apiserver
+    assert "--audit-log-format=json" in apiserver
+    for other in (CONTROLLER_MANAGER, SCHEDULER, ETCD):
+        assert not [a for a in audited.component_args(other) if a.startswith("--audit")]
+    policy = json.loads(audit_policy(["u1", "u2"]))
+    assert policy["rules"] == [{"level": "Metadata", "users": ["u1", "u2"]}, {"level": "None"}]

@@ -51,6 +51,40 @@ def workload_api_args(component: str) -> list[str]:
     return [gates]
 
 
+# The API server's audit log, when a cluster is asked for one (ControlPlane(audit_users=...)):
+# JSON lines, one per request of the named users at Metadata level (who, verb, object
+# reference, response code; no bodies), nothing for anyone else. The RBAC test reads it
+# to see which of the manager's rules its requests used.
+AUDIT_POLICY = "audit-policy.yaml"
+AUDIT_LOG = Path("audit", "audit.log")
+
+
+def audit_policy(users: Sequence[str]) -> str:
+    """The audit policy (JSON, which is YAML): Metadata for `users`, None otherwise."""
+    return json.dumps(
+        {
+            "apiVersion": "audit.k8s.io/v1",
+            "kind": "Policy",
+            # One line per request, when it is answered (long watches also at start).
+            "omitStages": ["RequestReceived"],
+            "rules": [{"level": "Metadata", "users": list(users)}, {"level": "None"}],
+        },
+        indent=2,
+    )
+
+
+def audit_args(workdir: Path) -> list[str]:
+    return [
+        f"--audit-policy-file={workdir / AUDIT_POLICY}",
+        f"--audit-log-path={workdir / AUDIT_LOG}",
+        "--audit-log-format=json",
+        # Written as requests are answered, so a test reads what has happened so far.
+        "--audit-log-mode=blocking",
+        "--audit-log-maxbackup=1",
+        "--audit-log-maxsize=200",
+    ]
+
+
 def etcd_args(ports: Ports, workdir: Path) -> list[str]:
     peer = f"http://127.0.0.1:{ports.etcd_peer}"
     return [
@@ -221,11 +255,13 @@ def component_args(
     node_lifecycle: NodeLifecycle | None = None,
     workload_api: bool = True,
     pod_max_backoff: int | None = None,
+    audit: bool = False,
     extra_args: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
     """The full argument list of ``component`` (after its binary): the Workload API's
-    flags unless ``workload_api`` is false, then extra arguments last so that they
-    override (repeated --feature-gates flags merge, the last value of a gate winning)."""
+    flags unless ``workload_api`` is false, the API server's audit log with ``audit``,
+    then extra arguments last so that they override (repeated --feature-gates flags
+    merge, the last value of a gate winning)."""
     if component == ETCD:
         args = etcd_args(ports, workdir)
     elif component == APISERVER:
@@ -238,4 +274,6 @@ def component_args(
         raise ValueError(f"no such control-plane component: {component!r}")
     if workload_api:
         args += workload_api_args(component)
+    if audit and component == APISERVER:
+        args += audit_args(workdir)
     return args + list((extra_args or {}).get(component, ()))

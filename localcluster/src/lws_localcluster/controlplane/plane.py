@@ -33,7 +33,10 @@ from lws_localcluster.controlplane.components import (
     default_workdir,
 )
 from lws_localcluster.controlplane.flags import (
+    AUDIT_LOG,
+    AUDIT_POLICY,
     SCHEDULER_CONFIG,
+    audit_policy,
     component_args,
     scheduler_config,
 )
@@ -72,6 +75,7 @@ class ControlPlane:
         host_ip: str | None = None,
         workload_api: bool = True,
         pod_max_backoff: int | None = None,
+        audit_users: Sequence[str] = (),
     ) -> None:
         self.name = name
         self.workdir = (workdir or default_workdir(name)).resolve()
@@ -91,6 +95,9 @@ class ControlPlane:
         # The scheduler's longest back-off in seconds (None: upstream's, 10 s, longer
         # for a pod group); see flags.scheduler_config.
         self.pod_max_backoff = pod_max_backoff
+        # Users whose requests the API server writes to its audit log (`audit_log`);
+        # none: no audit log.
+        self.audit_users = tuple(audit_users)
         self.ports: Ports | None = None
         self._supervisor = Supervisor(self.workdir)
         # Set when attached to a cluster another process started.
@@ -115,6 +122,11 @@ class ControlPlane:
     @property
     def pki(self) -> pkilib.ControlPlanePKI:
         return pkilib.ControlPlanePKI(self.pki_dir)
+
+    @property
+    def audit_log(self) -> Path | None:
+        """The API server's audit log (JSON lines), when the cluster keeps one."""
+        return self.workdir / AUDIT_LOG if self.audit_users else None
 
     @property
     def kubeconfig(self) -> Path:
@@ -154,6 +166,7 @@ class ControlPlane:
             node_lifecycle=self.node_lifecycle,
             workload_api=self.workload_api,
             pod_max_backoff=self.pod_max_backoff,
+            audit=bool(self.audit_users),
             extra_args=self.extra_args,
         )
 
@@ -206,7 +219,7 @@ class ControlPlane:
         return self
 
     def _prepare_workdir(self) -> None:
-        for sub in ("etcd", "pki", "certs", "logs"):
+        for sub in ("etcd", "pki", "certs", "logs", str(AUDIT_LOG.parent)):
             shutil.rmtree(self.workdir / sub, ignore_errors=True)
         for stale in (STATE_FILE, "kubeconfig", SCHEDULER_CONFIG):
             (self.workdir / stale).unlink(missing_ok=True)
@@ -218,6 +231,9 @@ class ControlPlane:
         if self.pod_max_backoff is not None:
             config = scheduler_config(self.workdir, pod_max_backoff=self.pod_max_backoff)
             (self.workdir / SCHEDULER_CONFIG).write_text(config)
+        if self.audit_users:
+            (self.workdir / AUDIT_POLICY).write_text(audit_policy(self.audit_users))
+            (self.workdir / AUDIT_LOG).parent.mkdir(parents=True, exist_ok=True)
         ports = self._ports()
         self._spawn(ETCD)
         self._supervisor.wait(ETCD, lambda: readiness.etcd_healthy(ports), deadline)
@@ -348,6 +364,7 @@ class ControlPlane:
             "host_ip": self.host_ip,
             "workload_api": self.workload_api,
             "pod_max_backoff": self.pod_max_backoff,
+            "audit_users": list(self.audit_users),
             "started_at": time.time(),
         }
         tmp = self.workdir / (STATE_FILE + ".tmp")
@@ -371,6 +388,7 @@ class ControlPlane:
         cp.host_ip = state.get("host_ip")
         cp.workload_api = state.get("workload_api", True)
         cp.pod_max_backoff = state.get("pod_max_backoff")
+        cp.audit_users = tuple(state.get("audit_users") or ())
         cp._foreign_pids = {
             n: pid
             for n, pid in state.get("pids", {}).items()

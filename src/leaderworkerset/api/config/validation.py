@@ -59,15 +59,19 @@ def validate(cfg: Configuration) -> list[FieldError]:
     return errs
 
 
+def tls_version_error(version: str) -> str:
+    """Why a minimum TLS version may not be served, or "" when it may."""
+    if version in SECURE_TLS_VERSIONS:
+        return ""
+    if version in TLS_VERSIONS:
+        return "insecure TLS version, use VersionTLS12 or VersionTLS13"
+    return "unknown TLS version, use VersionTLS12 or VersionTLS13"
+
+
 def _validate_tls(tls: TLS) -> list[FieldError]:
     errs: list[FieldError] = []
     version = tls.min_version
-    if version and version not in SECURE_TLS_VERSIONS:
-        detail = (
-            "insecure TLS version, use VersionTLS12 or VersionTLS13"
-            if version in TLS_VERSIONS
-            else "unknown TLS version, use VersionTLS12 or VersionTLS13"
-        )
+    if version and (detail := tls_version_error(version)):
         errs.append(invalid("tls.minVersion", version, detail))
     if tls.cipher_suites and version == "VersionTLS13":
         errs.append(
