@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from lws_localcluster.binaries import parse_kubernetes_version
 from lws_localcluster.controlplane import (
     APISERVER,
     COMPONENTS,
@@ -145,3 +146,33 @@ def test_the_audit_log_is_kept_only_when_asked_for_and_only_for_the_named_users(
         assert not [a for a in audited.component_args(other) if a.startswith("--audit")]
     policy = json.loads(audit_policy(["u1", "u2"]))
     assert policy["rules"] == [{"level": "Metadata", "users": ["u1", "u2"]}, {"level": "None"}]
+
+
+@pytest.mark.parametrize("version", [(1, 34, 4), (1, 35, 4), (1, 36, 3)])
+def test_a_release_before_the_workload_api_gets_none_of_its_flags(
+    tmp_path: Path, version: tuple[int, int, int]
+) -> None:
+    # Those releases refuse to start on a gate or group version they do not know.
+    for component in COMPONENTS:
+        flags = args(component, tmp_path, version=version)
+        assert not any(a.startswith(("--feature-gates", "--runtime-config")) for a in flags)
+    cp = ControlPlane(tmp_path)
+    cp.ports, cp.version = PORTS, version
+    assert cp.workload_api and not cp.serves_workload_api
+    assert GATES not in cp.component_args(APISERVER)
+
+
+@pytest.mark.parametrize("version", [(1, 37, 2), (1, 38, 0), None])
+def test_the_workload_api_release_and_later_get_its_flags(
+    tmp_path: Path, version: tuple[int, int, int] | None
+) -> None:
+    # None: a build that does not say its version is taken to be hack/'s default.
+    assert GATES in args(APISERVER, tmp_path, version=version)
+    assert ControlPlane(tmp_path).serves_workload_api
+
+
+def test_the_release_is_read_as_version_prints_it() -> None:
+    assert parse_kubernetes_version("Kubernetes v1.34.4\n") == (1, 34, 4)
+    assert parse_kubernetes_version("Kubernetes v1.37.2-dirty") == (1, 37, 2)
+    assert parse_kubernetes_version("Kubernetes v0.0.0-master+$Format:%H$") == (0, 0, 0)
+    assert parse_kubernetes_version("unknown") is None

@@ -39,6 +39,21 @@ KCM_CONTROLLERS_WITHOUT_NODE_LIFECYCLE = KCM_CONTROLLERS + ",-node-lifecycle-con
 # DRAWorkloadResourceClaims (PodGroup resourceClaims); docs/gang-scheduling.md.
 WORKLOAD_API_FEATURE_GATES = ("GenericWorkload", "TopologyAwareWorkloadScheduling")
 WORKLOAD_API_GROUP_VERSION = "scheduling.k8s.io/v1beta1"
+# The first release that serves the Workload API as WORKLOAD_API_GROUP_VERSION, the one
+# the controller speaks. Before it the API is another (v1.36: v1alpha2 Workload and
+# PodGroup; v1.35: v1alpha1 Workload, pods' spec.workloadRef) or none at all (v1.34),
+# and the gates above are partly unknown: kube-apiserver refuses to start on an unknown
+# gate or group version. A cluster of an older release runs without the Workload API.
+WORKLOAD_API_SINCE = (1, 37)
+
+# (major, minor, patch) of a release, as binaries.kubernetes_version reads it.
+Version = tuple[int, int, int]
+
+
+def serves_workload_api(version: Version | None) -> bool:
+    """Whether a cluster of ``version`` can have the Workload API the controller speaks
+    (None, a build that does not say: assumed to be the release hack/ builds)."""
+    return version is None or version[:2] >= WORKLOAD_API_SINCE
 
 
 def workload_api_args(component: str) -> list[str]:
@@ -257,9 +272,11 @@ def component_args(
     pod_max_backoff: int | None = None,
     audit: bool = False,
     extra_args: Mapping[str, Sequence[str]] | None = None,
+    version: Version | None = None,
 ) -> list[str]:
     """The full argument list of ``component`` (after its binary): the Workload API's
-    flags unless ``workload_api`` is false, the API server's audit log with ``audit``,
+    flags unless ``workload_api`` is false or the binaries' ``version`` predates the API,
+    the API server's audit log with ``audit``,
     then extra arguments last so that they override (repeated --feature-gates flags
     merge, the last value of a gate winning)."""
     if component == ETCD:
@@ -272,7 +289,7 @@ def component_args(
         args = scheduler_args(ports, workdir, pod_max_backoff=pod_max_backoff)
     else:
         raise ValueError(f"no such control-plane component: {component!r}")
-    if workload_api:
+    if workload_api and serves_workload_api(version):
         args += workload_api_args(component)
     if audit and component == APISERVER:
         args += audit_args(workdir)

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from lws_localcluster.binaries import ensure_binaries
+from lws_localcluster.binaries import ensure_binaries, kubernetes_version
 from lws_localcluster.controlplane import pki as pkilib
 from lws_localcluster.controlplane import readiness
 from lws_localcluster.controlplane.components import (
@@ -36,9 +36,11 @@ from lws_localcluster.controlplane.flags import (
     AUDIT_LOG,
     AUDIT_POLICY,
     SCHEDULER_CONFIG,
+    Version,
     audit_policy,
     component_args,
     scheduler_config,
+    serves_workload_api,
 )
 from lws_localcluster.controlplane.processes import (
     Revived,
@@ -95,6 +97,8 @@ class ControlPlane:
         # The scheduler's longest back-off in seconds (None: upstream's, 10 s, longer
         # for a pod group); see flags.scheduler_config.
         self.pod_max_backoff = pod_max_backoff
+        # The binaries' release, read at start: older ones take fewer flags.
+        self.version: Version | None = None
         # Users whose requests the API server writes to its audit log (`audit_log`);
         # none: no audit log.
         self.audit_users = tuple(audit_users)
@@ -168,7 +172,13 @@ class ControlPlane:
             pod_max_backoff=self.pod_max_backoff,
             audit=bool(self.audit_users),
             extra_args=self.extra_args,
+            version=self.version,
         )
+
+    @property
+    def serves_workload_api(self) -> bool:
+        """The cluster has the Workload API: asked for, and its release has it."""
+        return self.workload_api and serves_workload_api(self.version)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -194,6 +204,7 @@ class ControlPlane:
             )
         if self.binaries is None:
             self.binaries = ensure_binaries()
+        self.version = kubernetes_version(self.binaries)
         install_termination_handlers()
         _LIVE.add(self)
         self._stopped = False
@@ -363,6 +374,7 @@ class ControlPlane:
             "node_lifecycle": asdict(self.node_lifecycle) if self.node_lifecycle else None,
             "host_ip": self.host_ip,
             "workload_api": self.workload_api,
+            "kubernetes_version": list(self.version) if self.version else None,
             "pod_max_backoff": self.pod_max_backoff,
             "audit_users": list(self.audit_users),
             "started_at": time.time(),
@@ -387,6 +399,8 @@ class ControlPlane:
         cp.node_lifecycle = NodeLifecycle(**lifecycle) if lifecycle else None
         cp.host_ip = state.get("host_ip")
         cp.workload_api = state.get("workload_api", True)
+        version = state.get("kubernetes_version")
+        cp.version = (int(version[0]), int(version[1]), int(version[2])) if version else None
         cp.pod_max_backoff = state.get("pod_max_backoff")
         cp.audit_users = tuple(state.get("audit_users") or ())
         cp._foreign_pids = {
