@@ -95,7 +95,13 @@ async def _demo(
             if ok and story in ("hash", "all"):
                 click.echo("\n--- Hash mode: a crash, and a replacement that waits its turn ---")
                 ok = await _tell(hash_story(api, sim))
-            if ok and story in ("gang", "all"):
+            if ok and story in ("gang", "all") and not control_plane.serves_workload_api:
+                # A release before v1.37 (LWS_K8S_VERSION): nothing to gang-schedule with.
+                click.echo(
+                    "\n--- Gangs: skipped, this Kubernetes release does not serve the "
+                    "scheduling.k8s.io/v1beta1 Workload API (v1.37 on) ---"
+                )
+            elif ok and story in ("gang", "all"):
                 click.echo("\n--- Gangs: two LeaderWorkerSets, room for one group ---")
                 ok = await _tell(gang_story(api, sim))
             if keep_running and ok:
