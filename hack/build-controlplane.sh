@@ -46,22 +46,27 @@ k8s_module_for() {
   rm -rf "$tmp"
   mkdir -p "$tmp"
   cp -r "$SRC/cmd" "$tmp/"
+  # One chain: errexit does not apply inside a subshell that `||` follows.
   (
-    cd "$tmp"
-    printf 'module github.com/leaderworkerset/leaderworkerset/hack/controlplane\n' >go.mod
-    upstream="$(go mod download -json "k8s.io/kubernetes@$version" | awk -F'"' '$2 == "GoMod" { print $4 }')"
-    [[ -f "$upstream" ]] || { log "no go.mod for k8s.io/kubernetes@$version"; exit 1; }
-    {
-      # Written anew: the download above may have added a `go` line of its own.
-      printf 'module github.com/leaderworkerset/leaderworkerset/hack/controlplane\n\n'
-      awk '$1 == "go" || ($1 == "godebug" && $2 != "(") { print }' "$upstream"
-      printf '\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$version"
-      awk -v v="$staging" '$2 == "=>" && $3 ~ /^\.\/staging\// { printf "\t%s => %s %s\n", $1, $1, v }' "$upstream"
-      printf ')\n'
-    } >go.mod.new
-    mv go.mod.new go.mod
-    go mod tidy
-  ) >&2 || { rm -rf "$tmp"; return 1; }
+    cd "$tmp" &&
+      printf 'module github.com/leaderworkerset/leaderworkerset/hack/controlplane\n' >go.mod &&
+      upstream="$(go mod download -json "k8s.io/kubernetes@$version" | awk -F'"' '$2 == "GoMod" { print $4 } $2 == "Error" { print $4 > "/dev/stderr" }')" &&
+      [[ -f "$upstream" ]] &&
+      {
+        # Written anew: the download above may have added a `go` line of its own.
+        printf 'module github.com/leaderworkerset/leaderworkerset/hack/controlplane\n\n'
+        awk '$1 == "go" || ($1 == "godebug" && $2 != "(") { print }' "$upstream"
+        printf '\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$version"
+        awk -v v="$staging" '$2 == "=>" && $3 ~ /^\.\/staging\// { printf "\t%s => %s %s\n", $1, $1, v }' "$upstream"
+        printf ')\n'
+      } >go.mod.new &&
+      mv go.mod.new go.mod &&
+      go mod tidy
+  ) >&2 || {
+    log "could not make a module for k8s.io/kubernetes@$version"
+    rm -rf "$tmp"
+    return 1
+  }
   rm -rf "$dir"
   mv "$tmp" "$dir"
   echo "$dir"
