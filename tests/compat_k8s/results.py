@@ -34,9 +34,12 @@ def _cell(step: JSON | None, notes: list[str]) -> str:
     if step is None:
         return "not run"
     outcome = str(step["outcome"])
-    if step.get("reason"):
-        notes.append(str(step["reason"]))
-        outcome += f" [{len(notes)}]"
+    reason = str(step.get("reason") or "")
+    if reason:
+        # One note for a reason several releases share.
+        if reason not in notes:
+            notes.append(reason)
+        outcome += f" [{notes.index(reason) + 1}]"
     return f"{outcome}, {float(step['seconds']):.0f} s"
 
 

@@ -20,11 +20,14 @@ def _result(version: str, build: object, **outcomes: str) -> dict[str, object]:
 def test_rows_in_release_order_with_notes() -> None:
     old = _result("v1.9.0", 400, gang="skipped")
     old["steps"]["gang story"]["reason"] = "no Workload API"  # type: ignore[index]
-    text = table([_result("v1.37.2", "cached"), old])
+    older = _result("v1.8.0", 400, gang="skipped")
+    older["steps"]["gang story"]["reason"] = "no Workload API"  # type: ignore[index]
+    text = table([_result("v1.37.2", "cached"), old, older])
     rows = [line for line in text.splitlines() if line.startswith("| v")]
-    assert rows[0].startswith("| v1.9.0 | 400 s | passed, 10 s | passed, 10 s |")
-    assert "skipped [1], 10 s" in rows[0]
-    assert rows[1].startswith("| v1.37.2 | cached |") and rows[1].endswith("| 52 s |")
+    assert rows[1].startswith("| v1.9.0 | 400 s | passed, 10 s | passed, 10 s |")
+    # One note for the reason both releases share.
+    assert "skipped [1], 10 s" in rows[0] and "skipped [1], 10 s" in rows[1]
+    assert rows[2].startswith("| v1.37.2 | cached |") and rows[2].endswith("| 52 s |")
     assert text.splitlines()[-1] == "[1] no Workload API"
 
 
