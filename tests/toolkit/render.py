@@ -55,9 +55,10 @@ class Renderer:
         namespace: str = NAMESPACE,
         values_files: tuple[Path, ...] = (),
         extra: tuple[str, ...] = (),
+        image: bool = True,
     ) -> dict[Key, Obj]:
         return by_key(
-            self.helm_template_text(values, chart, release, namespace, values_files, extra)
+            self.helm_template_text(values, chart, release, namespace, values_files, extra, image)
         )
 
     def helm_template_text(

@@ -1,0 +1,179 @@
+"""A release published to a registry and installed from it on the real node, as
+docs/operations.md ("Publishing a release") gives it: `make release` (built once and
+cached, tests/toolkit/release.py) naming a docker-registry on this machine's
+127.0.0.1, `skopeo copy --all` of the image index (amd64 and arm64) and `helm push` of
+the chart; the node's containerd trusts that registry over plain HTTP (hosts.toml).
+
+Then, with no controller image imported by `ctr`: `helm install oci://.../charts/lws --version V`
+with the chart's own values, and, after it is removed, `kubectl apply --server-side -f
+manifests.yaml`. Each time the controller image is absent from containerd beforehand
+(and its content: the one `make image` built and imported is the same amd64 image, and
+is removed for the while), the registry's log shows containerd fetching the index,
+the manifest, the config and the layers the node lacks, the controller pods become Ready and one rendezvous group meets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from lws_localcluster.realnode.images import ctr, import_images, imported_digests
+
+from leaderworkerset.api.resources import LEADERWORKERSETS
+from leaderworkerset.runtime.client import ApiClient
+from tests.fixtures.realnode import NAMESPACE, RELEASE, RealCluster
+from tests.toolkit.cluster import wait_ready
+from tests.toolkit.installs import (
+    Steps,
+    controller_pods_ready,
+    create_once_admitted,
+    no_lws_pods_left,
+    remove_any_controller,
+)
+from tests.toolkit.registry import Registry, local_registry
+from tests.toolkit.release import BUILD_WITHIN, Release, built_release
+from tests.toolkit.rendezvous import controller_pods, groups_met, rendezvous_lws
+from tests.toolkit.waiting import eventually
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(BUILD_WITHIN + 900)]
+
+CHARTS = "charts"
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    with local_registry(tmp_path_factory.mktemp("registry")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def published(
+    registry: Registry, real_cluster: RealCluster, pytestconfig: pytest.Config
+) -> Release:
+    """The release, pushed: the image index with skopeo, the chart with helm."""
+    release = built_release(pytestconfig, f"{registry.host}/lws")
+    name = release.image.removeprefix(f"{registry.host}/")
+    registry.push_image(release.index_archive, name)
+    pushed = json.loads(registry.raw_manifest(name))
+    assert {m["platform"]["architecture"] for m in pushed["manifests"]} == {"amd64", "arm64"}
+    real_cluster.tools.run(
+        "helm", "push", release.chart, f"oci://{registry.host}/lws/{CHARTS}", "--plain-http"
+    )
+    real_cluster.node.trust_insecure_registry(registry.host)
+    return release
+
+
+@pytest.fixture(scope="module")
+async def api(real_cluster: RealCluster) -> AsyncIterator[ApiClient]:
+    client = ApiClient.from_kubeconfig(real_cluster.kubeconfig)
+    try:
+        print(f"removed: {remove_any_controller(real_cluster.tools) or 'nothing'}")
+        await no_lws_pods_left(client)
+        yield client
+        remove_any_controller(real_cluster.tools)
+        await no_lws_pods_left(client)
+    finally:
+        await client.close()
+        # The image `make image` built, removed below, for the modules after this one.
+        import_images([real_cluster.images["controller"]])
+
+
+def forget_controller_images(real_cluster: RealCluster, release: Release) -> None:
+    """No controller image in the node's containerd, nor its layers: the released one and
+    `make image`'s (the same amd64 image under another name) both go, and containerd's
+    garbage collection takes their content."""
+    for ref in (release.image, real_cluster.images["controller"].ref):
+        if ref in imported_digests():
+            ctr("images", "rm", "--sync", ref)
+    assert release.image not in imported_digests()
+    assert real_cluster.images["controller"].ref not in imported_digests()
+
+
+def pulled_through_registry(registry: Registry, release: Release, since: int) -> list[str]:
+    """The registry paths containerd asked for after log line `since`."""
+    lines = registry.requests("containerd")[since:]
+    uris = [line.split('http.request.uri="', 1)[1].split('"', 1)[0] for line in lines]
+    repository = release.repository.removeprefix(f"{registry.host}/")
+    assert f"/v2/{repository}/manifests/{release.version}" in uris, uris
+    arch = "amd64"  # this machine's; the platform containerd picks from the index
+    manifest = release.description["manifests"][arch]
+    assert f"/v2/{repository}/manifests/{manifest}" in uris, uris
+    blobs = [u for u in uris if f"/v2/{repository}/blobs/" in u]
+    # The config and the package layer; the Debian base layer is also the rendezvous
+    # image's, which stays in containerd, so only that one may be skipped.
+    assert len(blobs) >= 2, blobs
+    return uris
+
+
+async def one_group_meets(api: ApiClient, real_cluster: RealCluster, name: str) -> None:
+    lws = rendezvous_lws(name, real_cluster.images["rendezvous"], replicas=1)
+    await create_once_admitted(api, lws, "default")
+    await wait_ready(api, "default", name, 1, within=180)
+    met = await eventually(
+        lambda: groups_met(api, "default", name, 3),
+        f"the group of {name} met",
+        within=60,
+        ignoring=(AssertionError, OSError),
+    )
+    assert len(met) == 1
+    await api.delete(LEADERWORKERSETS, name, namespace="default")
+
+
+async def assert_pods_run_the_pushed_image(api: ApiClient, release: Release) -> None:
+    for pod in await controller_pods(api):
+        (status,) = pod["status"]["containerStatuses"]
+        assert status["image"] == release.image, status
+        # The digest containerd resolved the tag to: the index the release pushed.
+        assert status["imageID"].endswith(release.description["index"]), status
+
+
+async def test_helm_install_from_the_registry_pulls_the_image_through_it(
+    api: ApiClient, published: Release, registry: Registry, real_cluster: RealCluster
+) -> None:
+    steps = Steps("helm install from the registry")
+    forget_controller_images(real_cluster, published)
+    since = len(registry.requests("containerd"))
+    chart = f"oci://{registry.host}/lws/{CHARTS}/lws"
+    with steps.step(f"helm install {chart} --version {published.version}"):
+        real_cluster.tools.run(
+            "helm", "install", RELEASE, chart, "--version", published.version, "--plain-http",
+            "--namespace", NAMESPACE, "--create-namespace", "--wait", "--timeout", "5m",
+            timeout=360,
+        )  # fmt: skip
+    with steps.step("two controller pods Ready"):
+        await controller_pods_ready(api, 2, published.image)
+    assert imported_digests()[published.image] == published.description["index"]
+    await assert_pods_run_the_pushed_image(api, published)
+    uris = pulled_through_registry(registry, published, since)
+    print(f"containerd's requests to the registry: {len(uris)}")
+    with steps.step("a rendezvous group of 3 meets"):
+        await one_group_meets(api, real_cluster, "from-registry")
+    with steps.step("helm uninstall"):
+        real_cluster.tools.run("helm", "uninstall", RELEASE, "-n", NAMESPACE, "--wait")
+    print(steps.summary())
+
+
+async def test_kubectl_apply_of_the_release_manifests_pulls_the_image_through_it(
+    api: ApiClient, published: Release, registry: Registry, real_cluster: RealCluster
+) -> None:
+    steps = Steps("kubectl apply manifests.yaml")
+    remove_any_controller(real_cluster.tools)
+    await no_lws_pods_left(api)
+    forget_controller_images(real_cluster, published)
+    since = len(registry.requests("containerd"))
+    manifests: Path = published.manifests
+    with steps.step("kubectl apply --server-side -f manifests.yaml"):
+        real_cluster.tools.run("kubectl", "apply", "--server-side", "-f", manifests)
+    with steps.step("two controller pods Ready"):
+        await controller_pods_ready(api, 2, published.image)
+    assert imported_digests()[published.image] == published.description["index"]
+    await assert_pods_run_the_pushed_image(api, published)
+    pulled_through_registry(registry, published, since)
+    with steps.step("a rendezvous group of 3 meets"):
+        await one_group_meets(api, real_cluster, "from-manifests")
+    with steps.step("kubectl delete -f manifests.yaml"):
+        real_cluster.tools.run("kubectl", "delete", "-f", manifests, "--wait", timeout=300)
+        await no_lws_pods_left(api)
+    print(steps.summary())
