@@ -9,7 +9,8 @@ with the chart's own values, and, after it is removed, `kubectl apply --server-s
 manifests.yaml`. Each time the controller image is absent from containerd beforehand
 (and its content: the one `make image` built and imported is the same amd64 image, and
 is removed for the while), the registry's log shows containerd fetching the index,
-the manifest, the config and the layers the node lacks, the controller pods become Ready and one rendezvous group meets.
+the manifest, the config and the layers the node lacks, the controller pods become
+Ready and one rendezvous group meets.
 """
 
 from __future__ import annotations
