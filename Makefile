@@ -80,7 +80,7 @@ lint: setup
 install-check:
 	@set -eu; \
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	tar --exclude=__pycache__ --exclude='*.egg-info' -cf - pyproject.toml README.md src \
+	tar --exclude=__pycache__ --exclude='*.egg-info' -cf - pyproject.toml README.md LICENSE src \
 		| tar -xf - -C "$$tmp"; \
 	cp constraints.txt "$$tmp"/; \
 	$(PYTHON) -m venv "$$tmp/venv"; \
