@@ -3,6 +3,9 @@ docs/operations.md ("Publishing a release") gives it: `make release` (built once
 cached, tests/toolkit/release.py) naming a docker-registry on this machine's
 127.0.0.1, `skopeo copy --all` of the image index (amd64 and arm64) and `helm push` of
 the chart; the node's containerd trusts that registry over plain HTTP (hosts.toml).
+The session's `published` fixture (tests/fixtures/realnode.py) does that, and
+tests/realnode's install (part of `make test`) is the short form: helm install from the
+registry, groups Ready. This module is the long one.
 
 Then, with no controller image imported by `ctr`: `helm install oci://.../charts/lws --version V`
 with the chart's own values, and, after it is removed, `kubectl apply --server-side -f
@@ -16,7 +19,7 @@ Ready and one rendezvous group meets.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from lws_localcluster.realnode.images import ctr, import_images, imported_digest
 
 from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.runtime.client import ApiClient
-from tests.fixtures.realnode import NAMESPACE, RELEASE, RealCluster
+from tests.fixtures.realnode import NAMESPACE, RELEASE, Published, RealCluster
 from tests.toolkit.cluster import wait_ready
 from tests.toolkit.installs import (
     Steps,
@@ -33,37 +36,20 @@ from tests.toolkit.installs import (
     no_lws_pods_left,
     remove_any_controller,
 )
-from tests.toolkit.registry import Registry, local_registry
-from tests.toolkit.release import BUILD_WITHIN, Release, built_release
+from tests.toolkit.registry import Registry
+from tests.toolkit.release import BUILD_WITHIN, Release
 from tests.toolkit.rendezvous import controller_pods, groups_met, rendezvous_lws
 from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(BUILD_WITHIN + 900)]
 
-CHARTS = "charts"
-
 
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    with local_registry(tmp_path_factory.mktemp("registry")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def published(
-    registry: Registry, real_cluster: RealCluster, pytestconfig: pytest.Config
-) -> Release:
-    """The release, pushed: the image index with skopeo, the chart with helm."""
-    release = built_release(pytestconfig, f"{registry.host}/lws")
-    name = release.image.removeprefix(f"{registry.host}/")
-    registry.push_image(release.index_archive, name)
-    pushed = json.loads(registry.raw_manifest(name))
+def registry(published: Published) -> Registry:
+    name = published.release.image.removeprefix(f"{published.registry.host}/")
+    pushed = json.loads(published.registry.raw_manifest(name))
     assert {m["platform"]["architecture"] for m in pushed["manifests"]} == {"amd64", "arm64"}
-    real_cluster.tools.run(
-        "helm", "push", release.chart, f"oci://{registry.host}/lws/{CHARTS}", "--plain-http"
-    )
-    real_cluster.node.trust_insecure_registry(registry.host)
-    return release
+    return published.registry
 
 
 @pytest.fixture(scope="module")
@@ -131,23 +117,24 @@ async def assert_pods_run_the_pushed_image(api: ApiClient, release: Release) -> 
 
 
 async def test_helm_install_from_the_registry_pulls_the_image_through_it(
-    api: ApiClient, published: Release, registry: Registry, real_cluster: RealCluster
+    api: ApiClient, published: Published, registry: Registry, real_cluster: RealCluster
 ) -> None:
     steps = Steps("helm install from the registry")
-    forget_controller_images(real_cluster, published)
+    release = published.release
+    forget_controller_images(real_cluster, release)
     since = len(registry.requests("containerd"))
-    chart = f"oci://{registry.host}/lws/{CHARTS}/lws"
-    with steps.step(f"helm install {chart} --version {published.version}"):
+    chart = published.chart
+    with steps.step(f"helm install {chart} --version {release.version}"):
         real_cluster.tools.run(
-            "helm", "install", RELEASE, chart, "--version", published.version, "--plain-http",
+            "helm", "install", RELEASE, chart, "--version", release.version, "--plain-http",
             "--namespace", NAMESPACE, "--create-namespace", "--wait", "--timeout", "5m",
             timeout=360,
         )  # fmt: skip
     with steps.step("two controller pods Ready"):
-        await controller_pods_ready(api, 2, published.image)
-    assert imported_digests()[published.image] == published.description["index"]
-    await assert_pods_run_the_pushed_image(api, published)
-    uris = pulled_through_registry(registry, published, since)
+        await controller_pods_ready(api, 2, release.image)
+    assert imported_digests()[release.image] == release.description["index"]
+    await assert_pods_run_the_pushed_image(api, release)
+    uris = pulled_through_registry(registry, release, since)
     print(f"containerd's requests to the registry: {len(uris)}")
     with steps.step("a rendezvous group of 3 meets"):
         await one_group_meets(api, real_cluster, "from-registry")
@@ -157,21 +144,22 @@ async def test_helm_install_from_the_registry_pulls_the_image_through_it(
 
 
 async def test_kubectl_apply_of_the_release_manifests_pulls_the_image_through_it(
-    api: ApiClient, published: Release, registry: Registry, real_cluster: RealCluster
+    api: ApiClient, published: Published, registry: Registry, real_cluster: RealCluster
 ) -> None:
     steps = Steps("kubectl apply manifests.yaml")
+    release = published.release
     remove_any_controller(real_cluster.tools)
     await no_lws_pods_left(api)
-    forget_controller_images(real_cluster, published)
+    forget_controller_images(real_cluster, release)
     since = len(registry.requests("containerd"))
-    manifests: Path = published.manifests
+    manifests: Path = release.manifests
     with steps.step("kubectl apply --server-side -f manifests.yaml"):
         real_cluster.tools.run("kubectl", "apply", "--server-side", "-f", manifests)
     with steps.step("two controller pods Ready"):
-        await controller_pods_ready(api, 2, published.image)
-    assert imported_digests()[published.image] == published.description["index"]
-    await assert_pods_run_the_pushed_image(api, published)
-    pulled_through_registry(registry, published, since)
+        await controller_pods_ready(api, 2, release.image)
+    assert imported_digests()[release.image] == release.description["index"]
+    await assert_pods_run_the_pushed_image(api, release)
+    pulled_through_registry(registry, release, since)
     with steps.step("a rendezvous group of 3 meets"):
         await one_group_meets(api, real_cluster, "from-manifests")
     with steps.step("kubectl delete -f manifests.yaml"):
