@@ -73,4 +73,5 @@ def test_docs_build_and_install_the_same_image() -> None:
     for path, text in texts.items():
         assert "docker build" not in text, path
         assert "leaderworkerset:latest" not in text, path
-        assert "/lws:<tag>" not in text, path
+        # A release pushes `<registry>/lws:<version>`, upstream's name; not the old one.
+        assert "<registry>/leaderworkerset" not in text, path
