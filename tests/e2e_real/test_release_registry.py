@@ -80,8 +80,7 @@ def forget_controller_images(real_cluster: RealCluster, release: Release) -> Non
 
 def pulled_through_registry(registry: Registry, release: Release, since: int) -> list[str]:
     """The registry paths containerd asked for after log line `since`."""
-    lines = registry.requests("containerd")[since:]
-    uris = [line.split('http.request.uri="', 1)[1].split('"', 1)[0] for line in lines]
+    uris = registry.requests("containerd")[since:]
     repository = release.repository.removeprefix(f"{registry.host}/")
     assert f"/v2/{repository}/manifests/{release.version}" in uris, uris
     arch = "amd64"  # this machine's; the platform containerd picks from the index

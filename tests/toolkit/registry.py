@@ -8,6 +8,7 @@ release (docs/operations.md, "Publishing a release").
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import socket
 import subprocess
@@ -21,6 +22,11 @@ from tests.toolkit.paths import REPO
 from tests.toolkit.waiting import eventually_blocking
 
 PACKAGES = ("docker-registry", "skopeo")
+# The registry's access log, Apache's combined format.
+ACCESS_LINE = re.compile(
+    r'^\S+ \S+ \S+ \[[^\]]*\] "(?P<method>[A-Z]+) (?P<path>\S+) [^"]*" \d+ \S+ "[^"]*" '
+    r'"(?P<agent>[^"]*)"$'
+)
 # Tried first, so that the release (which names the registry) is the cached one on the
 # next run; any free port otherwise.
 PREFERRED_PORT = 5055
@@ -122,13 +128,14 @@ class Registry:
         return done.stdout
 
     def requests(self, user_agent: str) -> list[str]:
-        """The access-log lines of requests from clients whose User-Agent holds
-        `user_agent` (containerd's pulls say `containerd/<version>`)."""
-        return [
-            line
-            for line in self.log.read_text(errors="replace").splitlines()
-            if "http.request.uri=" in line and user_agent in line
-        ]
+        """The paths requested, in order, by clients whose User-Agent holds `user_agent`
+        (containerd's pulls say `containerd/<version>`), from the access log."""
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            request = ACCESS_LINE.match(line)
+            if request and user_agent in request.group("agent"):
+                found.append(request.group("path"))
+        return found
 
 
 @contextlib.contextmanager
