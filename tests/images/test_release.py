@@ -31,6 +31,7 @@ from leaderworkerset._version import __version__
 from tests.images.containerd import Containerd, private_containerd
 from tests.toolkit.install_tools import ensure_tools
 from tests.toolkit.paths import REPO
+from tests.toolkit.registry import PREFERRED_PORT
 from tests.toolkit.release import ARCHES, BUILD_WITHIN, Release, built_release
 from tests.toolkit.render import Renderer, by_key
 
@@ -40,7 +41,9 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the image build does"),
 ]
 
-REGISTRY = "registry.example/lws"
+# The registry tests/realnode pushes to (when its port is free), so that both suites
+# share one cached release.
+REGISTRY = f"127.0.0.1:{PREFERRED_PORT}/lws"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 LICENSE_IN_IMAGE = "usr/share/doc/leaderworkerset/LICENSE"
