@@ -68,14 +68,17 @@ async def api(real_cluster: RealCluster) -> AsyncIterator[ApiClient]:
 
 
 def forget_controller_images(real_cluster: RealCluster, release: Release) -> None:
-    """No controller image in the node's containerd, nor its layers: the released one and
-    `make image`'s (the same amd64 image under another name) both go, and containerd's
-    garbage collection takes their content."""
-    for ref in (release.image, real_cluster.images["controller"].ref):
-        if ref in imported_digests():
+    """No controller image in the node's containerd, nor its content: the released one
+    and `make image`'s (the same amd64 image under another name) go, with every other
+    name the CRI gave them (`sha256:<config>`), and containerd's garbage collection
+    takes their manifests, configs and the layers nothing else holds."""
+    ours = {release.description["index"], *release.description["manifests"].values()}
+    for ref, digest in imported_digests().items():
+        if digest in ours or ref == real_cluster.images["controller"].ref:
             ctr("images", "rm", "--sync", ref)
-    assert release.image not in imported_digests()
-    assert real_cluster.images["controller"].ref not in imported_digests()
+    assert not ours & set(imported_digests().values())
+    content = set(ctr("content", "ls", "-q").split())
+    assert not ours & content, "containerd still holds the controller's manifests"
 
 
 def pulled_through_registry(registry: Registry, release: Release, since: int) -> list[str]:
