@@ -108,6 +108,9 @@ async def one_group_meets(api: ApiClient, real_cluster: RealCluster, name: str) 
     )
     assert len(met) == 1
     await api.delete(LEADERWORKERSETS, name, namespace="default")
+    # While the controller still runs: the teardown of a group is its work (finalizers),
+    # and an uninstall right after the delete would strand the pods.
+    await no_lws_pods_left(api)
 
 
 async def assert_pods_run_the_pushed_image(api: ApiClient, release: Release) -> None:
