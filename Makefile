@@ -9,7 +9,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup controlplane tools image node lint install-check unit unit-pythons integration realnode e2e-real compat compat-k8s chaos soak mutation crd clean
+.PHONY: run test setup controlplane tools image release node lint install-check unit unit-pythons integration realnode e2e-real compat compat-k8s chaos soak mutation crd clean
 
 # STORY=sample (the Ordinal sample), hash (the Hash-mode replacement story), gang (two
 # LeaderWorkerSets competing for a full cluster, without and with gang scheduling) or all.
@@ -43,10 +43,25 @@ IMAGES ?=
 image: setup
 	LWS_PYTHON=$(BIN)/python bash hack/build-images.sh $(IMAGES)
 
+# A release in one folder (RELEASE_DIR): wheel, sdist, the controller image for amd64 and
+# arm64 as OCI archives and one index, manifests.yaml, the packaged chart, SBOMs and
+# SHA256SUMS (hack/release.sh; docs/operations.md, "Publishing a release"). VERSION is
+# src/leaderworkerset/_version.py's (a different one is refused: set it there, with a
+# CHANGELOG.md entry); REGISTRY is where you will push it, which the chart and
+# manifests.yaml name. Needs root; arm64 is built under qemu-user-static.
+VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' src/leaderworkerset/_version.py)
+REGISTRY ?= localhost:5000/lws
+RELEASE_DIR ?= dist/release/$(VERSION)
+release: setup tools
+	LWS_PYTHON=$(BIN)/python bash hack/release.sh $(VERSION) $(REGISTRY) $(RELEASE_DIR)
+
 # The real node (tests/realnode, `lws dev up --real-node`): Debian's containerd, runc and
 # CNI plugins (installed with apt-get when missing; root), kubelet, kube-proxy and CoreDNS
 # built like the control plane, and the images it runs, built with no registry.
-NODE_PACKAGES := containerd runc containernetworking-plugins iptables iproute2 conntrack mmdebstrap
+# docker-registry and skopeo: the local registry the release is pushed to and installed
+# from; qemu-user-static, binfmt-support and arch-test: the release's arm64 image.
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables iproute2 conntrack mmdebstrap \
+	docker-registry skopeo qemu-user-static binfmt-support arch-test
 node: image
 	bash hack/debian-packages.sh $(NODE_PACKAGES)
 	bash hack/build-node.sh
@@ -65,7 +80,7 @@ lint: setup
 install-check:
 	@set -eu; \
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	tar --exclude=__pycache__ --exclude='*.egg-info' -cf - pyproject.toml README.md src \
+	tar --exclude=__pycache__ --exclude='*.egg-info' -cf - pyproject.toml README.md LICENSE src \
 		| tar -xf - -C "$$tmp"; \
 	cp constraints.txt "$$tmp"/; \
 	$(PYTHON) -m venv "$$tmp/venv"; \

@@ -25,6 +25,13 @@
 #                       it builds the wheels and its pip installs them in the image.
 #   LWS_DEBIAN_MIRROR   a Debian mirror URL (default: this machine's apt sources when
 #                       they list bookworm, else deb.debian.org).
+#   LWS_IMAGE_ARCH      amd64 or arm64: build for that architecture (default: this
+#                       machine's). Another one than this machine's is built into
+#                       images/ARCH/ (the controller by default; only images made of
+#                       Debian packages and Python), with Debian's qemu-user-static
+#                       and binfmt-support running its programs (installed, with
+#                       arch-test, which mmdebstrap asks for, and
+#                       enabled here: binfmt_misc is mounted when it is not).
 #
 # Progress and each image's sizes go to stderr.
 set -euo pipefail
@@ -39,7 +46,40 @@ if [[ -z "$PYTHON" ]]; then
   if [[ -x "$HERE/../.venv/bin/python" ]]; then PYTHON="$HERE/../.venv/bin/python"; else PYTHON=python3.11; fi
 fi
 
-images() { "$PYTHON" "$HERE/images/build.py" --cache "$IMAGES" "$@"; }
+case "$(uname -m)" in
+  x86_64) HOST_ARCH=amd64 ;;
+  aarch64) HOST_ARCH=arm64 ;;
+  *) HOST_ARCH="$(uname -m)" ;;
+esac
+ARCH="${LWS_IMAGE_ARCH:-$HOST_ARCH}"
+ARCH_ARGS=()
+if [[ "$ARCH" != "$HOST_ARCH" ]]; then
+  # Their own folder: each architecture's archives, bases and blobs are pruned apart.
+  IMAGES="$IMAGES/$ARCH"
+  ARCH_ARGS=(--arch "$ARCH")
+fi
+
+images() { "$PYTHON" "$HERE/images/build.py" --cache "$IMAGES" "${ARCH_ARGS[@]}" "$@"; }
+
+# enable_foreign ARCH: the kernel runs ARCH's programs through qemu-user-static. Needs
+# binfmt_misc mounted (a container may not have it, and no systemd mounts it here) and
+# Debian's qemu entry enabled; the F flag it carries lets a chroot run them without a
+# copy of qemu inside.
+enable_foreign() {
+  local qemu
+  case "$1" in
+    arm64) qemu=qemu-aarch64 ;;
+    amd64) qemu=qemu-x86_64 ;;
+    *) log "no qemu for $1"; return 1 ;;
+  esac
+  bash "$HERE/debian-packages.sh" qemu-user-static binfmt-support arch-test
+  if [[ ! -e /proc/sys/fs/binfmt_misc/register ]]; then
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  fi
+  if ! grep -qx enabled "/proc/sys/fs/binfmt_misc/$qemu" 2>/dev/null; then
+    update-binfmts --enable "$qemu"
+  fi
+}
 
 # Built already: no lock, no root needed. 3 is "not built yet"; anything else failed.
 status=0
@@ -59,6 +99,7 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
 fi
 ((EUID == 0)) || { log "building the images needs root (mmdebstrap, chroot, mount)"; exit 1; }
 bash "$HERE/debian-packages.sh" mmdebstrap debian-archive-keyring gcc libc6-dev binutils
+if [[ "$ARCH" != "$HOST_ARCH" ]]; then enable_foreign "$ARCH"; fi
 
 mkdir -p "$IMAGES"
 exec 9>"$IMAGES/.lock"

@@ -3,11 +3,14 @@ the hash of its inputs, and prints one line per image on stdout:
 
     NAME REF ARCHIVE
 
-    python3 hack/images/build.py --cache DIR [--check] [NAME ...]
+    python3 hack/images/build.py --cache DIR [--check] [--arch ARCH] [NAME ...]
 
 --check builds nothing: it prints the listing and exits 0 when every archive is
-there, else exits 3. Progress and sizes go to stderr. Run by hack/build-images.sh,
-which holds the lock and installs the Debian tools first.
+there, else exits 3. --arch builds for another architecture (amd64, arm64) than this
+machine's; only the images made of Debian packages and Python are built that way
+(the controller by default), as the others are compiled here for this machine.
+Progress and sizes go to stderr. Run by hack/build-images.sh, which holds the lock
+and installs the Debian tools first.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ import rootfs
 NOT_BUILT = 3
 # Every image by name; with no names, only `make image`'s three (recipes.RECIPES).
 ALL = {**recipes.RECIPES, **e2e_images.RECIPES}
+# What can be built for another architecture, and what is by default.
+FOREIGN = ("controller", "rendezvous", "nginx-standin", "curl-standin")
+FOREIGN_DEFAULT = ["controller"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,14 @@ def plan(ctx: recipes.Context, names: list[str]) -> list[Planned]:
     if unknown:
         known = ", ".join(ALL)
         raise SystemExit(f"build-images: unknown image {', '.join(unknown)} (images: {known})")
+    if ctx.foreign:
+        names = names or FOREIGN_DEFAULT
+        native = [n for n in names if n not in FOREIGN]
+        if native:
+            raise SystemExit(
+                f"build-images: {', '.join(native)} cannot be built for {ctx.arch} here "
+                f"(compiled for this machine); for another architecture: {', '.join(FOREIGN)}"
+            )
     out = []
     for name in names or list(recipes.RECIPES):
         recipe = ALL[name](ctx)
@@ -78,6 +92,7 @@ def build(ctx: recipes.Context, item: Planned) -> None:
     oci.write_archive(ctx.store, image, item.archive)
     meta = {
         "ref": image.ref,
+        "arch": image.arch,
         "manifest": image.manifest.digest,
         "config": image.config.digest,
         "layers": [layer.to_json() for layer in image.layers],
@@ -117,9 +132,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, required=True, help="the images folder")
     parser.add_argument("--check", action="store_true", help="only say whether all are built")
+    parser.add_argument("--arch", help="amd64 or arm64 (default: this machine's)")
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(recipes.RECIPES))
     args = parser.parse_args(argv)
-    ctx = recipes.Context(args.cache.resolve())
+    ctx = recipes.Context(args.cache.resolve(), args.arch)
     planned = plan(ctx, args.names)
     missing = [item for item in planned if not item.built]
     if args.check and missing:

@@ -375,20 +375,92 @@ def write_archive(store: BlobStore, image: Image, dest: Path) -> None:
     )
     try:
         with tarfile.open(tmp, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            tar.addfile(_entry("blobs", tarfile.DIRTYPE, 0o755))
-            tar.addfile(_entry("blobs/sha256", tarfile.DIRTYPE, 0o755))
-            for blob in blobs:
-                if not store.has(blob):
-                    raise FileNotFoundError(
-                        f"{image.ref}: blob {blob.digest} is not in {store.root}"
-                    )
-                info = _entry(f"blobs/sha256/{blob.hex}", tarfile.REGTYPE, 0o644)
-                info.size = blob.size
-                with store.path(blob).open("rb") as f:
-                    tar.addfile(info, f)
+            _add_blobs(tar, store, image.ref, blobs)
             add_file(tar, "index.json", canonical_json(index_json(image)), 0o644)
             add_file(tar, "manifest.json", canonical_json(docker_manifest_json(image)), 0o644)
             add_file(tar, "oci-layout", canonical_json({"imageLayoutVersion": "1.0.0"}), 0o644)
         tmp.replace(dest)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _add_blobs(tar: tarfile.TarFile, store: BlobStore, ref: str, blobs: list[Blob]) -> None:
+    tar.addfile(_entry("blobs", tarfile.DIRTYPE, 0o755))
+    tar.addfile(_entry("blobs/sha256", tarfile.DIRTYPE, 0o755))
+    for blob in blobs:
+        if not store.has(blob):
+            raise FileNotFoundError(f"{ref}: blob {blob.digest} is not in {store.root}")
+        info = _entry(f"blobs/sha256/{blob.hex}", tarfile.REGTYPE, 0o644)
+        info.size = blob.size
+        with store.path(blob).open("rb") as f:
+            tar.addfile(info, f)
+
+
+def read_archive(store: BlobStore, archive: Path) -> Image:
+    """The image of an archive `write_archive` wrote, its blobs copied into `store`."""
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and member.name.startswith("blobs/sha256/"):
+                data = tar.extractfile(member)
+                assert data is not None
+                dest = store.blobs / member.name.removeprefix("blobs/sha256/")
+                if not dest.is_file() or dest.stat().st_size != member.size:
+                    store.blobs.mkdir(parents=True, exist_ok=True)
+                    with dest.open("wb") as out:
+                        while chunk := data.read(1 << 20):
+                            out.write(chunk)
+        index_file = tar.extractfile("index.json")
+        assert index_file is not None
+        (descriptor,) = json.load(index_file)["manifests"]
+    manifest = json.loads((store.blobs / descriptor["digest"].removeprefix("sha256:")).read_bytes())
+    config_blob = Blob(manifest["config"]["digest"], manifest["config"]["size"], CONFIG_TYPE)
+    config = json.loads(store.path(config_blob).read_bytes())
+    layers = [
+        Layer(Blob(d["digest"], d["size"], LAYER_TYPE), diff_id, 0)
+        for d, diff_id in zip(manifest["layers"], config["rootfs"]["diff_ids"], strict=True)
+    ]
+    ref = descriptor.get("annotations", {}).get(CONTAINERD_NAME, "")
+    manifest_blob = Blob(descriptor["digest"], descriptor["size"], MANIFEST_TYPE)
+    return Image(ref, manifest_blob, config_blob, layers, config["architecture"])
+
+
+def retag(image: Image, ref: str) -> Image:
+    """The same image (same digests) under another name: only index.json changes."""
+    return Image(ref, image.manifest, image.config, image.layers, image.arch)
+
+
+def put_index(store: BlobStore, images: list[Image]) -> Blob:
+    """An image index (a multi-architecture image) over `images`, one per platform."""
+    manifests = []
+    for image in images:
+        descriptor = image.manifest.descriptor()
+        descriptor["platform"] = {"architecture": image.arch, "os": "linux"}
+        manifests.append(descriptor)
+    return store.put_json(
+        {"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": manifests}, INDEX_TYPE
+    )
+
+
+def write_index_archive(store: BlobStore, ref: str, images: list[Image], dest: Path) -> Blob:
+    """The OCI layout of one multi-architecture image named `ref`: index.json points at
+    an image index (what a registry serves for the tag, and `skopeo copy --all`
+    pushes), which lists each image's manifest with its platform. Returns that index."""
+    index = put_index(store, images)
+    tag = ref.rpartition(":")[2]
+    outer = index.descriptor()
+    outer["annotations"] = {CONTAINERD_NAME: ref, REF_NAME: tag}
+    blobs: dict[str, Blob] = {index.digest: index}
+    for image in images:
+        for blob in (image.manifest, image.config, *(layer.blob for layer in image.layers)):
+            blobs[blob.digest] = blob
+    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    try:
+        with tarfile.open(tmp, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            _add_blobs(tar, store, ref, sorted(blobs.values(), key=lambda b: b.digest))
+            layout_index = {"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": [outer]}
+            add_file(tar, "index.json", canonical_json(layout_index), 0o644)
+            add_file(tar, "oci-layout", canonical_json({"imageLayoutVersion": "1.0.0"}), 0o644)
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return index

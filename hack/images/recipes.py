@@ -2,6 +2,7 @@
 and how each is built.
 
     controller  docker.io/library/leaderworkerset:VERSION  Debian base + the package
+                                                            (and its LICENSE)
     pause       localhost/lws-dev/pause:TAG                 Kubernetes' pause.c, static
     rendezvous  localhost/lws-dev/rendezvous:HASH12         Debian base + rendezvous.py
 """
@@ -16,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -32,11 +32,34 @@ PYTHON_ENV = ["PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"]
 NONROOT = f"{rootfs.NONROOT_UID}:{rootfs.NONROOT_UID}"
 SITE_PACKAGES = "/usr/local/lib/python3.11/dist-packages"
 # What of the repository goes into the controller's wheel (and its cache key).
-PACKAGE_FILES = ("pyproject.toml", "README.md", "constraints.txt")
+PACKAGE_FILES = ("pyproject.toml", "README.md", "constraints.txt", "LICENSE")
+VERSION_FILE = REPO / "src" / "leaderworkerset" / "_version.py"
+# Where the image keeps the package's licence (Debian's place for a package's docs).
+LICENSE_IN_IMAGE = "usr/share/doc/leaderworkerset/LICENSE"
 # As the pause image's own Makefile builds it (build/pause/Makefile, CFLAGS).
 PAUSE_CFLAGS = ("-Os", "-Wall", "-Werror", "-static")
 RENDEZVOUS = HERE / "rendezvous" / "rendezvous.py"
 ARCHES = {"x86_64": "amd64", "aarch64": "arm64"}
+# The platform tags pip may pick binary wheels of when the image's architecture is not
+# this machine's (`pip download --platform` takes exactly the tags given): manylinux
+# wheels up to Debian 12's glibc, 2.36.
+GLIBC_MINOR = 36
+PIP_MACHINES = {arch: machine for machine, arch in ARCHES.items()}
+
+
+def package_version() -> str:
+    """The release version, from the one place it is written."""
+    found = re.search(r'^__version__ = "([^"]+)"$', VERSION_FILE.read_text(), re.MULTILINE)
+    if not found:
+        raise SystemExit(f"build-images: no __version__ line in {VERSION_FILE}")
+    return found.group(1)
+
+
+def host_arch() -> str:
+    machine = platform.machine()
+    if machine not in ARCHES:
+        raise SystemExit(f"build-images: unsupported machine {machine}")
+    return ARCHES[machine]
 
 
 def sha256(*parts: str | bytes) -> str:
@@ -67,6 +90,10 @@ def tree_digest(root: Path) -> str:
 @dataclass
 class Context:
     cache: Path  # the images folder: archives, base-*, blobs
+    # The images' architecture when not this machine's: Debian's packages of that
+    # architecture run under qemu-user (binfmt) for their maintainer scripts, and pip
+    # installs the binary wheels of that platform.
+    target: str | None = None
 
     @cached_property
     def store(self) -> oci.BlobStore:
@@ -74,10 +101,13 @@ class Context:
 
     @cached_property
     def arch(self) -> str:
-        machine = platform.machine()
-        if machine not in ARCHES:
-            raise SystemExit(f"build-images: unsupported machine {machine}")
-        return ARCHES[machine]
+        if self.target is not None and self.target not in PIP_MACHINES:
+            raise SystemExit(f"build-images: unsupported architecture {self.target}")
+        return self.target or host_arch()
+
+    @property
+    def foreign(self) -> bool:
+        return self.arch != host_arch()
 
     @cached_property
     def sources(self) -> list[str]:
@@ -118,7 +148,7 @@ def ensure_base(ctx: Context, packages: tuple[str, ...] = rootfs.PACKAGES) -> Ba
     rootfs.remove_tree(folder)
     folder.mkdir(parents=True)
     rootfs.log(f"mmdebstrap {rootfs.SUITE} ({', '.join(packages)}) from {ctx.sources[0]}")
-    rootfs.build_base(folder / "rootfs", ctx.sources, packages)
+    rootfs.build_base(folder / "rootfs", ctx.sources, packages, ctx.arch)
     rootfs.log("writing the base layer")
     layer = ctx.store.put_layer(
         lambda tar: oci.add_tree(tar, folder / "rootfs", empty=rootfs.EMPTY_IN_LAYER)
@@ -136,7 +166,7 @@ class Recipe:
 
 
 def controller(ctx: Context) -> Recipe:
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    version = package_version()
     pip_version = importlib.metadata.version("pip")
     key = sha256(
         "controller",
@@ -148,14 +178,16 @@ def controller(ctx: Context) -> Recipe:
         code("recipes.py"),
     )
     ref = f"docker.io/library/leaderworkerset:{version}"
-    return Recipe("controller", ref, key, lambda ctx: _build_controller(ctx, ref, pip_version))
+    return Recipe(
+        "controller", ref, key, lambda ctx: _build_controller(ctx, ref, version, pip_version)
+    )
 
 
-def _build_controller(ctx: Context, ref: str, pip_version: str) -> oci.Image:
+def _build_controller(ctx: Context, ref: str, version: str, pip_version: str) -> oci.Image:
     base = ensure_base(ctx)
     with rootfs.scratch(ctx.cache, "controller.") as tmp:
         wheels = tmp / "wheels"
-        pip_wheel = _wheels(tmp, wheels, pip_version)
+        pip_wheel = _wheels(tmp, wheels, pip_version, ctx.arch if ctx.foreign else None)
         layer = _install_layer(ctx, base.rootfs, tmp / "overlay", wheels, pip_wheel)
     spec = oci.ImageSpec(
         user=NONROOT,
@@ -163,15 +195,32 @@ def _build_controller(ctx: Context, ref: str, pip_version: str) -> oci.Image:
         cmd=["controller"],
         env=[PATH_ENV, *PYTHON_ENV],
         exposed_ports=[9443, 8443, 8081],  # webhooks, metrics, health probes
+        labels={
+            "org.opencontainers.image.title": "leaderworkerset",
+            "org.opencontainers.image.version": version,
+            "org.opencontainers.image.licenses": "Apache-2.0",
+            "org.opencontainers.image.description": (
+                "LeaderWorkerSet controller (Python implementation); "
+                f"licence at /{LICENSE_IN_IMAGE}"
+            ),
+        },
     )
-    history = [base_history(), "pip install leaderworkerset (constraints.txt), compiled"]
+    history = [
+        base_history(),
+        "pip install leaderworkerset (constraints.txt), compiled; "
+        f"COPY LICENSE /{LICENSE_IN_IMAGE}",
+    ]
     return oci.assemble(ctx.store, ref, spec, [base.layer, layer], history, ctx.arch)
 
 
-def _wheels(tmp: Path, wheels: Path, pip_version: str) -> str:
+def _wheels(tmp: Path, wheels: Path, pip_version: str, foreign: str | None) -> str:
     """Wheels of the package and its pinned dependencies, built on this host (Python
     3.11 like the image's, so its cp311 wheels fit), and pip's own wheel, which runs
-    the install in the image and stays out of it. Returns pip's wheel's name."""
+    the install in the image and stays out of it. Returns pip's wheel's name.
+
+    For a `foreign` architecture only the package's own (pure) wheel is built here;
+    its dependencies are the binary wheels PyPI has for that platform, at the same
+    pins: no compiler for it is needed."""
     src = tmp / "src"  # a copy: building in the repo would leave build/ and egg-info
     src.mkdir()
     for name in PACKAGE_FILES:
@@ -179,8 +228,18 @@ def _wheels(tmp: Path, wheels: Path, pip_version: str) -> str:
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     shutil.copytree(REPO / "src", src / "src", ignore=ignore)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    rootfs.log("pip wheel -c constraints.txt (the package and its dependencies)")
-    rootfs.run([*pip, "wheel", "-c", src / "constraints.txt", "-w", wheels, src], stdout=sys.stderr)
+    constraints = src / "constraints.txt"
+    if foreign is None:
+        rootfs.log("pip wheel -c constraints.txt (the package and its dependencies)")
+        rootfs.run([*pip, "wheel", "-c", constraints, "-w", wheels, src], stdout=sys.stderr)
+    else:
+        rootfs.log(f"pip wheel (the package), pip download --platform (its {foreign} dependencies)")
+        rootfs.run([*pip, "wheel", "--no-deps", "-w", wheels, src], stdout=sys.stderr)
+        (own,) = wheels.glob("leaderworkerset-*.whl")
+        rootfs.run(
+            [*pip, "download", *foreign_platform(foreign), "-c", constraints, "-d", wheels, own],
+            stdout=sys.stderr,
+        )
     shutil.copy2(src / "constraints.txt", wheels / "constraints.txt")
     tools = tmp / "tools"
     rootfs.run(
@@ -190,6 +249,17 @@ def _wheels(tmp: Path, wheels: Path, pip_version: str) -> str:
     (found,) = tools.glob("pip-*.whl")
     shutil.copy2(found, wheels / found.name)
     return found.name
+
+
+def foreign_platform(arch: str) -> list[str]:
+    """pip's options for the binary wheels of Debian 12's CPython 3.11 on `arch`."""
+    machine = PIP_MACHINES[arch]
+    tags = [f"manylinux_2_{minor}_{machine}" for minor in range(17, GLIBC_MINOR + 1)]
+    tags.append(f"manylinux2014_{machine}")
+    platforms = [f"--platform={tag}" for tag in tags]
+    abis = ("--abi=cp311", "--abi=abi3", "--abi=none")
+    python = ("--python-version=3.11", "--implementation=cp")
+    return ["--only-binary=:all:", *platforms, *python, *abis]
 
 
 def _install_layer(
@@ -213,6 +283,10 @@ def _install_layer(
             rootfs.log("pip install in the image (chroot)")
             rootfs.chroot(merged, [*pip, *install])
             rootfs.chroot(merged, ["/usr/bin/python3", *rootfs.COMPILE, SITE_PACKAGES])
+        licence = merged / LICENSE_IN_IMAGE
+        licence.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        shutil.copyfile(REPO / "LICENSE", licence)
+        licence.chmod(0o644)
     rootfs.log("writing the package layer")
     return ctx.store.put_layer(lambda tar: oci.add_tree(tar, upper))
 

@@ -117,13 +117,16 @@ def _deb822(stanza: str) -> dict[str, list[str]]:
 
 
 def mmdebstrap_args(
-    dest: Path, sources: list[str], packages: Sequence[str] = PACKAGES
+    dest: Path, sources: list[str], packages: Sequence[str] = PACKAGES, arch: str | None = None
 ) -> list[str]:
     # essential: only the Essential:yes packages besides ours (no apt, no init); the
     # merged-usr hook installs usr-is-merged instead of usrmerge, which pulls in perl.
+    # Another architecture's maintainer scripts run under qemu-user through binfmt_misc
+    # (qemu-user-static, binfmt-support: hack/build-images.sh enables them).
     return [
         "mmdebstrap",
         "--mode=root",
+        *([f"--architectures={arch}"] if arch else []),
         "--variant=essential",
         "--format=directory",
         "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
@@ -136,14 +139,16 @@ def mmdebstrap_args(
     ]
 
 
-def build_base(dest: Path, sources: list[str], packages: Sequence[str] = PACKAGES) -> None:
+def build_base(
+    dest: Path, sources: list[str], packages: Sequence[str] = PACKAGES, arch: str | None = None
+) -> None:
     """A Debian SUITE root filesystem with `packages` at `dest` (which must not exist),
     trimmed, with the nonroot user, and all its Python modules compiled when it has
     Python."""
     # SOURCE_DATE_EPOCH: mmdebstrap then removes the files that differ run to run
     # (ld.so aux-cache, debconf and dpkg backups) and dates what it writes.
     env = {**os.environ, "SOURCE_DATE_EPOCH": "0", "DEBIAN_FRONTEND": "noninteractive"}
-    run(mmdebstrap_args(dest, sources, packages), env=env, stdout=sys.stderr)
+    run(mmdebstrap_args(dest, sources, packages, arch), env=env, stdout=sys.stderr)
     _trim(dest)
     _add_nonroot(dest)
     if "python3" in packages:

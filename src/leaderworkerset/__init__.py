@@ -2,4 +2,6 @@
 (leaderworkerset.x-k8s.io/v1) and upstream's DisaggregatedSet API
 (disaggregatedset.x-k8s.io/v1), with its admission webhooks, `lws` and `kubectl lws`."""
 
-__version__ = "0.1.0"
+from leaderworkerset._version import __version__
+
+__all__ = ["__version__"]

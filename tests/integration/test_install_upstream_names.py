@@ -26,6 +26,7 @@ import yaml
 from tests.toolkit import upstream_module
 from tests.toolkit.install_tools import ensure_tools, helm_env, run_tool
 from tests.toolkit.paths import REPO
+from tests.toolkit.render import TEST_REPOSITORY
 
 NAMESPACE = "lws-system"
 Obj = dict[str, Any]
@@ -84,6 +85,8 @@ class Renderer:
     upstream: Path  # the extracted module: charts/lws and config/ under it
 
     def helm(self, chart: Path, release: str, values: Obj) -> dict[Key, Obj]:
+        # Ours names no image until a release fills one in; both get the same one.
+        values = {"image": {"manager": {"repository": TEST_REPOSITORY}}, **values}
         out = run_tool(
             self.tools,
             "helm",

@@ -1,6 +1,7 @@
-"""The controller as users run it: pods from its image, installed by Helm, reached by
-the API server through the webhook Service, with only its chart's RBAC, its own
-certificates, and metrics behind a ServiceAccount token."""
+"""The controller as users run it: a release's chart installed by Helm from a registry,
+its pods from the image containerd pulled from there, reached by the API server through
+the webhook Service, with only its chart's RBAC, its own certificates, and metrics
+behind a ServiceAccount token."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 
 import pytest
 from lws_localcluster.manager_process import http_get
+from lws_localcluster.realnode.images import imported_digests
 from lws_localcluster.realnode.layout import NODE_NAME
 
 from leaderworkerset.api.leaderworkerset import constants as c
@@ -19,7 +21,7 @@ from leaderworkerset.api.resources import (
     VALIDATING_WEBHOOKS,
 )
 from leaderworkerset.runtime.client import ApiClient, ApiError
-from tests.fixtures.realnode import NAMESPACE, RealCluster
+from tests.fixtures.realnode import NAMESPACE, Published, RealCluster
 from tests.toolkit.lws import lws_json
 from tests.toolkit.rendezvous import controller_pods
 from tests.toolkit.waiting import eventually
@@ -27,8 +29,8 @@ from tests.toolkit.waiting import eventually
 pytestmark = pytest.mark.cluster
 
 
-async def test_two_controller_pods_from_the_local_image_elect_one_leader(
-    helm_installed: float, real_cluster: RealCluster, real_api: ApiClient
+async def test_two_controller_pods_from_the_registry_elect_one_leader(
+    helm_installed: float, published: Published, real_api: ApiClient
 ) -> None:
     pods = await controller_pods(real_api)
     assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
@@ -36,10 +38,10 @@ async def test_two_controller_pods_from_the_local_image_elect_one_leader(
         assert pod["spec"]["nodeName"] == NODE_NAME
         status = pod["status"]["containerStatuses"][0]
         assert status["ready"], status
-        assert status["imageID"], status
-        assert pod["spec"]["containers"][0]["image"].endswith(
-            real_cluster.images["controller"].ref.split("/")[-1]
-        )
+        # The chart's own image (no value named one), resolved by containerd at the
+        # registry to the index the release pushed.
+        assert pod["spec"]["containers"][0]["image"] == published.release.image
+        assert status["imageID"].endswith(published.release.description["index"]), status
     names = {p["metadata"]["name"] for p in pods}
 
     async def holder() -> str | None:
@@ -111,3 +113,15 @@ async def test_metrics_are_scraped_through_the_service_with_a_token(
     kubectl("kubectl", "create", "serviceaccount", "stranger", "-n", "default")
     stranger = kubectl("kubectl", "create", "token", "stranger", "-n", "default").strip()
     assert http_get(url, stranger)[0] == 403
+
+
+async def test_the_image_was_pulled_from_the_registry_not_imported(
+    helm_installed: float, published: Published
+) -> None:
+    release, registry = published.release, published.registry
+    # containerd holds it under the registry's name, at the index's digest, and the
+    # registry's log shows containerd asking for the tag: a pull, not an import.
+    assert imported_digests()[release.image] == release.description["index"]
+    repository = release.repository.removeprefix(f"{registry.host}/")
+    asked = registry.requests("containerd")
+    assert f"/v2/{repository}/manifests/{release.version}" in asked, asked

@@ -21,6 +21,9 @@ Key = tuple[str, str]
 CHART = REPO / "charts" / "lws"
 CONFIG = REPO / "config"
 NAMESPACE = "lws-system"
+# The committed chart names no image (it fails the install and says how to publish one):
+# renders of it get this one first, which a test's own values can replace.
+TEST_REPOSITORY = "registry.example/lws/lws"
 
 
 def by_key(manifests: str) -> dict[Key, Obj]:
@@ -37,6 +40,12 @@ class Renderer:
     tools: Path  # holds helm and kubectl
     home: Path  # helm's caches, and scratch folders
 
+    def image_values(self) -> Path:
+        path = self.home / "test-image-values.yaml"
+        if not path.is_file():
+            path.write_text(yaml.safe_dump({"image": {"manager": {"repository": TEST_REPOSITORY}}}))
+        return path
+
     def helm_template(
         self,
         values: Obj | None = None,
@@ -46,9 +55,10 @@ class Renderer:
         namespace: str = NAMESPACE,
         values_files: tuple[Path, ...] = (),
         extra: tuple[str, ...] = (),
+        image: bool = True,
     ) -> dict[Key, Obj]:
         return by_key(
-            self.helm_template_text(values, chart, release, namespace, values_files, extra)
+            self.helm_template_text(values, chart, release, namespace, values_files, extra, image)
         )
 
     def helm_template_text(
@@ -59,9 +69,10 @@ class Renderer:
         namespace: str = NAMESPACE,
         values_files: tuple[Path, ...] = (),
         extra: tuple[str, ...] = (),
+        image: bool = True,
     ) -> str:
         args: list[str | Path] = ["template", release, chart, "--namespace", namespace]
-        for path in values_files:
+        for path in (self.image_values(), *values_files) if image else values_files:
             args += ["--values", path]
         if values is not None:
             args += ["--values", "-"]
@@ -69,9 +80,13 @@ class Renderer:
         stdin = yaml.safe_dump(values) if values is not None else None
         return run_tool(self.tools, "helm", *args, env=helm_env(self.home), stdin=stdin)
 
-    def helm_fails(self, values: Obj, *, chart: Path = CHART, kube_version: str = "") -> str:
+    def helm_fails(
+        self, values: Obj, *, chart: Path = CHART, kube_version: str = "", image: bool = True
+    ) -> str:
         """`helm template`'s error output for values it must refuse."""
-        cmd = [str(self.tools / "helm"), "template", "lws", str(chart), "--values", "-"]
+        cmd = [str(self.tools / "helm"), "template", "lws", str(chart)]
+        cmd += ["--values", str(self.image_values())] if image else []
+        cmd += ["--values", "-"]
         cmd += ["--kube-version", kube_version] if kube_version else []
         proc = subprocess.run(
             cmd,

@@ -42,8 +42,14 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
+{{/* The manager's image. The committed chart has no repository (values.yaml says why):
+the install stops here, with what to do, instead of ending in ImagePullBackOff. */}}
 {{- define "lws.image" -}}
-{{ .Values.image.manager.repository }}:{{ .Values.image.manager.tag | default .Chart.AppVersion }}
+{{- $repository := .Values.image.manager.repository -}}
+{{- if not $repository -}}
+{{- fail (printf "image.manager.repository is empty: this chart names no image until a release fills one in. Build the image and the chart, push both, and install the chart from your registry: `make release REGISTRY=<registry>`, then `skopeo copy --all oci-archive:dist/release/%s/lws-%s.oci.tar docker://<registry>/lws:%s` and `helm push dist/release/%s/lws-%s.tgz oci://<registry>/charts` (docs/operations.md, \"Publishing a release\"); or set image.manager.repository (and .tag) to an image you have pushed" .Chart.Version .Chart.Version .Chart.Version .Chart.Version .Chart.Version) -}}
+{{- end -}}
+{{ $repository }}:{{ .Values.image.manager.tag | default .Chart.AppVersion }}
 {{- end -}}
 
 {{/* The names upstream's manager uses by default and upstream's chart writes as

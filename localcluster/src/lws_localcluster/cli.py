@@ -47,7 +47,7 @@ from lws_localcluster.playground import (
 )
 from lws_localcluster.realnode.images import ensure_images
 from lws_localcluster.realnode.layout import HOST_IP, NODE_NAME, SANDBOX_IMAGE_NAME
-from lws_localcluster.realnode.node import RealNode, node_ready
+from lws_localcluster.realnode.node import RealNode, node_ready, write_insecure_registry
 
 SERVE_LOG = "serve.log"
 
@@ -135,6 +135,14 @@ def _print_hints(cp: ControlPlane) -> None:
     help=f"Add the node {NODE_NAME}, run by a real kubelet and containerd (root; "
     "docs/real-node.md). With --nodes 0 it is the only node.",
 )
+@click.option(
+    "--insecure-registry",
+    "insecure_registries",
+    multiple=True,
+    metavar="HOST:PORT",
+    help="With --real-node: its containerd pulls from this plain-HTTP registry (e.g. a "
+    'docker-registry on 127.0.0.1; docs/operations.md, "Publishing a release").',
+)
 def up(
     name: str,
     workdir: Path | None,
@@ -144,6 +152,7 @@ def up(
     zones: int,
     controller: bool,
     real_node: bool,
+    insecure_registries: tuple[str, ...],
 ) -> None:
     """Start a playground in the background: control plane, nodes, controller.
 
@@ -162,6 +171,11 @@ def up(
         raise click.ClickException(
             f"the control plane in {wd} runs without a real node; `lws dev down` first"
         )
+    if insecure_registries and cp.host_ip is None:
+        raise click.ClickException("--insecure-registry is for the real node (--real-node)")
+    for host in insecure_registries:
+        paths = RealNode(wd).paths
+        click.echo(f"{NODE_NAME} pulls from http://{host}: {write_insecure_registry(paths, host)}")
     pg = Playground(wd)
     try:
         if nodes and pg.pid(NODESIM) is None:

@@ -7,6 +7,7 @@ the comment beside it says what failed without it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,24 @@ def containerd_toml(paths: NodePaths, sandbox_image: str) -> str:
             f"[{cri}.cni]",
             '  bin_dir = "/usr/lib/cni"',
             f'  conf_dir = "{paths.cni_conf_dir}"',
+            # Registries the node pulls from are described there (insecure_registry).
+            f"[{cri}.registry]",
+            f'  config_path = "{paths.registry_hosts}"',
+            "",
+        ]
+    )
+
+
+def insecure_registry_hosts(host: str) -> str:
+    """hosts.toml for a registry served over plain HTTP at `host` (HOST:PORT), such as
+    one on this machine's loopback: containerd would otherwise speak HTTPS to it."""
+    if not re.fullmatch(r"[A-Za-z0-9.-]+(:\d+)?", host):
+        raise ValueError(f"not a registry host[:port]: {host!r}")
+    return "\n".join(
+        [
+            f'server = "http://{host}"',
+            f'[host."http://{host}"]',
+            '  capabilities = ["pull", "resolve"]',
             "",
         ]
     )

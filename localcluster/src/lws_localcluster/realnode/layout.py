@@ -59,6 +59,12 @@ class NodePaths:
         return self.base / "ipam"
 
     @property
+    def registry_hosts(self) -> Path:
+        """containerd's per-registry settings, one `HOST[:PORT]/hosts.toml` each (read at
+        every pull, so a registry can be added to a running node)."""
+        return self.base / "certs.d"
+
+    @property
     def kubelet_root(self) -> Path:
         return self.base / "kubelet"
 

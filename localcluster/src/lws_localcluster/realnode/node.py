@@ -129,6 +129,11 @@ class RealNode:
             self.stop()
             raise
 
+    def trust_insecure_registry(self, host: str) -> Path:
+        """Let the node pull from the plain-HTTP registry at `host` (HOST:PORT); takes
+        effect at the next pull, without a restart. Returns the file written."""
+        return write_insecure_registry(self.paths, host)
+
     def _spawn_containerd(self) -> None:
         config = self.paths.config("containerd.toml")
         self._spawn(CONTAINERD, ["containerd", "--config", str(config)])
@@ -180,7 +185,7 @@ class RealNode:
         p = self.paths
         lifecycle = control_plane.node_lifecycle
         assert lifecycle is not None
-        for folder in (p.base, p.cni_conf_dir, p.ipam_dir, p.kubelet_root):
+        for folder in (p.base, p.cni_conf_dir, p.ipam_dir, p.kubelet_root, p.registry_hosts):
             folder.mkdir(parents=True, exist_ok=True)
         write_node_credentials(control_plane.pki, p.pki, control_plane.server)
         assert self.sandbox is not None
@@ -303,6 +308,16 @@ class RealNode:
     def _sweep(self) -> None:
         kube_proxy = self.binaries / KUBE_PROXY if self.binaries else None
         host.sweep([self.paths.base], kube_proxy)
+
+
+def write_insecure_registry(paths: n.NodePaths, host: str) -> Path:
+    """What ``RealNode.trust_insecure_registry`` writes, for a node run by another
+    process (`lws dev up --real-node --insecure-registry`)."""
+    folder = paths.registry_hosts / host
+    folder.mkdir(parents=True, exist_ok=True)
+    hosts = folder / "hosts.toml"
+    hosts.write_text(configs.insecure_registry_hosts(host))
+    return hosts
 
 
 def node_ready(control_plane: ControlPlane) -> bool:

@@ -7,6 +7,7 @@ import json
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 from lws_localcluster.realnode import configs
 from lws_localcluster.realnode import layout as n
@@ -25,6 +26,19 @@ def test_containerd_runs_runc_without_lowering_oom_scores_and_the_local_sandbox(
     runc = cri["containerd"]["runtimes"]["runc"]
     assert runc["options"] == {"BinaryName": "runc", "SystemdCgroup": False}
     assert cri["cni"]["conf_dir"] == "/work/cluster/realnode/cni"
+
+
+def test_registries_are_described_per_host_and_a_local_one_is_plain_http() -> None:
+    config = tomllib.loads(configs.containerd_toml(PATHS, "localhost/lws-dev/pause:3.10.2"))
+    cri = config["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["registry"] == {"config_path": "/work/cluster/realnode/certs.d"}
+    hosts = tomllib.loads(configs.insecure_registry_hosts("127.0.0.1:5000"))
+    assert hosts == {
+        "server": "http://127.0.0.1:5000",
+        "host": {"http://127.0.0.1:5000": {"capabilities": ["pull", "resolve"]}},
+    }
+    with pytest.raises(ValueError):
+        configs.insecure_registry_hosts('evil"]\n[host')
 
 
 def test_the_pod_network_is_the_bridge_with_the_host_address_as_gateway() -> None:
