@@ -81,6 +81,7 @@ from tests.toolkit.install_tools import ensure_tools, helm_env, run_tool
 from tests.toolkit.lws import defaulted_json, hash_lws, lws_manifest
 from tests.toolkit.manager_process import STEADY_ELECTION
 from tests.toolkit.paths import REPO
+from tests.toolkit.render import TEST_REPOSITORY
 from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
@@ -147,6 +148,9 @@ async def _rendered_installs_accepted(
         "--namespace",
         OPERATOR_NAMESPACE,
         "--include-crds",
+        # The committed chart names no image (a release fills it in); any will do here.
+        "--set",
+        f"image.manager.repository={TEST_REPOSITORY}",
         env=env,
     )
     kustomize = run_tool(folder, "kubectl", "kustomize", REPO / "config" / "default", env=env)
