@@ -11,7 +11,7 @@ import os
 import re
 import secrets
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -134,14 +134,17 @@ async def dry_run(api: ApiClient, namespace: str, lws: JSON, tally: Tally) -> No
         return
 
 
-async def fuzz(api: ApiClient, namespace: str, count: int) -> Tally:
-    """Draw (in a thread) and send (here) at the same time."""
-    tally = Tally()
+async def pump(
+    generate: Callable[[int, Callable[[JSON], None]], None],
+    count: int,
+    send: Callable[[JSON], Awaitable[None]],
+) -> None:
+    """Draw (hypothesis, in a thread) and send (here, CONCURRENCY at a time) at once."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[JSON | None] = asyncio.Queue(maxsize=4 * CONCURRENCY)
 
-    def emit(lws: JSON) -> None:
-        asyncio.run_coroutine_threadsafe(queue.put(lws), loop).result()
+    def emit(obj: JSON) -> None:
+        asyncio.run_coroutine_threadsafe(queue.put(obj), loop).result()
 
     def draw() -> None:
         try:
@@ -151,11 +154,20 @@ async def fuzz(api: ApiClient, namespace: str, count: int) -> Tally:
                 asyncio.run_coroutine_threadsafe(queue.put(None), loop).result()
 
     async def sender() -> None:
-        while (lws := await queue.get()) is not None:
-            tally.sent += 1
-            await dry_run(api, namespace, lws, tally)
+        while (obj := await queue.get()) is not None:
+            await send(obj)
 
     await asyncio.gather(asyncio.to_thread(draw), *(sender() for _ in range(CONCURRENCY)))
+
+
+async def fuzz(api: ApiClient, namespace: str, count: int) -> Tally:
+    tally = Tally()
+
+    async def send(lws: JSON) -> None:
+        tally.sent += 1
+        await dry_run(api, namespace, lws, tally)
+
+    await pump(generate, count, send)
     return tally
 
 

@@ -28,14 +28,13 @@ from tests.toolkit.manager_process import Managers
 from .harness import WebhookRelay, figures, log_paths, start_controllers
 from .invariants import Verdict, Violation, read_logs
 from .strategies import disaggregatedsets
-from .test_fuzz_admission import NOT_YAML, Tally, names_a_field
+from .test_fuzz_admission import NOT_YAML, Tally, names_a_field, pump
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 
 JSON = dict[str, Any]
 EXAMPLES = int(os.environ.get("CHAOS_FUZZ_EXAMPLES", "10000"))
 SAMPLE = int(os.environ.get("CHAOS_FUZZ_SAMPLE", "20"))
-CONCURRENCY = 16
 # An error line in either of the manager's log formats (console, the default, or JSON).
 ERROR_LINE = re.compile(r'"level":"error"|\tERROR\t')
 
@@ -94,27 +93,13 @@ async def dry_run(api: ApiClient, namespace: str, ds: JSON, tally: DsTally) -> N
 
 
 async def fuzz(api: ApiClient, namespace: str, count: int) -> DsTally:
-    """Draw (in a thread) and send (here) at the same time."""
     tally = DsTally()
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[JSON | None] = asyncio.Queue(maxsize=4 * CONCURRENCY)
 
-    def emit(ds: JSON) -> None:
-        asyncio.run_coroutine_threadsafe(queue.put(ds), loop).result()
+    async def send(ds: JSON) -> None:
+        tally.sent += 1
+        await dry_run(api, namespace, ds, tally)
 
-    def draw() -> None:
-        try:
-            generate(count, emit)
-        finally:
-            for _ in range(CONCURRENCY):
-                asyncio.run_coroutine_threadsafe(queue.put(None), loop).result()
-
-    async def sender() -> None:
-        while (ds := await queue.get()) is not None:
-            tally.sent += 1
-            await dry_run(api, namespace, ds, tally)
-
-    await asyncio.gather(asyncio.to_thread(draw), *(sender() for _ in range(CONCURRENCY)))
+    await pump(generate, count, send)
     return tally
 
 
