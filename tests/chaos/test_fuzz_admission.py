@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from leaderworkerset.api.resources import CORE_EVENTS, LEADERWORKERSETS, STATEFULSETS
+from leaderworkerset.api.resources import CORE_EVENTS, LEADERWORKERSETS, STATEFULSETS, Resource
 from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
 from tests.toolkit.lws import leaderworkerset
 from tests.toolkit.manager_process import Managers
@@ -111,27 +111,31 @@ class Tally:
         self.unnamed: list[tuple[JSON, str]] = []
 
 
-async def dry_run(api: ApiClient, namespace: str, lws: JSON, tally: Tally) -> None:
-    body = copy.deepcopy(lws)
+async def dry_run(
+    api: ApiClient, namespace: str, obj: JSON, tally: Tally, resource: Resource = LEADERWORKERSETS
+) -> JSON | None:
+    """POST `obj` with dryRun=All and tally the answer; what would be stored, if accepted."""
+    body = copy.deepcopy(obj)
     body["metadata"]["namespace"] = namespace
-    path = LEADERWORKERSETS.path(namespace)
+    path = resource.path(namespace)
     for attempt in range(3):
         try:
-            await api.request("POST", path, params={"dryRun": "All"}, body=body)
+            stored: JSON = await api.request("POST", path, params={"dryRun": "All"}, body=body)
         except ApiError as exc:
             tally.codes[exc.status] += 1
             if exc.status >= 500:
-                tally.server_errors.append((lws, str(exc.body)[:600]))
+                tally.server_errors.append((obj, str(exc.body)[:600]))
             elif not names_a_field(exc.body):
-                tally.unnamed.append((lws, str(exc.body)[:600]))
-            return
+                tally.unnamed.append((obj, str(exc.body)[:600]))
+            return None
         except TRANSPORT_ERRORS:
             if attempt == 2:
                 raise
             continue
         tally.codes[201] += 1
-        tally.accepted.append(lws)
-        return
+        tally.accepted.append(obj)
+        return stored
+    return None
 
 
 async def pump(

@@ -21,14 +21,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from leaderworkerset.api.resources import DISAGGREGATEDSETS
-from leaderworkerset.runtime.client import TRANSPORT_ERRORS, ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient
 from leaderworkerset.webhooks.disaggregatedset import verdict
 from tests.toolkit.manager_process import Managers
 
 from .harness import WebhookRelay, figures, log_paths, start_controllers
 from .invariants import Verdict, Violation, read_logs
 from .strategies import disaggregatedsets
-from .test_fuzz_admission import NOT_YAML, Tally, names_a_field, pump
+from .test_fuzz_admission import NOT_YAML, Tally, dry_run, pump
 
 # Opt-in until its time is measured: its first run here (10,000 sets) had not ended
 # after 8 minutes, which would take CI past its budget. CHAOS_FUZZ_DS=1 runs it.
@@ -74,30 +74,11 @@ class DsTally(Tally):
         self.stored_invalid: list[tuple[JSON, str]] = []
 
 
-async def dry_run(api: ApiClient, namespace: str, ds: JSON, tally: DsTally) -> None:
-    body = copy.deepcopy(ds)
-    body["metadata"]["namespace"] = namespace
-    for attempt in range(3):
-        try:
-            stored = await api.request(
-                "POST", DISAGGREGATEDSETS.path(namespace), params={"dryRun": "All"}, body=body
-            )
-        except ApiError as exc:
-            tally.codes[exc.status] += 1
-            if exc.status >= 500:
-                tally.server_errors.append((ds, str(exc.body)[:600]))
-            elif not names_a_field(exc.body):
-                tally.unnamed.append((ds, str(exc.body)[:600]))
-            return
-        except TRANSPORT_ERRORS:
-            if attempt == 2:
-                raise
-            continue
-        tally.codes[201] += 1
-        tally.accepted.append(ds)
-        if why := refused_by_validation(stored):
-            tally.stored_invalid.append((ds, why))
-        return
+async def dry_run_checked(api: ApiClient, namespace: str, ds: JSON, tally: DsTally) -> None:
+    """The LWS fuzzer's dry run, and what would be stored held to the webhook's validation."""
+    stored = await dry_run(api, namespace, ds, tally, DISAGGREGATEDSETS)
+    if stored is not None and (why := refused_by_validation(stored)):
+        tally.stored_invalid.append((ds, why))
 
 
 async def fuzz(api: ApiClient, namespace: str, count: int) -> DsTally:
@@ -105,7 +86,7 @@ async def fuzz(api: ApiClient, namespace: str, count: int) -> DsTally:
 
     async def send(ds: JSON) -> None:
         tally.sent += 1
-        await dry_run(api, namespace, ds, tally)
+        await dry_run_checked(api, namespace, ds, tally)
 
     await pump(generate, count, send)
     return tally
