@@ -250,6 +250,29 @@ class RealNode:
             return False
         return True
 
+    def restart(self, component: str, control_plane: ControlPlane, timeout: float = 120.0) -> float:
+        """Stop ``component`` (SIGTERM, as systemd would) and start it again; the seconds
+        until it is ready. Containers outlive a containerd restart (their shims keep
+        them), and a kubelet started again adopts the pods it finds running."""
+        if component not in COMPONENTS:
+            raise RealNodeError(f"no component {component!r}; one of {COMPONENTS}")
+        started = time.monotonic()
+        self._terminate(component, timeout)
+        if component == CONTAINERD:
+            self._spawn_containerd()
+            ready: Callable[[], bool] = self._containerd_answers
+        else:
+            self._spawn(component, self._commands()[component])
+            ready = self._readiness(control_plane)[component]
+        if component == KUBELET:
+            # The node is still Ready from before the restart: the kubelet's own health
+            # endpoint says when this one is up.
+            healthz = f"http://127.0.0.1:{n.KUBELET_HEALTHZ_PORT}/healthz"
+            node_up = ready
+            ready = lambda: _http_ok(healthz) and node_up()  # noqa: E731
+        self._wait(component, ready, time.monotonic() + timeout)
+        return time.monotonic() - started
+
     @property
     def pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in self._procs.items() if p.poll() is None}
