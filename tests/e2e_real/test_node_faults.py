@@ -12,17 +12,20 @@ recovery) are printed with -s, as `make e2e-real` runs it (docs/real-node.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import yaml
 from lws_localcluster.realnode.credentials import KUBELET
+from lws_localcluster.realnode.images import ctr
 from lws_localcluster.realnode.node import CONTAINERD
 
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.api.resources import LEADERWORKERSETS, LEASES, PODS, SERVICES
+from leaderworkerset.api.resources import LEADERWORKERSETS, LEASES, PODS
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.chaos.invariants import converged
 from tests.fixtures.realnode import NAMESPACE, RELEASE, RealCluster, chart_values
@@ -34,7 +37,7 @@ from tests.toolkit.waiting import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1500)]
 
-WEBHOOK_SERVICE = "lws-webhook-service"
+WEBHOOK_PORT = 9443  # charts/lws service.port: the port the manager pods serve webhooks on
 UNREACHABLE_SECONDS = 30.0
 SIZE = 3
 
@@ -60,22 +63,31 @@ async def installed(real_cluster: RealCluster) -> AsyncIterator[ApiClient]:
         await api.close()
 
 
-async def lease_holder(api: ApiClient) -> str:
-    """The pod name in the election lease's holder identity ("" while none)."""
+async def lease_identity(api: ApiClient) -> str:
+    """The election lease's holder identity: the pod's name, "_", a per-process id
+    ("" while none holds it)."""
     lease = await api.get_or_none(LEASES, c.LEADER_ELECTION_LEASE_NAME, NAMESPACE)
-    identity = str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
-    return identity.split("_", 1)[0]
+    return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
 
 
-async def holder_pod(api: ApiClient) -> JSON:
-    """The controller pod holding the lease, once one does."""
+async def holder_pod(api: ApiClient) -> tuple[JSON, str]:
+    """The controller pod holding the lease, and the identity it holds it by."""
 
-    async def probe() -> JSON | None:
-        holder = await lease_holder(api)
+    async def probe() -> tuple[JSON, str] | None:
+        identity = await lease_identity(api)
         pods = {p["metadata"]["name"]: p for p in await controller_pods(api)}
-        return pods.get(holder)
+        pod = pods.get(identity.split("_", 1)[0])
+        return (pod, identity) if pod else None
 
     return await eventually(probe, "a controller pod holds the lease", within=120)
+
+
+def kill_manager_container(pod: JSON) -> None:
+    """SIGKILL the pod's manager process through containerd, as the OOM killer would:
+    no lease released, the kubelet starts the container again."""
+    statuses = pod["status"]["containerStatuses"]
+    container_id = statuses[0]["containerID"].split("://", 1)[1]
+    ctr("tasks", "kill", "--signal", "SIGKILL", container_id)
 
 
 def identities(pods: list[JSON]) -> dict[str, tuple[str, int]]:
@@ -111,12 +123,15 @@ async def untouched(api: ApiClient, name: str, before: dict[str, tuple[str, int]
     assert after == before
 
 
-async def test_the_leading_controller_pod_deleted_during_a_rollout(
-    installed: ApiClient, real_cluster: RealCluster
+@pytest.mark.parametrize("fault", ["deleted", "killed"])
+async def test_the_leading_controller_lost_during_a_rollout(
+    fault: str, installed: ApiClient, real_cluster: RealCluster
 ) -> None:
-    api, name = installed, "takeover"
+    """The leading pod deleted (it releases the lease as it stops) or its process killed
+    (nothing released: the other replica waits out the lease)."""
+    api, name = installed, f"takeover-{fault}"
     await running_group(api, real_cluster, name)
-    leader = await holder_pod(api)
+    leader, identity = await holder_pod(api)
     lws = await api.get(LEADERWORKERSETS, name, "default")
     template = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     template.setdefault("metadata", {}).setdefault("annotations", {})["rollout"] = "2"
@@ -127,15 +142,18 @@ async def test_the_leading_controller_pod_deleted_during_a_rollout(
         return int((current.get("status") or {}).get("updatedReplicas", 0)) < 2
 
     await eventually(rolling, "the rollout under way", within=60)
-    deleted = time.monotonic()
-    await api.delete(PODS, leader["metadata"]["name"], namespace=NAMESPACE)
+    lost = time.monotonic()
+    if fault == "deleted":
+        await api.delete(PODS, leader["metadata"]["name"], namespace=NAMESPACE)
+    else:
+        await asyncio.to_thread(kill_manager_container, leader)
 
     async def taken_over() -> str | None:
-        holder = await lease_holder(api)
-        return holder if holder and holder != leader["metadata"]["name"] else None
+        holder = await lease_identity(api)
+        return holder if holder and holder != identity else None
 
-    new_holder = await eventually(taken_over, "the other replica leads", within=120)
-    takeover = time.monotonic() - deleted
+    new_holder = await eventually(taken_over, "another manager leads", within=120)
+    takeover = time.monotonic() - lost
 
     async def rolled() -> bool:
         current = await api.get(LEADERWORKERSETS, name, "default")
@@ -143,15 +161,16 @@ async def test_the_leading_controller_pod_deleted_during_a_rollout(
         return status.get("updatedReplicas") == 2 and status.get("readyReplicas") == 2
 
     await eventually(rolled, "the rollout finished", within=300)
-    done = time.monotonic() - deleted
+    done = time.monotonic() - lost
     verdict = await converged(api, "default", name, within=180)
     assert not verdict.violations, verdict.report()
     pods = await lws_pods(api, "default", name)
     assert len(pods) == 2 * SIZE
     assert all(p["metadata"].get("annotations", {}).get("rollout") == "2" for p in pods)
+    await eventually(lambda: _controllers_ready(api), "both controller pods Ready", within=180)
     print(
-        f"\n[time] leading controller pod deleted mid-rollout: {new_holder} leads after "
-        f"{takeover:.1f}s, the rollout done {done:.1f}s after the delete"
+        f"\n[time] leading controller pod {fault} mid-rollout: {new_holder.split('_')[0]} "
+        f"leads after {takeover:.1f}s, the rollout done {done:.1f}s after the fault"
     )
     await api.delete(LEADERWORKERSETS, name, namespace="default")
 
@@ -202,19 +221,40 @@ async def _controllers_ready(api: ApiClient) -> bool:
     return len(pods) == 2 and all(pod_ready(p) for p in pods)
 
 
+@contextlib.contextmanager
+def cut_off(addresses: list[str], port: int) -> Iterator[None]:
+    """Reset every TCP packet the host sends to ``addresses:port`` (the API server runs
+    on the host): open connections fail too, as in a network partition. Changing the
+    Service would not do: the API server's kept-alive connections outlive kube-proxy's
+    rules."""
+    rules = [
+        ["OUTPUT", "-p", "tcp", "-d", address, "--dport", str(port),
+         "-m", "comment", "--comment", "lws-e2e-cut-off", "-j", "REJECT",
+         "--reject-with", "tcp-reset"]
+        for address in addresses
+    ]  # fmt: skip
+    added: list[list[str]] = []
+    try:
+        for rule in rules:
+            subprocess.run(["iptables", "-I", *rule], check=True)
+            added.append(rule)
+        yield
+    finally:
+        for rule in added:
+            subprocess.run(["iptables", "-D", *rule], check=False)
+
+
 async def test_both_webhook_replicas_out_of_reach_while_users_apply(
     installed: ApiClient, real_cluster: RealCluster
 ) -> None:
-    """The webhook Service selects no pod for 30 s (kube-proxy then refuses its
-    connections): every create in that time is refused with the webhook named, and
-    none is stored, half-defaulted or otherwise."""
+    """Both controller pods out of the API server's reach for 30 s: every create in that
+    time is refused with the webhook named, and none is stored, half-defaulted or
+    otherwise; then creates are admitted again."""
     api, image = installed, real_cluster.images["rendezvous"]
-    service = await api.get(SERVICES, WEBHOOK_SERVICE, NAMESPACE)
-    selector = dict(service["spec"]["selector"])
-    service["spec"]["selector"] = {"app.kubernetes.io/name": "nowhere"}
-    await api.replace(SERVICES, service)
+    addresses = [p["status"]["podIP"] for p in await controller_pods(api)]
+    assert len(addresses) == 2
     refused: list[str] = []
-    try:
+    with cut_off(addresses, WEBHOOK_PORT):
         until = time.monotonic() + UNREACHABLE_SECONDS
         attempt = 0
         while time.monotonic() < until:
@@ -228,10 +268,6 @@ async def test_both_webhook_replicas_out_of_reach_while_users_apply(
             else:
                 pytest.fail(f"{name} was stored while no webhook could be reached")
             await asyncio.sleep(2)
-    finally:
-        current = await api.get(SERVICES, WEBHOOK_SERVICE, NAMESPACE)
-        current["spec"]["selector"] = selector
-        await api.replace(SERVICES, current)
     assert refused
     assert all("failed calling webhook" in message for message in refused), refused[0]
     started = time.monotonic()
@@ -252,6 +288,6 @@ async def test_both_webhook_replicas_out_of_reach_while_users_apply(
     print(
         f"\n[time] webhooks out of reach {UNREACHABLE_SECONDS:.0f}s: {len(refused)} creates "
         f"refused ('{refused[0][:160]}'), admitted again {time.monotonic() - started:.1f}s "
-        "after the Service selected the pods again"
+        "after the network let them through again"
     )
     await api.delete(LEADERWORKERSETS, "reachable", namespace="default")
