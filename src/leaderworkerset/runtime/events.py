@@ -224,7 +224,11 @@ class EventRecorder:
         try:
             created = await self.client.create(EVENTS, body)
         except ApiError as exc:
-            log.error(
+            # A namespace being deleted refuses new content: routine, not worth an error
+            # line (client-go's recorder drops these at verbosity 5 too).
+            level = logging.DEBUG if exc.namespace_terminating else logging.ERROR
+            log.log(
+                level,
                 "could not write event: %s",
                 exc,
                 extra={"reason": body["reason"], "note": body["note"]},

@@ -4,10 +4,12 @@ forgetting looks at the oldest series first."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 
+from leaderworkerset.runtime.client import ApiError
 from leaderworkerset.runtime.events import NORMAL, EventRecorder
 from tests.toolkit.fake_client import Call, FakeApiClient
 
@@ -76,3 +78,26 @@ async def test_series_quiet_past_the_window_are_forgotten_oldest_first(clock: Cl
         assert patched(writes)[-1] == ("event-0", 3)
     finally:
         await recorder.stop(1.0)
+
+
+@pytest.mark.parametrize(
+    ("causes", "level"),
+    [([{"reason": "NamespaceTerminating"}], logging.DEBUG), ([], logging.ERROR)],
+)
+async def test_a_refused_event_is_an_error_unless_its_namespace_is_going(
+    causes: list[dict[str, str]], level: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = FakeApiClient()
+
+    async def forbidden(call: Call) -> None:
+        raise ApiError(403, {"reason": "Forbidden", "details": {"causes": causes}})
+
+    client.on_call = forbidden
+    recorder = EventRecorder(client, "test")
+    await recorder.start()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="events"):
+            await record(recorder, "A")
+    finally:
+        await recorder.stop(1.0)
+    assert [r.levelno for r in caplog.records if "could not write event" in r.message] == [level]
