@@ -22,7 +22,7 @@
 # its editable install is pointed at this checkout when another had it (a few seconds),
 # and a lock per version, held until its checks end, makes a second run wait.
 #
-# Every version is checked even when one fails; the exit status is non-zero when any
+# Every version is checked even when one fails, side by side; the exit status is non-zero when any
 # failed. Each version's times are printed at the end.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -121,7 +121,7 @@ check() {
   fi
   start=$SECONDS
   if ! venv="$(ensure_venv "$version" "$python")"; then
-    summary+=("Python $version: FAILED to build its venv")
+    echo "Python $version: FAILED to build its venv" >"$OUT/$version.summary"
     return 1
   fi
   built=$((SECONDS - start))
@@ -136,12 +136,18 @@ check() {
   make --no-print-directory install-check PYTHON="$python" || status=1
   local outcome=passed
   [[ $status == 0 ]] || outcome=FAILED
-  summary+=("Python $version: $outcome; venv $built s, tests $tests s, install-check $((SECONDS - start)) s")
+  echo "Python $version: $outcome; venv $built s, tests $tests s, install-check $((SECONDS - start)) s" \
+    >"$OUT/$version.summary"
   return $status
 }
 
+# The versions run side by side (one core each on a two-core machine: about half the
+# time), each into its own log, printed whole in order once all have ended.
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
 failed=()
 summary=()
+pids=()
 for version in "${VERSIONS[@]}"; do
   if ! python="$(find_python "$version")"; then
     log "Python $version not found: install it (pyenv install $version) or set LWS_PYTHON_${version//./_}"
@@ -149,7 +155,15 @@ for version in "${VERSIONS[@]}"; do
     summary+=("Python $version: not found")
     continue
   fi
-  check "$version" "$python" || failed+=("$version")
+  log "Python $version: started (its output follows when every version has ended)"
+  check "$version" "$python" >"$OUT/$version.log" 2>&1 &
+  pids+=("$version:$!")
+done
+for entry in "${pids[@]}"; do
+  version="${entry%%:*}"
+  wait "${entry#*:}" || failed+=("$version")
+  cat "$OUT/$version.log" >&2
+  summary+=("$(cat "$OUT/$version.summary" 2>/dev/null || echo "Python $version: FAILED")")
 done
 
 for line in "${summary[@]}"; do log "$line"; done

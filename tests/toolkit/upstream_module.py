@@ -73,7 +73,8 @@ def module_zip(version: str | None = None) -> Path:
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise ProxyUnreachableError(f"{url} is unreachable: {exc}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".part")
+    # Per process: two suites (make unit-pythons runs two) may fetch it at once.
+    partial = path.with_suffix(f".{os.getpid()}.part")
     partial.write_bytes(data)
     got = zip_hash(partial)
     if got != want:
