@@ -23,6 +23,8 @@ from lws_localcluster.nodesim.nodes import NodeSpec
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset import scheduling as s
 from leaderworkerset.api.resources import (
+    CONFIGMAPS,
+    CONTROLLER_REVISIONS,
     DISAGGREGATEDSETS,
     EVENTS,
     LEADERWORKERSETS,
@@ -30,6 +32,7 @@ from leaderworkerset.api.resources import (
     PODS,
     WORKLOADS,
 )
+from leaderworkerset.controllers.revisions import snapshot_key
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.fixtures.nodesim import (
     NodePool,
@@ -456,6 +459,83 @@ async def test_a_controller_crash_at_any_step_leaves_nothing_behind(
         return not left and not await pod_groups(api, namespace, "crashy")
 
     await eventually(nothing_left, what="Workload and PodGroups collected", within=60)
+
+
+# --- a name already taken -----------------------------------------------------------------
+
+
+async def test_a_pod_group_of_another_owner_under_group_0s_name_holds_the_group(
+    gangs: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    """A PodGroup someone else made under the name group 0 will need (no set-name label,
+    so the controller's cache never shows it; controlled by a ConfigMap) is neither used
+    nor touched: the LWS waits with WorkloadSchedulingReady False naming it and its
+    owner, and makes no pod. Once it is deleted, the next retry makes the LWS's own."""
+    api = nodesim_api
+    body = gang(lws_manifest("taken", namespace, replicas=1, size=2))
+    # The revision key is the hash of the spec as stored: a dry run gives that spec.
+    stored = await api.request(
+        "POST", LEADERWORKERSETS.path(namespace), params={"dryRun": "All"}, body=body
+    )
+    key = snapshot_key(stored)
+    group_0 = f"taken-0-{key}"
+    keeper = await api.create(
+        CONFIGMAPS,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keeper"}},
+        namespace,
+    )
+    keeper_ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "keeper",
+        "uid": keeper["metadata"]["uid"],
+        "controller": True,
+    }
+    stray = {
+        "apiVersion": POD_GROUPS.api_version,
+        "kind": POD_GROUPS.kind,
+        "metadata": {"name": group_0, "ownerReferences": [keeper_ref]},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
+    await api.create(POD_GROUPS, stray, namespace)
+    await api.create(LEADERWORKERSETS, body)
+
+    async def held() -> JSON | None:
+        lws = await get_lws(api, namespace, "taken")
+        for cond in (lws.get("status") or {}).get("conditions") or []:
+            if cond["type"] == s.CONDITION_WORKLOAD_SCHEDULING_READY and cond["status"] == "False":
+                return dict(cond)
+        return None
+
+    cond = await eventually(held, what="WorkloadSchedulingReady False", within=30)
+    assert cond["reason"] == s.REASON_INVALID_SCHEDULING_CONFIGURATION, cond
+    assert f"PodGroup {namespace}/{group_0} exists and is not controlled" in cond["message"]
+    assert f"ConfigMap keeper (uid {keeper_ref['uid']})" in cond["message"], cond["message"]
+    revisions = await api.list(
+        CONTROLLER_REVISIONS, namespace, label_selector=f"{c.LABEL_SET_NAME}=taken"
+    )
+    assert [labels(r)[c.LABEL_TEMPLATE_REVISION_HASH] for r in revisions["items"]] == [key]
+
+    async def nothing_made() -> bool:
+        no_pods = not await lws_pods(api, namespace, "taken")
+        return no_pods and not await pod_groups(api, namespace, "taken")
+
+    # Longer than two of the controller's 5 s retries.
+    await stays(nothing_made, seconds=12, what="no pod and no PodGroup of the held LWS")
+    kept = await api.get(POD_GROUPS, group_0, namespace)
+    assert kept["metadata"]["ownerReferences"] == [keeper_ref]
+    assert kept["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+
+    await api.delete(POD_GROUPS, group_0, namespace)
+    lws = await wait_ready(api, namespace, "taken", 1, within=90)
+    assert scheduling_ready(lws) == ("True", s.REASON_READY)
+    groups = await pod_groups(api, namespace, "taken")
+    assert set(groups) == {group_0}
+    owners = groups[group_0]["metadata"]["ownerReferences"]
+    assert [o["uid"] for o in owners] == [lws["metadata"]["uid"]]
+    pods = await live_pods(api, namespace, "taken")
+    assert len(pods) == 2
+    assert {scheduling_group(p) for p in pods} == {group_0}
 
 
 # --- refusals ---------------------------------------------------------------------------

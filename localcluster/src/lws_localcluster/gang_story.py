@@ -382,13 +382,20 @@ async def _delete(api: ApiClient, resource: Resource, name: str, namespace: str)
 
 async def delete_lws(api: ApiClient, namespace: str, name: str) -> None:
     """The LeaderWorkerSet, its leader StatefulSet and Service (named like it) and its
-    ControllerRevisions, which the garbage collector would delete too, but on a fresh
+    ControllerRevisions. The garbage collector would delete them too, but on a fresh
     cluster it left them for 34 s: it picks up a newly installed kind (the CRD) at its
     periodic resync of the served resources (every 30 s) and misses a deletion before
     then. From the StatefulSet on it goes at once (it watches StatefulSets and pods from
-    the start). Act 2 recreates the set under the same name, and its revision has the
-    same key (spec.scheduling is not part of the revision), so an old ControllerRevision
-    left behind takes its name and holds the new groups' workers until it goes."""
+    the start).
+
+    Act 2 recreates the set under the same name, with the same revision key
+    (spec.scheduling is not part of the revision). The controller deletes a deleted
+    set's ControllerRevision or Service in the new one's way by UID and makes its own,
+    so deleting those here only tidies. It does not take over the old leader
+    StatefulSet: the new set's passes fail until it is gone, hence its deletion here.
+    A Workload or PodGroups of a deleted set with spec.scheduling are left to the
+    collector; until it removes them, the new set waits with WorkloadSchedulingReady
+    False (InvalidSchedulingConfiguration, naming the object and its deleted owner)."""
     await _delete(api, LEADERWORKERSETS, name, namespace)
     await _delete(api, STATEFULSETS, name, namespace)
     await _delete(api, SERVICES, name, namespace)

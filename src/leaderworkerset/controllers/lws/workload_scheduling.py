@@ -8,7 +8,9 @@ is missing or wrong. Ordinal groups get their PodGroup before their leader exist
 when its leader pod is admitted, so its PodGroup follows the leader, which the
 scheduler holds until it exists (docs/gang-scheduling.md). Every object is owned
 by the LWS from its creation, so a crash at any step leaves nothing the garbage
-collector would not remove, and the next pass picks up where it stopped.
+collector would not remove, and the next pass picks up where it stopped. A Workload
+or PodGroup under a needed name that the LWS does not control is left alone, and the
+leader workload waits until it is gone.
 """
 
 from __future__ import annotations
@@ -17,10 +19,17 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset import scheduling as s
 from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
 from leaderworkerset.api.leaderworkerset.view import LwsView
-from leaderworkerset.api.objects import JSON, controller_ref, meta_of, timestamp_of
+from leaderworkerset.api.objects import (
+    JSON,
+    controller_ref,
+    controller_uid,
+    meta_of,
+    timestamp_of,
+)
 from leaderworkerset.api.resources import POD_GROUPS, WORKLOADS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.group.workload_objects import (
@@ -74,6 +83,38 @@ class SchedulingOutcome:
 
 def _refused(reason: str, message: str, *, retry: bool = False) -> SchedulingOutcome:
     return SchedulingOutcome(False, reason, message, True, RETRY_AFTER if retry else None)
+
+
+def _not_controlled(view: LwsView, kind: str, obj: JSON) -> SchedulingOutcome:
+    """A Workload or PodGroup of a name this LWS needs is controlled by something else,
+    or by nothing. It is neither adopted, edited nor deleted. The pass is tried again
+    on a timer: the deletion of an object whose owner reference does not name this
+    LWS wakes no pass of it."""
+    meta = meta_of(obj)
+    owner = controller_ref(obj)
+    if owner is None:
+        whose = "it has no controller"
+    else:
+        whose = (
+            f"its controller is {owner.get('kind')} {owner.get('name')} (uid {owner.get('uid')})"
+        )
+        if _same_name_lws(owner, view):
+            # Two LeaderWorkerSets cannot share a name at once: the owner is gone.
+            whose += (
+                ", a deleted LeaderWorkerSet of this name; "
+                "waiting for the garbage collector to remove it"
+            )
+    return _refused(
+        s.REASON_INVALID_SCHEDULING_CONFIGURATION,
+        f"{kind} {meta.get('namespace')}/{meta.get('name')} exists and is not controlled "
+        f"by this LeaderWorkerSet: {whose}",
+        retry=True,
+    )
+
+
+def _same_name_lws(owner: JSON, view: LwsView) -> bool:
+    group = str(owner.get("apiVersion", "")).partition("/")[0]
+    return owner.get("kind") == c.KIND and group == c.GROUP and owner.get("name") == view.name
 
 
 def support_refusal(support: SchedulingSupport) -> SchedulingOutcome | None:
@@ -153,13 +194,8 @@ class WorkloadScheduler:
                 if not exc.already_exists:
                     return _refused(s.REASON_WORKLOAD_CREATE_FAILED, exc.message, retry=True)
                 stored = await self.client.get(WORKLOADS, view.name, view.namespace)
-        owner = controller_ref(stored)
-        if owner is None or owner.get("uid") != view.uid:
-            return _refused(
-                s.REASON_INVALID_SCHEDULING_CONFIGURATION,
-                f"Workload {view.namespace}/{view.name} exists and is not controlled by this "
-                "LeaderWorkerSet",
-            )
+        if controller_uid(stored) != view.uid:
+            return _not_controlled(view, WORKLOADS.kind, stored)
         template = stored_template(stored)
         wanted = pod_group_template(view)
         if template is None:
@@ -220,8 +256,15 @@ class WorkloadScheduler:
     async def _create_pod_groups(
         self, view: LwsView, template: JSON, needed: dict[str, GroupRevision]
     ) -> SchedulingOutcome | None:
+        """Create each needed PodGroup that is missing. One of a needed name that this
+        LWS does not control holds the leader workload: pods made now would join a
+        gang that is not ours. One it controls is taken as it is, whatever its spec
+        (docs/gang-scheduling.md, "A name already taken")."""
         for name, g in needed.items():
-            if self._cached(self.caches.pod_groups, view.namespace, name) is not None:
+            cached = self._cached(self.caches.pod_groups, view.namespace, name)
+            if cached is not None:
+                if controller_uid(cached) != view.uid:
+                    return _not_controlled(view, POD_GROUPS.kind, cached)
                 continue
             created = self._created.setdefault(_lws_key(view), {})
             if _recent(created, name):
@@ -230,6 +273,9 @@ class WorkloadScheduler:
                 await self.client.create(POD_GROUPS, pod_group(view, template, g.group, g.revision))
             except ApiError as exc:
                 if exc.already_exists:
+                    refusal = await self._judge_existing(view, name)
+                    if refusal is not None:
+                        return refusal
                     continue
                 if exc.namespace_terminating:
                     raise
@@ -239,6 +285,30 @@ class WorkloadScheduler:
                     retry=True,
                 )
             created[name] = time.monotonic()
+        return None
+
+    async def _judge_existing(self, view: LwsView, name: str) -> SchedulingOutcome | None:
+        """The create found the name taken by a PodGroup the cache does not show. The
+        cache holds only PodGroups with the set-name label, so one made by someone else
+        without it would never appear there: it is read from the API server."""
+        try:
+            found = await self.client.get_or_none(POD_GROUPS, name, view.namespace)
+        except ApiError as exc:
+            return _refused(
+                s.REASON_POD_GROUP_CREATE_FAILED,
+                f"PodGroup {view.namespace}/{name}: {exc.message}",
+                retry=True,
+            )
+        if found is None:
+            # Gone between the two calls: the next pass creates it.
+            return _refused(
+                s.REASON_POD_GROUP_CREATE_FAILED,
+                f"PodGroup {view.namespace}/{name}: the create found the name taken and "
+                "the read found nothing; trying again",
+                retry=True,
+            )
+        if controller_uid(found) != view.uid:
+            return _not_controlled(view, POD_GROUPS.kind, found)
         return None
 
     async def _delete_unused(
