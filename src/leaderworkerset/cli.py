@@ -28,6 +28,7 @@ from leaderworkerset.api.disaggregatedset.crd import (
     render_scaler_crd_yaml,
 )
 from leaderworkerset.api.disaggregatedset.defaults import default_disaggregatedset
+from leaderworkerset.api.disaggregatedset.role_admission import configured_errors
 from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.errors import FieldError
 from leaderworkerset.api.leaderworkerset import constants as c
@@ -299,7 +300,8 @@ class Judged:
     validate_create: Callable[[Any], list[FieldError]]
     validate_update: Callable[[Any, Any], list[FieldError]]
     warnings: Callable[[Any], list[str]]
-    # The rules that depend on the manager's configuration: spec.scheduling.
+    # The rules that depend on the manager's configuration: spec.scheduling (and, for a
+    # DisaggregatedSet, its roles judged as the LeaderWorkerSets the controller makes).
     configured: Callable[[Any, Any | None, SchedulingSupport], list[FieldError]] | None = None
 
 
@@ -314,7 +316,8 @@ JUDGED_KINDS = (
         lws_validation.warnings_for,
         validate_scheduling,
     ),
-    # What webhooks/disaggregatedset.py runs: the CRD schema's defaults, then its rules.
+    # What webhooks/disaggregatedset.py runs: the CRD schema's defaults, then its rules
+    # (all but the dry run of the roles' workloads, which needs a cluster).
     Judged(
         ds.KIND,
         ds.GROUP,
@@ -323,7 +326,7 @@ JUDGED_KINDS = (
         ds_validation.validate_create,
         ds_validation.validate_update,
         ds_validation.warnings_for,
-        ds_validation.role_scheduling_errors,
+        configured_errors,
     ),
 )
 

@@ -183,7 +183,10 @@ def _setup_disaggregatedsets(
     built.disaggregatedsets = setup_disaggregatedset_controller(manager, reconciler)
     built.ds_caches = ds_caches
     if enable_webhooks:
-        # A role's spec.scheduling is judged by what the controller serves, as the
-        # LeaderWorkerSets the set makes of it will be.
-        validator = disaggregatedset_validator(built.options.scheduling)
+        # Each role is judged as the LeaderWorkerSets the set makes of it will be: for
+        # what the controller serves, under the cluster's limits, and by the same dry
+        # run of their workloads (on the manager's loop, as the LWS webhook's).
+        check = manager.webhook_server.on_manager_loop(dry_run_check(manager.client))
+        options = built.options
+        validator = disaggregatedset_validator(options.scheduling, options.limits, check)
         manager.webhook_server.register(DS_VALIDATING_PATH, validator)

@@ -296,8 +296,8 @@ DS = Fields(
     DS_PICK,
     missing_worker=one_in(FAULT_ODDS),
     breaks=DS_BREAKS,
-    # A role's LeaderWorkerSets are refused a size below 1 and a partition (a set rolls
-    # its roles out together), though the set's own admission lets a size through.
+    # A role is refused a size below 1, as its LeaderWorkerSets would be, and a
+    # partition (a set rolls its roles out together).
     sizes=DS_PICK(st.integers(1, 3), st.sampled_from([0, -1, 2**31])),
     partitions=DS_PICK(st.just(0), st.sampled_from([-1, 1, 3])),
     subgroup_sizes=DS_PICK(st.integers(1, 4), st.integers(-2, 0)),

@@ -132,6 +132,18 @@ def test_validate_refuses_a_disaggregatedset_with_field_paths() -> None:
     assert f"{partition}: Forbidden" in result.stderr
 
 
+def test_validate_refuses_a_disaggregatedset_whose_role_no_lws_may_be() -> None:
+    """What the DisaggregatedSet webhook refuses of a role's LeaderWorkerSets."""
+    sized = INVALID_DS.replace("partition: 2", "maxSurge: 1").replace("Decode", "decode")
+    sized = sized.replace("{workerTemplate:", "{size: 0, workerTemplate:", 1)
+    result = CliRunner().invoke(main, ["validate", "-"], input=sized)
+    assert result.exit_code == 1, result.output
+    assert (
+        "spec.roles[0].spec.leaderWorkerTemplate.size: Invalid value: 0: size must be equal or "
+        "greater than 1" in result.stderr
+    )
+
+
 def test_validate_a_disaggregatedset_under_each_field_validation() -> None:
     unknown = (
         (SAMPLES / "disaggregatedset.yaml").read_text().replace("spec:\n", "spec:\n  bogus: 1\n", 1)

@@ -19,16 +19,11 @@ from typing import Any
 
 from leaderworkerset.api.errors import FieldError, InvalidObjectError
 from leaderworkerset.api.leaderworkerset import constants as c
-from leaderworkerset.api.leaderworkerset.defaults import default_leaderworkerset
+from leaderworkerset.api.leaderworkerset.admission import admission_errors, admitted
 from leaderworkerset.api.leaderworkerset.limits import SizeLimits
 from leaderworkerset.api.leaderworkerset.scheduling import SchedulingSupport
-from leaderworkerset.api.leaderworkerset.scheduling_validation import validate_scheduling
 from leaderworkerset.api.leaderworkerset.types import LeaderWorkerSet
-from leaderworkerset.api.leaderworkerset.validation import (
-    validate_create,
-    validate_update,
-    warnings_for,
-)
+from leaderworkerset.api.leaderworkerset.validation import warnings_for
 
 MUTATING_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 # A controller with no scheduler provider and the WorkloadAwareScheduling gate off.
@@ -83,10 +78,10 @@ def defaulted_or_refused(obj: dict[str, Any]) -> dict[str, Any] | Verdict:
     Such an object must not be defaulted: the patch would replace the user's value
     (`replicas: "three"` stored as 1) before the API server's schema check sees it.
     Upstream's webhook refuses it too (it cannot decode it)."""
-    lws, errors = LeaderWorkerSet.from_json(obj)
+    lws, errors = admitted(obj)
     if errors:
         return _refused(lws.name, errors, warnings=[])
-    return default_leaderworkerset(lws).to_json()
+    return lws.to_json()
 
 
 def _refused(name: str, errors: list[FieldError], warnings: list[str]) -> Verdict:
@@ -107,12 +102,7 @@ def validate_object(
     previous = None
     if operation == "UPDATE" and old is not None:
         previous, _ = LeaderWorkerSet.from_json(old)
-        errors += validate_update(lws, previous)
-    else:
-        errors += validate_create(lws)
-    errors += validate_scheduling(lws, previous, scheduling)
-    if limits is not None:
-        errors += limits.errors(lws, previous)
+    errors += admission_errors(lws, previous, limits=limits, scheduling=scheduling)
     warnings = warnings_for(lws)
     if errors:
         return _refused(lws.name, errors, warnings)

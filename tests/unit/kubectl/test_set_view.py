@@ -15,14 +15,14 @@ import yaml
 
 from leaderworkerset.api.disaggregatedset import constants as c
 from leaderworkerset.api.disaggregatedset.names import compute_revision
-from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
-from leaderworkerset.api.leaderworkerset import constants as lws_c
-from leaderworkerset.api.resources import DISAGGREGATEDSETS
-from leaderworkerset.controllers.disaggregatedset.objects import (
+from leaderworkerset.api.disaggregatedset.objects import (
     leaderworkerset,
     role_scaler,
     service,
 )
+from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
+from leaderworkerset.api.leaderworkerset import constants as lws_c
+from leaderworkerset.api.resources import DISAGGREGATEDSETS
 from leaderworkerset.group.state import GroupState
 from leaderworkerset.kubectl.set_render import set_objects, set_text
 from leaderworkerset.kubectl.set_rows import SetView, set_view

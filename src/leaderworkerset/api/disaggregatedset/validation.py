@@ -16,7 +16,9 @@ webhook sees). They cover:
   created under upstream can still be edited. A role's Group Identity members
   (`groupIdentity`, `groupReplacementPolicy`) follow the LeaderWorkerSet's own rules
   (the same function checks both), and so does its `scheduling`
-  (`role_scheduling_errors`, which needs what the controller serves).
+  (`role_scheduling_errors`, which needs what the controller serves). The rest of a
+  role's LeaderWorkerSet is judged whole, as the LeaderWorkerSet webhooks will judge
+  what the controller sends, by `role_admission`.
 Upstream makes no field immutable, and neither do we: a role's groupIdentity is
 immutable on a LeaderWorkerSet, but changing it on a set makes a new revision, whose
 LeaderWorkerSets are new objects.

@@ -25,6 +25,7 @@ from leaderworkerset.api.disaggregatedset.names import (
     scaler_name,
     slice_label_matches,
 )
+from leaderworkerset.api.disaggregatedset.objects import leaderworkerset, role_scaler
 from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.objects import JSON, format_time, meta_of, name_of, uid_of
 from leaderworkerset.api.resources import (
@@ -37,7 +38,6 @@ from leaderworkerset.api.resources import (
 from leaderworkerset.controllers.disaggregatedset import events as ev
 from leaderworkerset.controllers.disaggregatedset.caches import DsCaches
 from leaderworkerset.controllers.disaggregatedset.metrics import DisaggregatedSetMetrics
-from leaderworkerset.controllers.disaggregatedset.objects import leaderworkerset, role_scaler
 from leaderworkerset.controllers.disaggregatedset.observed import observed_lws
 from leaderworkerset.controllers.disaggregatedset.rollout import (
     ObservedLWS,

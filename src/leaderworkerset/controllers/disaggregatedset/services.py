@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from leaderworkerset.api.disaggregatedset import constants as c
 from leaderworkerset.api.disaggregatedset.names import slice_label_matches, slice_of
+from leaderworkerset.api.disaggregatedset.objects import service
 from leaderworkerset.api.disaggregatedset.types import DisaggregatedSet
 from leaderworkerset.api.objects import JSON, labels_of, name_of
-from leaderworkerset.controllers.disaggregatedset.objects import service
 
 
 @dataclass

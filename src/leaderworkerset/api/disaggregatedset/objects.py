@@ -1,6 +1,8 @@
 """The objects a DisaggregatedSet owns, built as upstream's v0.10.0 controller builds
 them: a LeaderWorkerSet per slice, revision and role, the headless Service of each
-LeaderWorkerSet, and the RoleScaler of each External role."""
+LeaderWorkerSet, and the RoleScaler of each External role. The controller sends them;
+they are here, below it, so that the set's webhook can judge each role's
+LeaderWorkerSet exactly as it will be sent (`role_admission`)."""
 
 from __future__ import annotations
 
@@ -17,13 +19,13 @@ from leaderworkerset.api.disaggregatedset.names import (
     service_name,
     service_selector,
 )
+from leaderworkerset.api.disaggregatedset.placement import with_placement
 from leaderworkerset.api.disaggregatedset.types import (
     DisaggregatedRoleSpec,
     DisaggregatedSet,
 )
 from leaderworkerset.api.leaderworkerset import constants as lws
 from leaderworkerset.api.objects import JSON
-from leaderworkerset.controllers.disaggregatedset.placement import with_placement
 
 
 def owner_reference(ds: DisaggregatedSet, *, block_owner_deletion: bool = False) -> JSON:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from leaderworkerset.api.disaggregatedset.placement import with_placement
 from leaderworkerset.api.disaggregatedset.types import PlacementPolicy
-from leaderworkerset.controllers.disaggregatedset.placement import with_placement
 
 DS = "my-ds"
 TOPOLOGY = "cloud.google.com/gke-nodepool"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import partial
 
 from leaderworkerset.api.disaggregatedset.names import lws_labels
-from leaderworkerset.controllers.disaggregatedset.objects import (
+from leaderworkerset.api.disaggregatedset.objects import (
     leaderworkerset,
     role_scaler,
     service,
