@@ -357,7 +357,13 @@ async def measure(
         )
         for name, phase in phases:
             cpu = tree_cpu_seconds(pids)
-            await phase()
+            try:
+                await phase()
+            except (TimeoutError, RuntimeError) as err:
+                # The cluster is in no known state for the next phases; the other
+                # configurations of the run still get theirs.
+                result.failed = f"{name}: {err}"
+                break
             result.cpu[name] = round(tree_cpu_seconds(pids) - cpu, 2)
             if name != "delete":
                 # Let the phase's tail (the last status writes, terminating pods) pass.
@@ -395,13 +401,20 @@ def run_config(config: str, run: int, args: argparse.Namespace, go_binary: Path 
                 env = {"PYTHONPATH": str(args.baseline.resolve())} if config == "base" else {}
                 manager = ManagerProcess(config, workdir, cp.kubeconfig, tls=tls, env=env)
             faults = workdir / "faults.sock"
+            result: Result | None = None
             try:
                 with Simulator(cp.kubeconfig, nodes, workdir / "nodesim.log", faults):
-                    return asyncio.run(measure(config, run, args, manager, cp.kubeconfig, faults))
+                    result = asyncio.run(measure(config, run, args, manager, cp.kubeconfig, faults))
+                    return result
             finally:
                 manager.kill()
-                if args.keep_logs:
-                    kept = Path(args.keep_logs)
+                failed = result is None or result.failed is not None
+                # A failed configuration's logs are kept even unasked: they are the
+                # only account of what went wrong.
+                if args.keep_logs or failed:
+                    kept = Path(args.keep_logs or tempfile.mkdtemp(prefix="lws-latency-logs-"))
+                    if not args.keep_logs:
+                        print(f"{config} run {run}: logs kept in {kept}", flush=True)
                     kept.mkdir(parents=True, exist_ok=True)
                     for name, path in (
                         (f"{config}-{run}.log", manager.log_path),
@@ -424,7 +437,8 @@ def summary(result: Result) -> str:
         f"peak RSS {result.peak_rss_mib} MiB"
     )
     steps = steps_line(result)
-    return line + (f"\n  rollout: {steps}" if steps else "")
+    line += f"\n  rollout: {steps}" if steps else ""
+    return line + (f"\n  not finished: {result.failed}" if result.failed else "")
 
 
 def _configs(text: str) -> list[str]:

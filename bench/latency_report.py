@@ -59,6 +59,9 @@ class Result:
     peak_rss_mib: float | None = None
     peak_pss_mib: float | None = None
     termination_delay: float = 0.0
+    # The phase that did not finish and why ("recovery: not done in 600s"); the phases
+    # after it were not run.
+    failed: str | None = None
 
     def recovery_p(self, q: float, kind: str | None = None) -> float | None:
         values = [
