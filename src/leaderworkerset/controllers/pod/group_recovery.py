@@ -13,9 +13,10 @@ replacement policies, and keeps the capacity the group will need again: torn dow
 nodes could be taken by other workloads while it waits (docs/group-recovery.md).
 
 Writes: nothing at all while neither the budget nor the back-off is on (upstream's
-behaviour); otherwise one merge patch of the LeaderWorkerSet's annotations per recreation,
-with its resourceVersion as a precondition so that two groups recorded at once never lose
-each other's record; and the leader pod's `group-restart-count`, as upstream.
+behaviour); otherwise a merge patch of the LeaderWorkerSet's annotations per recreation, with its
+resourceVersion as a precondition so that two groups recorded at once never lose each
+other's record, the recreations of many groups at once coalesced into a few patches
+(`record_writes.py`); and the leader pod's `group-restart-count`, as upstream.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from leaderworkerset.api.leaderworkerset import constants as c
 from leaderworkerset.api.leaderworkerset.view import LwsView
 from leaderworkerset.api.objects import JSON, meta_of, timestamp_of, uid_of
-from leaderworkerset.api.resources import LEADERWORKERSETS, PODS
+from leaderworkerset.api.resources import PODS
 from leaderworkerset.caches import LwsCaches
 from leaderworkerset.controllers import events as ev
+from leaderworkerset.controllers.pod.record_writes import RecordWriter
 from leaderworkerset.group.readiness import pod_finished, pod_terminating
 from leaderworkerset.group.recreations import (
     BackoffPolicy,
@@ -51,10 +53,6 @@ from leaderworkerset.runtime.client import ApiClient, ApiError
 from leaderworkerset.runtime.events import object_reference
 
 log = logging.getLogger(__name__)
-
-# A record write that keeps meeting newer versions of the LeaderWorkerSet gives up and
-# lets the reconcile be retried.
-_WRITE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -117,6 +115,11 @@ class GroupRecovery:
     # One decision at a time per leader: two pods of a group failing together must not
     # both record a recreation.
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    # Record changes of one LeaderWorkerSet go out together (many groups failing at once).
+    writer: RecordWriter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.writer = RecordWriter(self.client, _stored_records)
 
     def active(self, view: LwsView) -> bool:
         return view.template.max_group_restarts is not None or self.policy.enabled
@@ -277,28 +280,7 @@ class GroupRecovery:
 
     # --- writes ---------------------------------------------------------------------------
     async def _write(self, view: LwsView, change: Callable[[GroupRecords], GroupRecords]) -> None:
-        obj = view.obj
-        for attempt in range(_WRITE_ATTEMPTS):
-            meta = meta_of(obj)
-            current = _records(meta.get("annotations") or {}, view)
-            wanted = change(current)
-            if wanted == current:
-                return
-            patch = {
-                "metadata": {
-                    "resourceVersion": meta.get("resourceVersion"),
-                    "annotations": wanted.annotations(),
-                }
-            }
-            try:
-                await self.client.patch(
-                    LEADERWORKERSETS, view.name, patch, namespace=view.namespace
-                )
-                return
-            except ApiError as exc:
-                if not exc.conflict or attempt == _WRITE_ATTEMPTS - 1:
-                    raise
-            obj = await self.client.get(LEADERWORKERSETS, view.name, view.namespace)
+        await self.writer.write(view, change)
 
     async def _annotate_leader(self, leader: JSON, count: int) -> None:
         meta = meta_of(leader)
@@ -315,6 +297,10 @@ class GroupRecovery:
         except ApiError as exc:
             if not (exc.not_found or exc.conflict):
                 raise
+
+
+def _stored_records(obj: JSON, view: LwsView) -> GroupRecords:
+    return _records(meta_of(obj).get("annotations") or {}, view)
 
 
 def _records(annotations: Mapping[str, str], view: LwsView) -> GroupRecords:
