@@ -30,7 +30,10 @@ from .strategies import leaderworkersets
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.timeout(900)]
 
 JSON = dict[str, Any]
-EXAMPLES = int(os.environ.get("CHAOS_FUZZ_EXAMPLES", "10000"))
+# 5,000 (10,000 before the DisaggregatedSet fuzzer joined the suite): that one's 10,000
+# sets carry LeaderWorkerSet specs in their roles, judged by the same rules, and the two
+# together must fit CI's time (docs/chaos.md, "How long it takes").
+EXAMPLES = int(os.environ.get("CHAOS_FUZZ_EXAMPLES", "5000"))
 SAMPLE = int(os.environ.get("CHAOS_FUZZ_SAMPLE", "20"))
 CONCURRENCY = 16
 SAMPLE_PODS = 6  # accepted ones small enough to create for real

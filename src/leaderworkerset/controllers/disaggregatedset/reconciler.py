@@ -306,13 +306,18 @@ class DisaggregatedSetReconciler:
         wanted = set_status(ds, counts, targets, run.rolling_out, current, format_time())
         if _same_status(current, wanted):
             return
-        await self.client.patch(
-            DISAGGREGATEDSETS,
-            ds.name,
-            {"status": wanted},
-            namespace=ds.namespace,
-            subresource="status",
-        )
+        try:
+            await self.client.patch(
+                DISAGGREGATEDSETS,
+                ds.name,
+                {"status": wanted},
+                namespace=ds.namespace,
+                subresource="status",
+            )
+        except ApiError as exc:
+            # Deleted since the pass began: its deletion's event ends the matter.
+            if not exc.not_found:
+                raise
 
     # -- helpers --------------------------------------------------------------------------------
 

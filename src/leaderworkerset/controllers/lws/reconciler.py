@@ -405,13 +405,14 @@ class LeaderWorkerSetReconciler:
 
     async def _write_status(self, view: LwsView, status: JSON) -> bool:
         """Replace the status; False on a conflict (the cache is behind, and the next
-        event brings the fresh object)."""
+        event brings the fresh object) or when the LWS is gone (its deletion's event
+        ends the matter; an error line would only report a race)."""
         body = dict(view.obj)
         body["status"] = status
         try:
             await self.client.replace(LEADERWORKERSETS, body, subresource="status")
         except ApiError as exc:
-            if exc.conflict:
+            if exc.conflict or exc.not_found:
                 return False
             raise
         return True

@@ -282,6 +282,20 @@ async def test_a_status_conflict_requeues(mode: str, workload: Resource, never: 
         assert await LeaderWorkerSetReconciler(client, caches)(KEY) == Result(requeue=True)
 
 
+@pytest.mark.parametrize(("mode", "workload", "never"), MODES)
+async def test_a_status_write_to_a_deleted_lws_ends_quietly(
+    mode: str, workload: Resource, never: Resource
+) -> None:
+    """Deleted between the cache's read and the write: no error (which the controller
+    would log as a failed reconcile); its deletion's event ends the matter."""
+    lws = lws_in(mode)
+    client = FakeApiClient()
+    client.put(LEADERWORKERSETS, lws)
+    client.fail[("replace", "leaderworkersets")] = ApiError(404, {"reason": "NotFound"})
+    async with seeded_caches(lws) as caches:
+        assert await LeaderWorkerSetReconciler(client, caches)(KEY) == Result(requeue=True)
+
+
 # --- events of the leader workload ---------------------------------------------------------
 
 LEADER_WORD = {c.GROUP_IDENTITY_ORDINAL: "statefulset", c.GROUP_IDENTITY_HASH: "deployment"}
