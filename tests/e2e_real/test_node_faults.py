@@ -18,7 +18,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import yaml
 from lws_localcluster.realnode.credentials import KUBELET
 from lws_localcluster.realnode.images import ctr
 from lws_localcluster.realnode.node import CONTAINERD
@@ -28,10 +27,9 @@ from leaderworkerset.api.objects import JSON
 from leaderworkerset.api.resources import LEADERWORKERSETS, LEASES, PODS
 from leaderworkerset.runtime.client import ApiClient, ApiError
 from tests.chaos.invariants import converged
-from tests.fixtures.realnode import NAMESPACE, RELEASE, RealCluster, chart_values
+from tests.fixtures.realnode import NAMESPACE, RealCluster, install_local_chart
 from tests.toolkit.cluster import lws_pods, wait_ready
 from tests.toolkit.installs import no_lws_pods_left, remove_any_controller
-from tests.toolkit.paths import REPO
 from tests.toolkit.rendezvous import controller_pods, groups_met, pod_ready, rendezvous_lws
 from tests.toolkit.waiting import eventually
 
@@ -51,12 +49,7 @@ async def installed(real_cluster: RealCluster) -> AsyncIterator[ApiClient]:
     try:
         remove_any_controller(tools)
         await no_lws_pods_left(api)
-        values = yaml.safe_dump(chart_values(real_cluster.images["controller"]))
-        tools.run(
-            "helm", "install", RELEASE, REPO / "charts" / "lws", "--namespace", NAMESPACE,
-            "--create-namespace", "--values", "-", "--wait", "--timeout", "4m",
-            stdin=values, timeout=300,
-        )  # fmt: skip
+        install_local_chart(real_cluster)
         yield api
         remove_any_controller(tools)
     finally:

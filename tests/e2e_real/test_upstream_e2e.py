@@ -18,10 +18,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from leaderworkerset.runtime.client import ApiClient
-from tests.fixtures.realnode import NAMESPACE, RELEASE, RealCluster, chart_values
+from tests.fixtures.realnode import NAMESPACE, RealCluster, install_local_chart
 from tests.toolkit.ginkgo_report import SpecResult, read_report, table
 from tests.toolkit.install_tools import hack_build
 from tests.toolkit.installs import (
@@ -31,7 +30,6 @@ from tests.toolkit.installs import (
     no_lws_pods_left,
     remove_any_controller,
 )
-from tests.toolkit.paths import REPO
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(4800)]
 
@@ -67,12 +65,7 @@ async def our_release(real_cluster: RealCluster) -> AsyncIterator[Steps]:
         with steps.step("import the stand-in images"):
             import_images(real_cluster, "nginx-standin", "curl-standin")
         with steps.step("helm install our chart"):
-            values = yaml.safe_dump(chart_values(real_cluster.images["controller"]))
-            tools.run(
-                "helm", "install", RELEASE, REPO / "charts" / "lws", "--namespace", NAMESPACE,
-                "--create-namespace", "--values", "-", "--wait", "--timeout", "4m",
-                stdin=values, timeout=300,
-            )  # fmt: skip
+            install_local_chart(real_cluster)
             await controller_pods_ready(api, 2, real_cluster.images["controller"].ref)
         account = f"--serviceaccount={NAMESPACE}:lws-controller-manager"
         tools.run(
