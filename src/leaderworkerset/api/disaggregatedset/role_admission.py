@@ -135,10 +135,8 @@ def configured_errors(
     """The set's rules that depend on the manager's configuration (what it serves of
     spec.scheduling, its size limits): `role_scheduling_errors`, then
     `role_lws_errors`."""
-    return [
-        *role_scheduling_errors(ds, old, support),
-        *role_lws_errors(ds, old, support, limits),
-    ]
+    scheduling = role_scheduling_errors(ds, old, support)
+    return [*scheduling, *role_lws_errors(ds, old, support, limits, scheduling)]
 
 
 def role_lws_errors(
@@ -146,12 +144,17 @@ def role_lws_errors(
     old: DisaggregatedSet | None,
     support: SchedulingSupport = UNCONFIGURED,
     limits: SizeLimits | None = None,
+    scheduling_errors: list[FieldError] | None = None,
 ) -> list[FieldError]:
     """What the LeaderWorkerSet webhook chain (without its dry run) would refuse in the
     LeaderWorkerSets the controller makes of the defaulted `ds`, under the roles' paths,
-    less what the set's own rules report (see the module's docstring)."""
+    less what the set's own rules report (see the module's docstring);
+    `scheduling_errors`: `role_scheduling_errors` of the same arguments, when the caller
+    has them already."""
+    if scheduling_errors is None:
+        scheduling_errors = role_scheduling_errors(ds, old, support)
     covered = {e.field for e in validate_create(ds)}
-    covered |= {e.field for e in role_scheduling_errors(ds, old, support)}
+    covered |= {e.field for e in scheduling_errors}
     errs: list[FieldError] = []
     for judged in role_leaderworkersets(ds, old):
         found = judged.refused or admission_errors(
