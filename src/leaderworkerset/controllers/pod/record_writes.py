@@ -46,7 +46,6 @@ class RecordWriter:
         self.read = read
         self._waiting: dict[tuple[str, str], list[_Waiting]] = {}
         self._flushing: dict[tuple[str, str], asyncio.Task[None]] = {}
-        self.patches = 0  # patches sent (for tests and the curious)
 
     async def write(self, view: LwsView, change: Change) -> None:
         """Apply `change` to the LeaderWorkerSet's records; returns once it is stored
@@ -94,7 +93,6 @@ class RecordWriter:
                     }
                 }
                 try:
-                    self.patches += 1
                     stored: JSON = await self.client.patch(
                         LEADERWORKERSETS, view.name, patch, namespace=view.namespace
                     )
