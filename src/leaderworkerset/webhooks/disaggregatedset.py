@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from leaderworkerset.api.disaggregatedset.defaults import default_disaggregatedset
 from leaderworkerset.api.disaggregatedset.role_admission import (
-    configured_errors,
-    role_leaderworkersets,
+    RoleLws,
+    judge_configured,
     role_path,
 )
 from leaderworkerset.api.disaggregatedset.types import DisaggregatedRoleSpec, DisaggregatedSet
@@ -67,9 +67,8 @@ def _listed(texts: list[str]) -> str:
 @dataclass
 class _Judged:
     response: AdmissionResponse
-    # The defaulted set and the old one, when the request's objects decoded.
-    ds: DisaggregatedSet | None = None
-    previous: DisaggregatedSet | None = None
+    # Each role's LeaderWorkerSet as judged, when the request's objects decoded.
+    roles: list[RoleLws] | None = None
 
 
 def verdict(
@@ -101,20 +100,19 @@ def _judge(
         errors = validate_update(ds, previous)
     else:
         errors = validate_create(ds)
-    errors += configured_errors(ds, previous, scheduling, limits)
+    configured = judge_configured(ds, previous, scheduling, limits, own_errors=errors)
+    errors += configured.errors
     warnings = warnings_for(ds)
     if errors:
-        return _Judged(deny(aggregate(errors), warnings=warnings), ds, previous)
-    return _Judged(allow(warnings=warnings), ds, previous)
+        return _Judged(deny(aggregate(errors), warnings=warnings), configured.roles)
+    return _Judged(allow(warnings=warnings), configured.roles)
 
 
-async def dry_run_causes(
-    ds: DisaggregatedSet, previous: DisaggregatedSet | None, check: TemplateCheck
-) -> list[str]:
+async def dry_run_causes(roles: list[RoleLws], check: TemplateCheck) -> list[str]:
     """What the API server refuses in the workloads built from the LeaderWorkerSet of
     each role judged afresh (a role whose LeaderWorkerSet only changes its replicas was
     asked about before), each cause under the role's path."""
-    fresh = [r for r in role_leaderworkersets(ds, previous) if r.stored is None]
+    fresh = [r for r in roles if r.stored is None]
     found = await asyncio.gather(*(check(r.lws.to_json(), None) for r in fresh))
     return [
         _under_role(cause, judged.index, judged.role)
@@ -153,9 +151,9 @@ def disaggregatedset_validator(
             meta["namespace"] = request["namespace"]
         old = request.get("oldObject")
         judged = _judge(operation, obj, old if isinstance(old, dict) else None, scheduling, limits)
-        if not judged.response.allowed or check is None or judged.ds is None:
+        if not judged.response.allowed or check is None or judged.roles is None:
             return judged.response
-        causes = await dry_run_causes(judged.ds, judged.previous, check)
+        causes = await dry_run_causes(judged.roles, check)
         if not causes:
             return judged.response
         return deny(_listed(causes), warnings=judged.response.warnings)

@@ -126,6 +126,16 @@ def _without_replicas(body: JSON) -> JSON:
     return out
 
 
+@dataclass(frozen=True)
+class Configured:
+    """`configured_errors` with the roles' LeaderWorkerSets it judged, for the dry run
+    that follows (building and defaulting them again per request would double the
+    webhook's work)."""
+
+    errors: list[FieldError]
+    roles: list[RoleLws]
+
+
 def configured_errors(
     ds: DisaggregatedSet,
     old: DisaggregatedSet | None,
@@ -135,8 +145,23 @@ def configured_errors(
     """The set's rules that depend on the manager's configuration (what it serves of
     spec.scheduling, its size limits): `role_scheduling_errors`, then
     `role_lws_errors`."""
+    return judge_configured(ds, old, support, limits).errors
+
+
+def judge_configured(
+    ds: DisaggregatedSet,
+    old: DisaggregatedSet | None,
+    support: SchedulingSupport = UNCONFIGURED,
+    limits: SizeLimits | None = None,
+    own_errors: list[FieldError] | None = None,
+) -> Configured:
+    """`configured_errors` and the roles judged; `own_errors`: the set's own rules'
+    errors (`validate_create` or `validate_update`), when the caller has them."""
     scheduling = role_scheduling_errors(ds, old, support)
-    return [*scheduling, *role_lws_errors(ds, old, support, limits, scheduling)]
+    roles = role_leaderworkersets(ds, old)
+    own = validate_create(ds) if own_errors is None else own_errors
+    covered = {e.field for e in own} | {e.field for e in scheduling}
+    return Configured([*scheduling, *_errors_of(roles, covered, support, limits)], roles)
 
 
 def role_lws_errors(
@@ -144,19 +169,23 @@ def role_lws_errors(
     old: DisaggregatedSet | None,
     support: SchedulingSupport = UNCONFIGURED,
     limits: SizeLimits | None = None,
-    scheduling_errors: list[FieldError] | None = None,
 ) -> list[FieldError]:
     """What the LeaderWorkerSet webhook chain (without its dry run) would refuse in the
     LeaderWorkerSets the controller makes of the defaulted `ds`, under the roles' paths,
-    less what the set's own rules report (see the module's docstring);
-    `scheduling_errors`: `role_scheduling_errors` of the same arguments, when the caller
-    has them already."""
-    if scheduling_errors is None:
-        scheduling_errors = role_scheduling_errors(ds, old, support)
+    less what the set's own rules report (see the module's docstring)."""
     covered = {e.field for e in validate_create(ds)}
-    covered |= {e.field for e in scheduling_errors}
+    covered |= {e.field for e in role_scheduling_errors(ds, old, support)}
+    return _errors_of(role_leaderworkersets(ds, old), covered, support, limits)
+
+
+def _errors_of(
+    roles: list[RoleLws],
+    covered: Collection[str],
+    support: SchedulingSupport,
+    limits: SizeLimits | None,
+) -> list[FieldError]:
     errs: list[FieldError] = []
-    for judged in role_leaderworkersets(ds, old):
+    for judged in roles:
         found = judged.refused or admission_errors(
             judged.lws, judged.stored, limits=limits, scheduling=support
         )
