@@ -142,6 +142,13 @@ def kubelet_config(paths: NodePaths, *, client_ca: Path, lease_seconds: int) -> 
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "serializeImagePulls": False,
+        # The release pushed to the test registry and the image imported for other tests
+        # are the same bytes (one image ID) under two names. Once the kubelet has pulled
+        # one, its pull record (KEP-2535, on by default) lists only that name, so a pod
+        # naming the other must pull again to prove its credentials, from a docker.io
+        # this machine cannot reach. A single-tenant test node has no credentials to
+        # guard.
+        "imagePullCredentialsVerificationPolicy": "NeverVerify",
         # The lease is renewed at a quarter of its duration: this keeps the renewals
         # as frequent as the node lifecycle controller's grace period needs.
         "nodeLeaseDurationSeconds": lease_seconds,
