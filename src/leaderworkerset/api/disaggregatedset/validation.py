@@ -56,7 +56,11 @@ from leaderworkerset.api.leaderworkerset.validation import (
     schema_errors,
 )
 from leaderworkerset.api.leaderworkerset.validation import warnings_for as lws_warnings_for
-from leaderworkerset.api.metavalidation import dns1035_label_errors, dns1123_subdomain_errors
+from leaderworkerset.api.metavalidation import (
+    dns1035_label_errors,
+    dns1123_subdomain_errors,
+    qualified_name_errors,
+)
 
 SPEC = "spec"
 ROLES = "spec.roles"
@@ -319,6 +323,13 @@ def _placement_rules(ds: DisaggregatedSet) -> list[FieldError]:
     errs: list[FieldError] = []
     if not policy.topology:
         errs.append(required(f"{PLACEMENT}.topology", "topology is required when type is not None"))
+    else:
+        # It becomes the topologyKey of every role's pod affinity terms: judged as the
+        # API server judges those, but where the user wrote it.
+        errs.extend(
+            invalid(f"{PLACEMENT}.topology", policy.topology, m)
+            for m in qualified_name_errors(policy.topology)
+        )
     for i, role in enumerate(ds.roles):
         key = _exclusive_annotation(role)
         if key is not None:

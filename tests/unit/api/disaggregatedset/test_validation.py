@@ -115,6 +115,11 @@ INVALID = {
         "spec.placementPolicy.topology",
         "topology",
     ),
+    "invalid placement policy topology that is no label key": (
+        disaggregatedset(placementPolicy={"type": "ExclusiveTopology", "topology": "rack zone"}),
+        "spec.placementPolicy.topology",
+        "name part must consist of alphanumeric characters",
+    ),
     "invalid placement policy combined with LWS exclusive-topology annotation": (
         _with_annotation("role", EXCLUSIVE),
         "spec.roles[0]",
