@@ -100,7 +100,10 @@ def _judge(
         errors = validate_update(ds, previous)
     else:
         errors = validate_create(ds)
-    configured = judge_configured(ds, previous, scheduling, limits, own_errors=errors)
+    # On update the set's own errors leave out name errors the old object had, which
+    # must still cover what the names make (see role_admission): judged afresh there.
+    own = errors if previous is None else None
+    configured = judge_configured(ds, previous, scheduling, limits, own_errors=own)
     errors += configured.errors
     warnings = warnings_for(ds)
     if errors:

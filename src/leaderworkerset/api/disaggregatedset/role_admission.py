@@ -155,8 +155,8 @@ def judge_configured(
     limits: SizeLimits | None = None,
     own_errors: list[FieldError] | None = None,
 ) -> Configured:
-    """`configured_errors` and the roles judged; `own_errors`: the set's own rules'
-    errors (`validate_create` or `validate_update`), when the caller has them."""
+    """`configured_errors` and the roles judged; `own_errors`: `validate_create(ds)`,
+    when the caller has it."""
     scheduling = role_scheduling_errors(ds, old, support)
     roles = role_leaderworkersets(ds, old)
     own = validate_create(ds) if own_errors is None else own_errors
