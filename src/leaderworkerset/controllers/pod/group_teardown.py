@@ -12,8 +12,9 @@ deletion of many groups, a node drain).
 Here the controller takes those hops itself, right after the leader's DELETE: the
 worker StatefulSet in the foreground (its pods, owners with blockOwnerDeletion, then
 keep it, and it keeps the leader, until they are gone), then its pods, then the
-group's Services. Each DELETE carries the UID it was read with, so an object of the
-same name made since (a new leader's StatefulSet) is never hit; an object the
+group's Services (for a leader in the foreground only: see `resume`). Each DELETE
+carries the UID it was read with, so an object of the same name made since (a new
+leader's StatefulSet) is never hit; an object the
 collector got to first answers 404 and is skipped. The collector remains the
 fallback for anything this misses: a DELETE that fails is logged, not retried here.
 
@@ -23,7 +24,8 @@ cascading a foreground LWS deletion), is `resume`d: its dependents are deleted t
 same way. So is one deleted in the background by anyone else (`kubectl delete pod`,
 an eviction, its StatefulSet rolling it to a new revision): the collector would
 delete its worker StatefulSet only once the leader is gone, one grace period after
-the other. Not when its dependents are to be orphaned, nor when the group goes with
+the other; its Services stay until it is gone, as the collector has them (nothing
+waits on them). Not when its dependents are to be orphaned, nor when the group goes with
 its LeaderWorkerSet (the leader workload deleted): that order is the collector's
 unless `teardown.leaderWorkerSetDeletion` says otherwise (lws_teardown.py).
 """
@@ -137,11 +139,19 @@ class GroupTeardown:
         if sts is not None and controller_uid(sts) != uid:
             sts = None  # a newer leader's, or nothing of this group
         lws = str(labels_of(leader).get(c.LABEL_SET_NAME, ""))
-        services = [
-            s
-            for s in LwsCaches.of_lws(self.caches.services, namespace, lws)
-            if controller_uid(s) == uid and not marked_for_deletion(s)
-        ]
+        # A leader deleted in the background keeps its group's Service until it is gone,
+        # as with the collector alone: nothing waits on a Service, and during a surge
+        # rollout the old groups' Services stand beside the new ones' (upstream's e2e
+        # suite counts them).
+        services = (
+            []
+            if pinned
+            else [
+                s
+                for s in LwsCaches.of_lws(self.caches.services, namespace, lws)
+                if controller_uid(s) == uid and not marked_for_deletion(s)
+            ]
+        )
         results = await asyncio.gather(
             self._delete_worker_set(sts, pinned),
             *(self._delete(SERVICES, s, pinned=pinned) for s in services),
