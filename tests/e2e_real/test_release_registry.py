@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from lws_localcluster.realnode.images import ctr, import_images, imported_digests
+from lws_localcluster.realnode.images import ctr, ensure_images, import_images, imported_digests
 
 from leaderworkerset.api.resources import LEADERWORKERSETS
 from leaderworkerset.runtime.client import ApiClient
@@ -64,7 +64,9 @@ async def api(real_cluster: RealCluster) -> AsyncIterator[ApiClient]:
     finally:
         await client.close()
         # The image `make image` built, removed below, for the modules after this one.
-        import_images([real_cluster.images["controller"]])
+        # Found or built again: a build of a changed tree (the release's, above) prunes
+        # the archive the session started with.
+        import_images(list(ensure_images("controller").values()))
 
 
 def forget_controller_images(real_cluster: RealCluster, release: Release) -> None:
