@@ -35,6 +35,7 @@ from leaderworkerset.runtime.certs import TLSOptions, load_key_pair, server_ssl_
 from leaderworkerset.runtime.client import ApiClient, ApiError, TokenBucket
 from leaderworkerset.runtime.http_server import KEEPALIVE_TIMEOUT, TLS_HANDSHAKE_TIMEOUT
 from leaderworkerset.runtime.keypair_files import KeyPairFiles
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from leaderworkerset.runtime.pki import TLS_CERT, TLS_KEY, self_signed_cert
 
 log = logging.getLogger("health")
@@ -451,6 +452,7 @@ class MetricsServer:
         auth: DelegatedAuth | None = None,
         tls: TLSOptions | None = None,
         registry: CollectorRegistry | None = None,
+        metrics: RuntimeMetrics | None = None,
         cert_dir: Path = DEFAULT_METRICS_CERT_DIR,
         reload_interval: float = 1.0,
         timeouts: SlowClientTimeouts = SlowClientTimeouts(),
@@ -463,8 +465,13 @@ class MetricsServer:
         self.auth = auth if self.secure else None
         self.tls = tls
         # What to serve: the process's (the Manager's RuntimeMetrics'); without, nothing.
-        self.registry = registry if registry is not None else CollectorRegistry()
-        self.cert_files = KeyPairFiles(Path(cert_dir, TLS_CERT), Path(cert_dir, TLS_KEY), log)
+        if registry is None:
+            registry = metrics.registry if metrics is not None else CollectorRegistry()
+        self.registry = registry
+        # `metrics` counts the certificate's reads, as certwatcher does for either server.
+        self.cert_files = KeyPairFiles(
+            Path(cert_dir, TLS_CERT), Path(cert_dir, TLS_KEY), log, metrics
+        )
         self.reload_interval = reload_interval
         self._watcher: asyncio.Task[None] | None = None
         self._site = _Site("metrics", timeouts)

@@ -144,7 +144,7 @@ class Manager:
             auth=DelegatedAuth(self.client) if options.metrics_secure else None,
             tls=options.tls,
             cert_dir=options.metrics_cert_dir,
-            registry=self.metrics.registry,
+            metrics=self.metrics,
         )
         self.webhook_server = WebhookServer(
             cert_dir=options.cert_dir,

@@ -16,6 +16,7 @@ from lws_localcluster.manager_process import http_get
 from prometheus_client import CollectorRegistry, Counter
 
 from leaderworkerset.runtime.health import DEFAULT_METRICS_CERT_DIR, DelegatedAuth, MetricsServer
+from leaderworkerset.runtime.metrics import RuntimeMetrics
 from tests.toolkit.waiting import eventually
 from tests.toolkit.webhook_client import new_pairs, presented_certificate, write_pairs
 
@@ -119,12 +120,13 @@ async def test_a_mounted_certificate_is_served_and_reloaded(
 ) -> None:
     first, second = new_pairs(), new_pairs()
     write_pairs(tmp_path, first)
+    metrics = RuntimeMetrics()
     server = await _start(
         servers,
         MetricsServer(
             "127.0.0.1:0",
             auth=_TokenIsAllowed(),
-            registry=_registry(),
+            metrics=metrics,
             cert_dir=tmp_path,
             reload_interval=0.05,
         ),
@@ -133,7 +135,8 @@ async def test_a_mounted_certificate_is_served_and_reloaded(
     status, body = await asyncio.to_thread(
         http_get, f"https://127.0.0.1:{server.port}/metrics", "good"
     )
-    assert status == 200 and "probe_total 1.0" in body
+    # The Manager's metrics are served, and count the certificate's reads.
+    assert status == 200 and "certwatcher_read_certificate_total 1.0" in body
 
     # cert-manager renewed the Secret and the kubelet swapped the files.
     write_pairs(tmp_path, second)
@@ -142,6 +145,8 @@ async def test_a_mounted_certificate_is_served_and_reloaded(
         return (await presented_certificate(server.port))[0] == second.cert
 
     await eventually(presents_second, "the renewed metrics certificate is presented", within=10)
+    assert metrics.certificate_reads._value.get() == 2
+    assert metrics.certificate_read_errors._value.get() == 0
 
 
 async def test_a_mounted_pair_that_does_not_match_stops_the_start(tmp_path: Path) -> None:
