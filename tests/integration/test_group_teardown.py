@@ -11,7 +11,7 @@ deletes only what the deleted UID owned."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -221,6 +221,52 @@ async def test_a_leader_deleted_by_someone_else_takes_its_workers_at_once(
     await wait_ready(api, namespace, name, 2)
     await assert_nothing_orphaned(api, namespace, name)
     await delete_and_expect_nothing_left(api, namespace, name)
+
+
+async def test_a_surge_rollout_keeps_each_replaced_groups_service_until_its_leader_goes(
+    lws_controller: RunningController, nodesim_api: ApiClient, namespace: str
+) -> None:
+    """Upstream's e2e spec "headless services scale up during MaxSurge": four groups with
+    a Service each, a surge of four (three used). The StatefulSet controller deletes a
+    replaced leader in the background; its workers go at once, its Service only when it
+    is gone, as under the collector alone, so the surge groups' Services stand beside
+    all four old ones: seven at once. Then four again."""
+    api, name = nodesim_api, "surge"
+    body = lws_manifest(
+        name,
+        namespace,
+        replicas=4,
+        size=2,
+        networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA},
+        rolloutStrategy={
+            "type": c.ROLLOUT_STRATEGY_ROLLING_UPDATE,
+            "rollingUpdateConfiguration": {"maxSurge": 4},
+        },
+    )
+    # Each old pod takes 3 s to end: the replaced group's Service must outlive that.
+    template = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    template["metadata"] = {"annotations": {TERMINATION_DELAY_ANNOTATION: "3"}}
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, name, 4)
+
+    def group_services(count: int) -> Callable[[], Awaitable[bool]]:
+        async def probe() -> bool:
+            answer = await api.list(
+                SERVICES, namespace, label_selector=f"{c.LABEL_SET_NAME}={name}"
+            )
+            return len([s for s in answer["items"] if name_of(s) != name]) == count
+
+        return probe
+
+    await eventually(group_services(4), what="a Service per group")
+    patch = {
+        "spec": {"leaderWorkerTemplate": {"workerTemplate": {"metadata": {"labels": {"v": "2"}}}}}
+    }
+    await api.patch(LEADERWORKERSETS, name, patch, namespace=namespace)
+    await eventually(group_services(7), within=60, interval=0.1, what="seven group Services")
+    await wait_ready(api, namespace, name, 4)
+    await eventually(group_services(4), within=60, what="four group Services after the rollout")
+    await assert_nothing_orphaned(api, namespace, name)
 
 
 async def test_a_deleted_lws_keeps_upstreams_order_by_default(
