@@ -21,6 +21,7 @@ from lws_localcluster.deploy import RunningController
 from lws_localcluster.nodesim.simulator import TERMINATION_DELAY_ANNOTATION, NodeSimulator
 
 from leaderworkerset.api.leaderworkerset import constants as c
+from leaderworkerset.api.objects import controller_uid
 from leaderworkerset.api.resources import (
     DEPLOYMENTS,
     LEADERWORKERSETS,
@@ -221,6 +222,66 @@ async def test_a_leader_deleted_by_someone_else_takes_its_workers_at_once(
     await wait_ready(api, namespace, name, 2)
     await assert_nothing_orphaned(api, namespace, name)
     await delete_and_expect_nothing_left(api, namespace, name)
+
+
+async def test_a_background_deleted_leaders_service_outlives_it_and_its_successor_takes_it(
+    lws_controller: RunningController,
+    nodesim_api: ApiClient,
+    namespace: str,
+    gc_pause: ControlPlane,
+) -> None:
+    """`kubectl delete pod` of an Ordinal leader under UniquePerReplica, the collector
+    paused: its workers are marked while it terminates, its Service is not (the
+    collector would take it once the leader is gone). The leader recreated under the
+    name replaces that Service with its own and gets its workers."""
+    api, name = nodesim_api, "bgsvc"
+    body = restarting(
+        lws_manifest(
+            name,
+            namespace,
+            size=SIZE,
+            networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA},
+        )
+    )
+    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"][
+        TERMINATION_DELAY_ANNOTATION
+    ] = "5"
+    await api.create(LEADERWORKERSETS, body)
+    await wait_ready(api, namespace, name, 2)
+    leader, workers, sts = await old_group(api, namespace, name)
+    service = await api.get(SERVICES, name_of(leader), namespace)
+    assert controller_uid(service) == uid(leader)
+
+    async def workers_marked() -> bool:
+        objs = [await api.get_or_none(STATEFULSETS, name_of(sts), namespace)]
+        objs += [await api.get_or_none(PODS, name_of(w), namespace) for w in workers]
+        return all(
+            o is None or uid(o) not in {uid(sts), *map(uid, workers)} or marked(o) for o in objs
+        )
+
+    with gc_pause.paused(CONTROLLER_MANAGER):
+        await api.delete(PODS, name_of(leader), namespace)
+        await eventually(workers_marked, within=4, what="the workers marked")
+        # Past the controller's next passes over the terminating leader.
+        await stays(
+            lambda: service_kept(api, namespace, service),
+            seconds=2,
+            what="the old leader's Service kept while it terminates",
+        )
+    successor = await replacement_of(api, namespace, leader, ready=True)
+
+    async def successors_service() -> bool:
+        found = await api.get_or_none(SERVICES, name_of(leader), namespace)
+        return found is not None and controller_uid(found) == uid(successor)
+
+    await eventually(successors_service, within=30, what="the Service owned by the new leader")
+    await wait_ready(api, namespace, name, 2)
+    await assert_nothing_orphaned(api, namespace, name)
+
+
+async def service_kept(api: ApiClient, namespace: str, service: JSON) -> bool:
+    found = await api.get_or_none(SERVICES, name_of(service), namespace)
+    return found is not None and uid(found) == uid(service) and not marked(found)
 
 
 async def test_a_surge_rollout_keeps_each_replaced_groups_service_until_its_leader_goes(

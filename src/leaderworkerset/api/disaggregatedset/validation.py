@@ -10,8 +10,9 @@ webhook sees). They cover:
   maxUnavailable not both 0, a RoleScaler name within 253 characters, no External role
   with several slices, a topology for any placement but None, and no LeaderWorkerSet
   exclusive-placement annotation together with a placement policy;
-- ours: the names the set gives its LeaderWorkerSets and Services must be valid, so a
-  set is refused at admission rather than failing later, at every LeaderWorkerSet
+- ours: the names the set gives its LeaderWorkerSets and Services must be valid, and
+  so must the placement topology (a label key: the roles' pod affinity topologyKey),
+  so a set is refused at admission rather than failing later, at every LeaderWorkerSet
   creation. An update that leaves such an error as it was is admitted, so a set
   created under upstream can still be edited. A role's Group Identity members
   (`groupIdentity`, `groupReplacementPolicy`) follow the LeaderWorkerSet's own rules
@@ -81,8 +82,9 @@ def validate_create(ds: DisaggregatedSet) -> list[FieldError]:
 
 
 def validate_update(new: DisaggregatedSet, old: DisaggregatedSet) -> list[FieldError]:
-    """The same rules as on create; name errors the old object already had are let go."""
-    already = {str(e) for e in name_fit_errors(old)}
+    """The same rules as on create; name and topology errors the old object already had
+    (stored before these rules, or under upstream, which has neither) are let go."""
+    already = {str(e) for e in [*name_fit_errors(old), *topology_key_errors(old)]}
     return [e for e in _validate(new) if str(e) not in already]
 
 
@@ -323,13 +325,7 @@ def _placement_rules(ds: DisaggregatedSet) -> list[FieldError]:
     errs: list[FieldError] = []
     if not policy.topology:
         errs.append(required(f"{PLACEMENT}.topology", "topology is required when type is not None"))
-    else:
-        # It becomes the topologyKey of every role's pod affinity terms: judged as the
-        # API server judges those, but where the user wrote it.
-        errs.extend(
-            invalid(f"{PLACEMENT}.topology", policy.topology, m)
-            for m in qualified_name_errors(policy.topology)
-        )
+    errs += topology_key_errors(ds)
     for i, role in enumerate(ds.roles):
         key = _exclusive_annotation(role)
         if key is not None:
@@ -341,6 +337,16 @@ def _placement_rules(ds: DisaggregatedSet) -> list[FieldError]:
                 )
             )
     return errs
+
+
+def topology_key_errors(ds: DisaggregatedSet) -> list[FieldError]:
+    """The placement topology becomes the topologyKey of every role's pod affinity
+    terms: judged as the API server judges those, but where the user wrote it."""
+    policy = ds.spec.placement_policy if ds.spec is not None else None
+    if policy is None or policy.type in (None, "", c.PLACEMENT_NONE) or not policy.topology:
+        return []
+    path = f"{PLACEMENT}.topology"
+    return [invalid(path, policy.topology, m) for m in qualified_name_errors(policy.topology)]
 
 
 def _exclusive_annotation(role: DisaggregatedRoleSpec) -> str | None:

@@ -45,8 +45,14 @@ def on_its_way_out(service: JSON, leader_pod: JSON) -> bool:
     """Going away without anyone's help: being deleted, or left by a predecessor of the
     same name (Ordinal mode recreates a leader under its old name, and the garbage
     collector removes the old leader's Service once that pod is gone)."""
-    if meta_of(service).get("deletionTimestamp"):
-        return True
+    return bool(meta_of(service).get("deletionTimestamp")) or left_by_predecessor(
+        service, leader_pod
+    )
+
+
+def left_by_predecessor(service: JSON, leader_pod: JSON) -> bool:
+    """Owned by a pod of the leader's name that is not the leader: one that is gone,
+    since names are unique and this leader holds it now."""
     owner = controller_ref(service)
     return bool(
         owner is not None

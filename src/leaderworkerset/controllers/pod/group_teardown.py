@@ -24,8 +24,10 @@ cascading a foreground LWS deletion), is `resume`d: its dependents are deleted t
 same way. So is one deleted in the background by anyone else (`kubectl delete pod`,
 an eviction, its StatefulSet rolling it to a new revision): the collector would
 delete its worker StatefulSet only once the leader is gone, one grace period after
-the other; its Services stay until it is gone, as the collector has them (nothing
-waits on them). Not when its dependents are to be orphaned, nor when the group goes with
+the other. Its Services stay until it is gone, as the collector has them: during a
+surge rollout the replaced groups' Services stand beside the new ones', and an Ordinal
+leader recreated under the name replaces its predecessor's at once (the pod
+reconciler). Not when its dependents are to be orphaned, nor when the group goes with
 its LeaderWorkerSet (the leader workload deleted): that order is the collector's
 unless `teardown.leaderWorkerSetDeletion` says otherwise (lws_teardown.py).
 """
@@ -140,9 +142,8 @@ class GroupTeardown:
             sts = None  # a newer leader's, or nothing of this group
         lws = str(labels_of(leader).get(c.LABEL_SET_NAME, ""))
         # A leader deleted in the background keeps its group's Service until it is gone,
-        # as with the collector alone: nothing waits on a Service, and during a surge
-        # rollout the old groups' Services stand beside the new ones' (upstream's e2e
-        # suite counts them).
+        # as with the collector alone (see the module's docstring; upstream's e2e suite
+        # counts the Services during a surge rollout).
         services = (
             []
             if pinned
@@ -154,7 +155,7 @@ class GroupTeardown:
         )
         results = await asyncio.gather(
             self._delete_worker_set(sts, pinned),
-            *(self._delete(SERVICES, s, pinned=pinned) for s in services),
+            *(self._delete(SERVICES, s) for s in services),
             return_exceptions=True,
         )
         failed = [r for r in results if isinstance(r, BaseException)]

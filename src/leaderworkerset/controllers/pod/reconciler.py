@@ -16,6 +16,7 @@ from leaderworkerset.api.leaderworkerset.view import LwsView, view_of
 from leaderworkerset.api.objects import (
     JSON,
     labels_of,
+    marked_for_deletion,
     meta_of,
     name_of,
     namespace_of,
@@ -36,6 +37,7 @@ from leaderworkerset.controllers.pod.group_recovery import GroupRecovery, Recove
 from leaderworkerset.controllers.pod.group_service import (
     group_service,
     group_service_name,
+    left_by_predecessor,
     on_its_way_out,
     owned_by_leader,
     owner_description,
@@ -53,7 +55,7 @@ from leaderworkerset.group.readiness import (
     pod_terminating,
 )
 from leaderworkerset.group.roles import group_size, is_leader
-from leaderworkerset.runtime.client import ApiClient, ApiError
+from leaderworkerset.runtime.client import ApiClient, ApiError, delete_exact
 from leaderworkerset.runtime.controller import Result
 from leaderworkerset.runtime.events import EventRecorder, object_reference
 from leaderworkerset.runtime.indexes import object_key
@@ -342,6 +344,20 @@ class PodReconciler:
         if owned_by_leader(service, pod):
             self.waits.forget(wait_key)
             return None
+        if left_by_predecessor(service, pod) and not marked_for_deletion(service):
+            # The old leader of this name kept its Service while it terminated (a
+            # background teardown leaves it to the collector); it is gone now, and
+            # this group's workers wait on the name. Done here, by UID, rather than a
+            # watch event and a queue later by the collector.
+            await delete_exact(self.client, SERVICES, service)
+            try:
+                await self.client.create(SERVICES, group_service(view, pod))
+            except ApiError as exc:
+                if not exc.already_exists:
+                    raise
+            else:
+                self.waits.forget(wait_key)
+                return None
         delay, tries = self.waits.next(wait_key)
         if tries == 0 and not on_its_way_out(service, pod):
             event = ev.group_service_not_owned(

@@ -509,6 +509,22 @@ def test_update_keeps_a_name_error_the_object_already_had() -> None:
     assert fields(validate_update(more_slices, old)) == ["spec.roles[0].name"]
 
 
+def test_update_keeps_a_topology_error_the_object_already_had() -> None:
+    """A set stored under upstream with a topology no API server takes as a topologyKey
+    can still be scaled; a new bad topology is refused."""
+    placement = {"type": "ExclusiveTopology", "topology": "rack zone"}
+    old = decoded(disaggregatedset(placementPolicy=placement))
+    assert fields(validate_create(old)) == ["spec.placementPolicy.topology"]
+    scaled = copy.deepcopy(old)
+    scaled.spec.roles[0].spec.replicas = 5  # type: ignore[union-attr]
+    scaled.spec.roles[1].spec.replicas = 5  # type: ignore[union-attr]
+    assert validate_update(scaled, old) == []
+    other = decoded(
+        disaggregatedset(placementPolicy={"type": "ExclusiveTopology", "topology": "a b"})
+    )
+    assert fields(validate_update(other, old)) == ["spec.placementPolicy.topology"]
+
+
 @pytest.mark.parametrize(
     "config,field,words",
     [

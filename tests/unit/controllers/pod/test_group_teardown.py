@@ -237,7 +237,6 @@ async def test_dependents_orphaned_before_the_cache_shows_it_are_kept() -> None:
     client = FakeApiClient()
     client.put(STATEFULSETS, leader_set())
     client.fail[("delete", "statefulsets")] = ApiError(409, {"reason": "Conflict"})
-    client.fail[("delete", "services")] = ApiError(409, {"reason": "Conflict"})
     async with seeded_caches(leader, leader_set(), sts, *workers, service) as caches:
         teardown = GroupTeardown(client, caches)
         await teardown.resume(leader, ORDINAL)

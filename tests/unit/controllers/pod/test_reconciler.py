@@ -235,9 +235,8 @@ async def test_the_leaders_own_service_late_in_the_cache_is_used() -> None:
     assert [e for e in events.said if e[0] == ev.WARNING] == []
 
 
-async def test_a_predecessors_service_is_waited_out_quietly() -> None:
-    """Ordinal mode: a leader recreated under its old name finds the Service of the pod
-    it replaces until the garbage collector removes it; that is no conflict to report."""
+def ordinal_leader_and_predecessors_service(**service_meta: Any) -> tuple[JSON, JSON, JSON, JSON]:
+    """(lws, its revision, leader lws-0) and the Service the lws-0 before it left."""
     lws = lws_object(
         "lws", replicas=1, size=2, networkConfig={"subdomainPolicy": "UniquePerReplica"}
     )
@@ -246,6 +245,37 @@ async def test_a_predecessors_service_is_waited_out_quietly() -> None:
     leader["metadata"]["name"] = "lws-0"
     leader["metadata"]["labels"][c.LABEL_GROUP_INDEX] = "0"
     old = service("lws-0", "uid-of-the-old-lws-0", owner_name="lws-0")
+    old["metadata"].update(uid="uid-old-service", **service_meta)
+    return lws, revision, leader, old
+
+
+async def test_a_predecessors_service_is_replaced_at_once() -> None:
+    """Ordinal mode: a leader recreated under its old name finds the Service of the pod
+    it replaces (kept while that pod terminated). That pod is gone, so the Service is
+    deleted by its UID and the leader's own made, and the workers follow, without
+    waiting for the garbage collector; no conflict is reported."""
+    lws, revision, leader, old = ordinal_leader_and_predecessors_service()
+    client, events = FakeApiClient(), RecordedEvents()
+    client.put(SERVICES, old)
+    async with seeded_caches(lws, revision, leader, old) as caches:
+        assert await reconciler(client, caches, events)(object_key(leader)) is None
+    assert calls(client)[:3] == [
+        ("delete", "services", "lws-0"),
+        ("create", "services", "lws-0"),
+        ("create", "statefulsets", "lws-0"),
+    ]
+    assert client.calls[0].options["preconditions"] == {"uid": "uid-old-service"}
+    created = client.stored(SERVICES, "lws-0", NS)
+    assert created is not None
+    assert created["metadata"]["ownerReferences"][0]["uid"] == leader["metadata"]["uid"]
+    assert [e for e in events.said if e[0] == ev.WARNING] == []
+
+
+async def test_a_predecessors_service_still_going_is_waited_out_quietly() -> None:
+    """Already being deleted (a finalizer holds it): nothing to do but wait."""
+    lws, revision, leader, old = ordinal_leader_and_predecessors_service(
+        deletionTimestamp="2026-01-01T00:00:00Z", finalizers=["example.com/hold"]
+    )
     client, events = FakeApiClient(), RecordedEvents()
     async with seeded_caches(lws, revision, leader, old) as caches:
         result = await reconciler(client, caches, events)(object_key(leader))
