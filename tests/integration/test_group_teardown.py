@@ -63,6 +63,13 @@ def restarting(body: JSON) -> JSON:
     return body
 
 
+def slowly_ending(body: JSON) -> JSON:
+    """Every pod takes 5 s to end once deleted: a window to look at while it does."""
+    template = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    template["metadata"]["annotations"][TERMINATION_DELAY_ANNOTATION] = "5"
+    return body
+
+
 def uid(obj: JSON) -> str:
     return str(obj["metadata"]["uid"])
 
@@ -114,6 +121,13 @@ async def old_group(api: ApiClient, namespace: str, name: str) -> tuple[JSON, li
     workers = sorted((p for p in pods if not is_leader(p)), key=name_of)
     sts = await api.get(STATEFULSETS, name_of(leader), namespace)
     return leader, workers, sts
+
+
+async def workers_going(api: ApiClient, namespace: str, workers: list[JSON], sts: JSON) -> bool:
+    """The group's worker StatefulSet and workers each gone or marked for deletion."""
+    objs = [await api.get_or_none(STATEFULSETS, name_of(sts), namespace)]
+    objs += [await api.get_or_none(PODS, name_of(w), namespace) for w in workers]
+    return all(o is None or uid(o) not in {uid(sts), *map(uid, workers)} or marked(o) for o in objs)
 
 
 async def wait_torn_down_by_us(
@@ -186,10 +200,9 @@ async def test_a_leader_deleted_by_someone_else_takes_its_workers_at_once(
     worker StatefulSet and workers are marked while the leader still terminates, then
     the group comes back whole."""
     api, name = nodesim_api, "bg"
-    body = restarting(lws_manifest(name, namespace, size=SIZE, groupIdentity=identity))
-    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"][
-        TERMINATION_DELAY_ANNOTATION
-    ] = "5"
+    body = slowly_ending(
+        restarting(lws_manifest(name, namespace, size=SIZE, groupIdentity=identity))
+    )
     await api.create(LEADERWORKERSETS, body)
     await wait_ready(api, namespace, name, 2)
     leader, workers, sts = await old_group(api, namespace, name)
@@ -198,11 +211,7 @@ async def test_a_leader_deleted_by_someone_else_takes_its_workers_at_once(
     async def workers_going_leader_not_gone() -> bool:
         pod = await api.get_or_none(PODS, name_of(leader), namespace)
         assert pod is not None and uid(pod) == uid(leader), "the leader went first"
-        objs = [await api.get_or_none(STATEFULSETS, name_of(sts), namespace)]
-        objs += [await api.get_or_none(PODS, name_of(w), namespace) for w in workers]
-        return all(
-            o is None or uid(o) not in {uid(sts), *map(uid, workers)} or marked(o) for o in objs
-        )
+        return await workers_going(api, namespace, workers, sts)
 
     with gc_pause.paused(CONTROLLER_MANAGER):
         await api.delete(PODS, name_of(leader), namespace)
@@ -235,33 +244,21 @@ async def test_a_background_deleted_leaders_service_outlives_it_and_its_successo
     collector would take it once the leader is gone). The leader recreated under the
     name replaces that Service with its own and gets its workers."""
     api, name = nodesim_api, "bgsvc"
-    body = restarting(
-        lws_manifest(
-            name,
-            namespace,
-            size=SIZE,
-            networkConfig={"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA},
-        )
-    )
-    body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"][
-        TERMINATION_DELAY_ANNOTATION
-    ] = "5"
+    unique = {"subdomainPolicy": c.SUBDOMAIN_POLICY_UNIQUE_PER_REPLICA}
+    body = slowly_ending(restarting(lws_manifest(name, namespace, size=SIZE, networkConfig=unique)))
     await api.create(LEADERWORKERSETS, body)
     await wait_ready(api, namespace, name, 2)
     leader, workers, sts = await old_group(api, namespace, name)
     service = await api.get(SERVICES, name_of(leader), namespace)
     assert controller_uid(service) == uid(leader)
 
-    async def workers_marked() -> bool:
-        objs = [await api.get_or_none(STATEFULSETS, name_of(sts), namespace)]
-        objs += [await api.get_or_none(PODS, name_of(w), namespace) for w in workers]
-        return all(
-            o is None or uid(o) not in {uid(sts), *map(uid, workers)} or marked(o) for o in objs
-        )
-
     with gc_pause.paused(CONTROLLER_MANAGER):
         await api.delete(PODS, name_of(leader), namespace)
-        await eventually(workers_marked, within=4, what="the workers marked")
+        await eventually(
+            lambda: workers_going(api, namespace, workers, sts),
+            within=4,
+            what="the workers marked",
+        )
         # Past the controller's next passes over the terminating leader.
         await stays(
             lambda: service_kept(api, namespace, service),
