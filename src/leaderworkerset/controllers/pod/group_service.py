@@ -42,9 +42,9 @@ def owned_by_leader(service: JSON, leader_pod: JSON) -> bool:
 
 
 def on_its_way_out(service: JSON, leader_pod: JSON) -> bool:
-    """Going away without anyone's help: being deleted, or left by a predecessor of the
-    same name (Ordinal mode recreates a leader under its old name, and the garbage
-    collector removes the old leader's Service once that pod is gone)."""
+    """Going away: being deleted, or left by a predecessor of the same name (Ordinal
+    mode recreates a leader under its old name; the new leader replaces the old one's
+    Service, or the garbage collector removes it, that pod being gone)."""
     return bool(meta_of(service).get("deletionTimestamp")) or left_by_predecessor(
         service, leader_pod
     )
