@@ -598,7 +598,13 @@ async def test_every_granted_rule_is_used_or_explained(
         "granted, never used, and not explained in tests/data/rbac_unused.yaml: "
         f"{[p for p in unused if p not in explained]}"
     )
-    assert not [p for p in explained if p in used], (
+    # A pair used only when a race goes one way is listed with `sometimes: true`.
+    sometimes = {
+        (u["apiGroup"], u["resource"], u["verb"])
+        for u in yaml.safe_load(UNUSED.read_text())
+        if u.get("sometimes")
+    }
+    assert not [p for p in explained if p in used and p not in sometimes], (
         f"listed as unused but used: {[p for p in explained if p in used]}"
     )
     assert not [p for p in explained if p not in granted], "listed but not granted"
